@@ -1,0 +1,18 @@
+# Run in script mode by forge_embed_shaders: writes the header and source.
+file(GLOB wgsl_files "${SHADER_DIR}/*.wgsl")
+list(SORT wgsl_files)
+set(h "// Generated from src/webgpu/shaders/*.wgsl. Do not edit.\n#pragma once\n#include <string_view>\nnamespace forge::shaders {\n")
+set(s "// Generated from src/webgpu/shaders/*.wgsl. Do not edit.\n#include \"forge_shaders.h\"\nnamespace forge::shaders {\n")
+foreach(f ${wgsl_files})
+  get_filename_component(name "${f}" NAME_WE)
+  file(READ "${f}" text)
+  string(APPEND h "extern const std::string_view ${name};\n")
+  # Raw string literal; WGSL never contains the delimiter.
+  string(APPEND s "const std::string_view ${name} = R\"wgsl(${text})wgsl\";\n")
+endforeach()
+string(APPEND h "}  // namespace forge::shaders\n")
+string(APPEND s "}  // namespace forge::shaders\n")
+file(WRITE "${OUT_HEADER}.tmp" "${h}")
+file(WRITE "${OUT_SOURCE}.tmp" "${s}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT_HEADER}.tmp" "${OUT_HEADER}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT_SOURCE}.tmp" "${OUT_SOURCE}")
