@@ -1,0 +1,125 @@
+// Hugging Face config.json for the architectures forge runs (GPT-2, Llama), MLX's
+// quantization block, and the tensor layout each architecture expects in a checkpoint.
+//
+// Errors name the key and the file:
+//   "[config] 'num_key_value_heads' = 3 does not divide 'num_attention_heads' = 4 in m/config.json"
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "forge/safetensors.h"
+#include "forge/shape.h"
+
+namespace forge {
+
+enum class Arch { Gpt2, Llama };
+const char* arch_name(Arch a);  // "gpt2", "llama"
+
+// MLX affine quantization ("quantization" or "quantization_config"): each Linear
+// weight [out, in] is stored as u32 words [out, in*bits/32] plus bf16/f16 scales and
+// biases [out, in/group_size]; w = q * scale + bias.
+struct QuantizationConfig {
+  int group_size = 64;
+  int bits = 8;
+};
+
+struct Gpt2Config {
+  int64_t vocab_size = 0;   // V
+  int64_t n_positions = 0;  // P, max sequence length ("n_positions", else "n_ctx")
+  int64_t n_embd = 0;       // C
+  int64_t n_layer = 0;
+  int64_t n_head = 0;       // divides C
+  int64_t n_inner = 0;      // MLP width; "n_inner" null or absent -> 4 * C
+  double layer_norm_epsilon = 1e-5;
+  std::string activation_function = "gelu_new";
+  bool tie_word_embeddings = true;
+  int64_t head_dim() const { return n_embd / n_head; }
+};
+
+// RoPE frequency scaling ("rope_scaling", or the scaling fields of "rope_parameters").
+// Supported types: "default" (none), "linear", "llama3"; others are a ValueError.
+struct RopeScaling {
+  std::string type = "default";
+  double factor = 1.0;
+  // llama3 only
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 0;
+};
+
+struct LlamaConfig {
+  int64_t vocab_size = 0;          // V
+  int64_t hidden_size = 0;         // H
+  int64_t intermediate_size = 0;   // I
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;  // nh
+  int64_t num_key_value_heads = 0;  // nkv, divides nh; default nh
+  int64_t head_dim = 0;             // hd; default H / nh
+  int64_t max_position_embeddings = 2048;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;      // top level or rope_parameters.rope_theta
+  std::optional<RopeScaling> rope_scaling;  // absent for plain RoPE
+  std::string hidden_act = "silu";
+  bool attention_bias = false;
+  bool mlp_bias = false;
+  bool tie_word_embeddings = false;
+};
+
+struct ModelConfig {
+  Arch arch = Arch::Gpt2;
+  std::variant<Gpt2Config, LlamaConfig> params;
+  std::optional<QuantizationConfig> quantization;
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;  // "eos_token_id" int or list
+  std::string source;                  // file it was read from
+
+  // Throw ValueError when the config is of the other architecture.
+  const Gpt2Config& gpt2() const;
+  const LlamaConfig& llama() const;
+  bool tie_word_embeddings() const;
+  int64_t vocab_size() const;
+};
+
+// Parses config.json text; `source` names the file in messages. Throws IoError for
+// malformed JSON, missing keys and wrong JSON types, ValueError for inconsistent values.
+ModelConfig parse_config(std::string_view json_text, const std::string& source);
+// Reads DIR/config.json (or the file itself when `path` is a file).
+ModelConfig load_config(const std::filesystem::path& path);
+
+// ---------------------------------------------------------------------------
+// Checkpoint layout.
+
+// How a checkpoint's tensors map onto the architecture.
+struct WeightLayout {
+  Arch arch = Arch::Gpt2;
+  // Prefix of the transformer's tensors: "transformer." or "" for GPT-2, "model." for Llama.
+  std::string prefix;
+  bool tied_embeddings = true;  // no lm_head.weight: the output projection reuses the embedding
+  bool quantized = false;       // at least one Linear stored as MLX u32 + scales/biases
+  int64_t parameters = 0;       // model parameters (packed words unpacked, scales/biases not counted)
+  std::vector<std::string> unused;  // tensors of the checkpoint the architecture does not use
+
+  // The checkpoint's name for a tensor given without prefix: "h.0.attn.c_attn.weight",
+  // "layers.0.self_attn.q_proj.weight", "lm_head.weight" (never prefixed).
+  std::string name(const std::string& unprefixed) const;
+};
+
+// Guesses the architecture from tensor names alone (wte/h.N for GPT-2,
+// embed_tokens/layers.N for Llama); nullopt when neither matches.
+std::optional<Arch> guess_arch(const std::vector<TensorInfo>& tensors);
+
+// Checks that every tensor the config implies exists with the right shape and dtype
+// family: GPT-2 Conv1D weights are [in, out] (c_attn [C, 3C]); Llama Linear weights
+// are [out, in]; MLX-quantized ones are u32 [out, in*bits/32] with scales and biases
+// [out, in/group_size]. Throws IoError naming the tensor and both shapes:
+//   "[weights] 'h.0.attn.c_attn.weight' has shape [32, 64], expected [32, 96] in DIR".
+WeightLayout check_weights(const ModelConfig& config, const std::vector<TensorInfo>& tensors,
+                           const std::string& source);
+
+}  // namespace forge

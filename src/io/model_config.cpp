@@ -1,0 +1,213 @@
+// Hugging Face config.json -> ModelConfig.
+#include "forge/model_config.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "forge/error.h"
+#include "io/config_reader.h"
+#include "io/json_strict.h"
+
+namespace forge {
+
+namespace {
+
+using json = nlohmann::json;
+using io::ConfigReader;
+
+ValueError bad(const ConfigReader& r, const std::string& what) {
+  return ValueError("[config] " + what + " in " + r.source());
+}
+
+std::string keyval(const ConfigReader& r, const char* key, int64_t v) { return r.name(key) + " = " + std::to_string(v); }
+
+Gpt2Config parse_gpt2(const ConfigReader& r) {
+  Gpt2Config c;
+  c.vocab_size = r.positive("vocab_size");
+  c.n_embd = r.positive("n_embd");
+  c.n_layer = r.positive("n_layer");
+  c.n_head = r.positive("n_head");
+  if (auto p = r.opt_positive("n_positions"))
+    c.n_positions = *p;
+  else if (auto n = r.opt_positive("n_ctx"))
+    c.n_positions = *n;
+  else
+    throw IoError("[config] missing required key 'n_positions' (or 'n_ctx') in " + r.source());
+  c.n_inner = r.opt_positive("n_inner").value_or(4 * c.n_embd);
+  c.layer_norm_epsilon = r.opt_number("layer_norm_epsilon").value_or(c.layer_norm_epsilon);
+  if (c.layer_norm_epsilon <= 0) throw bad(r, "'layer_norm_epsilon' must be positive");
+  c.activation_function = r.opt_string("activation_function").value_or(c.activation_function);
+  c.tie_word_embeddings = r.opt_boolean("tie_word_embeddings").value_or(true);
+  if (c.n_embd % c.n_head != 0)
+    throw bad(r, keyval(r, "n_head", c.n_head) + " does not divide " + keyval(r, "n_embd", c.n_embd));
+  return c;
+}
+
+// A rope_scaling object, or the scaling part of rope_parameters. nullopt for plain RoPE
+// given through rope_parameters.
+std::optional<RopeScaling> parse_rope_scaling(const ConfigReader& r, bool keep_default) {
+  RopeScaling s;
+  auto type = r.opt_string("rope_type");
+  if (!type) type = r.opt_string("type");
+  if (!type) throw IoError("[config] missing required key " + r.name("rope_type") + " in " + r.source());
+  s.type = *type;
+  if (s.type == "default") {
+    if (!keep_default) return std::nullopt;
+    return s;
+  }
+  if (s.type != "linear" && s.type != "llama3")
+    throw bad(r, "unsupported RoPE scaling type '" + s.type + "' (" + r.name("rope_type") +
+                     "); supported: default, linear, llama3");
+  s.factor = r.number("factor");
+  if (s.factor <= 0) throw bad(r, r.name("factor") + " must be positive");
+  if (s.type == "llama3") {
+    s.low_freq_factor = r.number("low_freq_factor");
+    s.high_freq_factor = r.number("high_freq_factor");
+    s.original_max_position_embeddings = r.positive("original_max_position_embeddings");
+    if (s.low_freq_factor <= 0 || s.high_freq_factor <= s.low_freq_factor)
+      throw bad(r, r.name("high_freq_factor") + " must exceed " + r.name("low_freq_factor") + " > 0");
+  }
+  return s;
+}
+
+const json& sub_object(const json& j, const char* key, const std::string& source) {
+  const json& v = j.at(key);
+  if (!v.is_object())
+    throw IoError("[config] '" + std::string(key) + "' is " + v.dump() + ", expected an object in " + source);
+  return v;
+}
+
+LlamaConfig parse_llama(const json& j, const ConfigReader& r) {
+  LlamaConfig c;
+  c.vocab_size = r.positive("vocab_size");
+  c.hidden_size = r.positive("hidden_size");
+  c.intermediate_size = r.positive("intermediate_size");
+  c.num_hidden_layers = r.positive("num_hidden_layers");
+  c.num_attention_heads = r.positive("num_attention_heads");
+  c.num_key_value_heads = r.opt_positive("num_key_value_heads").value_or(c.num_attention_heads);
+  if (c.num_attention_heads % c.num_key_value_heads != 0)
+    throw bad(r, keyval(r, "num_key_value_heads", c.num_key_value_heads) + " does not divide " +
+                     keyval(r, "num_attention_heads", c.num_attention_heads));
+  if (auto hd = r.opt_positive("head_dim")) {
+    c.head_dim = *hd;
+  } else {
+    if (c.hidden_size % c.num_attention_heads != 0)
+      throw bad(r, keyval(r, "num_attention_heads", c.num_attention_heads) + " does not divide " +
+                       keyval(r, "hidden_size", c.hidden_size) + " (and 'head_dim' is absent)");
+    c.head_dim = c.hidden_size / c.num_attention_heads;
+  }
+  if (c.head_dim % 2 != 0) throw bad(r, "head_dim " + std::to_string(c.head_dim) + " must be even for RoPE");
+  c.max_position_embeddings = r.opt_positive("max_position_embeddings").value_or(c.max_position_embeddings);
+  c.rms_norm_eps = r.opt_number("rms_norm_eps").value_or(c.rms_norm_eps);
+  if (c.rms_norm_eps <= 0) throw bad(r, "'rms_norm_eps' must be positive");
+  c.hidden_act = r.opt_string("hidden_act").value_or(c.hidden_act);
+  c.attention_bias = r.opt_boolean("attention_bias").value_or(false);
+  c.mlp_bias = r.opt_boolean("mlp_bias").value_or(false);
+  c.tie_word_embeddings = r.opt_boolean("tie_word_embeddings").value_or(false);
+
+  std::optional<double> theta = r.opt_number("rope_theta");
+  if (r.has("rope_parameters")) {
+    ConfigReader rp(sub_object(j, "rope_parameters", r.source()), r.source(), "rope_parameters");
+    if (auto t = rp.opt_number("rope_theta")) {
+      if (theta && std::fabs(*theta - *t) > 1e-6 * std::fabs(*t))
+        throw bad(r, "'rope_theta' = " + std::to_string(*theta) + " disagrees with 'rope_parameters.rope_theta' = " +
+                         std::to_string(*t));
+      theta = t;
+    }
+    if (rp.has("rope_type") || rp.has("type")) c.rope_scaling = parse_rope_scaling(rp, false);
+  }
+  if (r.has("rope_scaling")) {
+    ConfigReader rs(sub_object(j, "rope_scaling", r.source()), r.source(), "rope_scaling");
+    c.rope_scaling = parse_rope_scaling(rs, true);
+  }
+  c.rope_theta = theta.value_or(c.rope_theta);
+  if (c.rope_theta <= 0) throw bad(r, "'rope_theta' must be positive");
+  return c;
+}
+
+std::optional<QuantizationConfig> parse_quantization(const json& j, const std::string& source) {
+  std::optional<QuantizationConfig> found;
+  for (const char* key : {"quantization", "quantization_config"}) {
+    if (!j.contains(key) || j[key].is_null()) continue;
+    ConfigReader q(sub_object(j, key, source), source, key);
+    if (auto method = q.opt_string("quant_method"))
+      throw ValueError("[config] unsupported " + q.name("quant_method") + " '" + *method +
+                       "' (only MLX affine group quantization) in " + source);
+    QuantizationConfig c;
+    c.group_size = int(q.positive("group_size"));
+    c.bits = int(q.positive("bits"));
+    if (c.bits != 2 && c.bits != 3 && c.bits != 4 && c.bits != 5 && c.bits != 6 && c.bits != 8)
+      throw ValueError("[config] " + q.name("bits") + " = " + std::to_string(c.bits) +
+                       " is not one of 2, 3, 4, 5, 6, 8 in " + source);
+    if (found && (found->bits != c.bits || found->group_size != c.group_size))
+      throw ValueError("[config] 'quantization' and 'quantization_config' disagree in " + source);
+    found = c;
+  }
+  return found;
+}
+
+void parse_special_tokens(const json& j, const ConfigReader& r, ModelConfig& m) {
+  m.bos_token_id = r.opt_integer("bos_token_id");
+  if (!r.has("eos_token_id")) return;
+  const json& e = j.at("eos_token_id");
+  if (e.is_array()) {
+    for (const json& id : e) {
+      if (!id.is_number_integer())
+        throw IoError("[config] 'eos_token_id' holds " + id.dump() + ", expected integers in " + r.source());
+      m.eos_token_ids.push_back(id.get<int64_t>());
+    }
+  } else {
+    m.eos_token_ids.push_back(r.integer("eos_token_id"));
+  }
+}
+
+}  // namespace
+
+const char* arch_name(Arch a) { return a == Arch::Gpt2 ? "gpt2" : "llama"; }
+
+const Gpt2Config& ModelConfig::gpt2() const {
+  if (arch != Arch::Gpt2) throw ValueError(std::string("[config] asked for a gpt2 config but ") + source + " is " + arch_name(arch));
+  return std::get<Gpt2Config>(params);
+}
+const LlamaConfig& ModelConfig::llama() const {
+  if (arch != Arch::Llama) throw ValueError(std::string("[config] asked for a llama config but ") + source + " is " + arch_name(arch));
+  return std::get<LlamaConfig>(params);
+}
+bool ModelConfig::tie_word_embeddings() const {
+  return arch == Arch::Gpt2 ? gpt2().tie_word_embeddings : llama().tie_word_embeddings;
+}
+int64_t ModelConfig::vocab_size() const { return arch == Arch::Gpt2 ? gpt2().vocab_size : llama().vocab_size; }
+
+ModelConfig parse_config(std::string_view json_text, const std::string& source) {
+  json j = io::parse_json_strict(json_text, "config", source);
+  if (!j.is_object()) throw IoError("[config] top level is a JSON " + std::string(j.type_name()) + ", not an object in " + source);
+  ConfigReader r(j, source);
+  auto type = r.opt_string("model_type");
+  if (!type) throw IoError("[config] missing required key 'model_type' in " + source);
+  ModelConfig m;
+  m.source = source;
+  if (*type == "gpt2") {
+    m.arch = Arch::Gpt2;
+    m.params = parse_gpt2(r);
+  } else if (*type == "llama") {
+    m.arch = Arch::Llama;
+    m.params = parse_llama(j, r);
+  } else {
+    throw ValueError("[config] unsupported 'model_type' '" + *type + "' (supported: gpt2, llama) in " + source);
+  }
+  m.quantization = parse_quantization(j, source);
+  parse_special_tokens(j, r, m);
+  return m;
+}
+
+ModelConfig load_config(const std::filesystem::path& path) {
+  std::filesystem::path file = std::filesystem::is_directory(path) ? path / "config.json" : path;
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw IoError("[config] cannot read " + file.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_config(text.str(), file.string());
+}
+
+}  // namespace forge
