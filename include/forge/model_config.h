@@ -110,8 +110,8 @@ struct WeightLayout {
   std::string name(const std::string& unprefixed) const;
 };
 
-// Guesses the architecture from tensor names alone (wte/h.N for GPT-2,
-// embed_tokens/layers.N for Llama); nullopt when neither matches.
+// Guesses the architecture from tensor names alone ([transformer.]wte.weight for
+// GPT-2, [model.]embed_tokens.weight for Llama); nullopt when neither is present.
 std::optional<Arch> guess_arch(const std::vector<TensorInfo>& tensors);
 
 // Checks that every tensor the config implies exists with the right shape and dtype

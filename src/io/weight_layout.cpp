@@ -11,10 +11,6 @@ namespace {
 
 bool is_float(StDType t) { return t == StDType::F32 || t == StDType::F16 || t == StDType::BF16; }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 class WeightChecker {
  public:
   WeightChecker(const ModelConfig& cfg, const std::vector<TensorInfo>& tensors, const std::string& source)
@@ -184,9 +180,8 @@ std::string WeightLayout::name(const std::string& unprefixed) const {
 
 std::optional<Arch> guess_arch(const std::vector<TensorInfo>& tensors) {
   for (const TensorInfo& t : tensors) {
-    if (ends_with(t.name, "wte.weight") || t.name.rfind("h.0.", 0) == 0 || t.name.rfind("transformer.h.", 0) == 0)
-      return Arch::Gpt2;
-    if (ends_with(t.name, "embed_tokens.weight") || t.name.rfind("model.layers.", 0) == 0) return Arch::Llama;
+    if (t.name == "transformer.wte.weight" || t.name == "wte.weight") return Arch::Gpt2;
+    if (t.name == "model.embed_tokens.weight" || t.name == "embed_tokens.weight") return Arch::Llama;
   }
   return std::nullopt;
 }

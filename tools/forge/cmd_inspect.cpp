@@ -1,0 +1,134 @@
+// forge inspect FILE_OR_DIR [--json]: tensors, config, architecture, metadata and
+// parameter count of a safetensors file or a model directory.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "forge/model_config.h"
+#include "forge/safetensors.h"
+
+namespace forge::cli {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+json config_json(const ModelConfig& m) {
+  json j;
+  if (m.arch == Arch::Gpt2) {
+    const Gpt2Config& c = m.gpt2();
+    j = {{"vocab_size", c.vocab_size}, {"n_positions", c.n_positions}, {"n_embd", c.n_embd},
+         {"n_layer", c.n_layer}, {"n_head", c.n_head}, {"n_inner", c.n_inner},
+         {"layer_norm_epsilon", c.layer_norm_epsilon}, {"activation_function", c.activation_function},
+         {"tie_word_embeddings", c.tie_word_embeddings}};
+  } else {
+    const LlamaConfig& c = m.llama();
+    j = {{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size},
+         {"intermediate_size", c.intermediate_size}, {"num_hidden_layers", c.num_hidden_layers},
+         {"num_attention_heads", c.num_attention_heads}, {"num_key_value_heads", c.num_key_value_heads},
+         {"head_dim", c.head_dim}, {"max_position_embeddings", c.max_position_embeddings},
+         {"rms_norm_eps", c.rms_norm_eps}, {"rope_theta", c.rope_theta}, {"hidden_act", c.hidden_act},
+         {"tie_word_embeddings", c.tie_word_embeddings}};
+    if (c.rope_scaling)
+      j["rope_scaling"] = {{"type", c.rope_scaling->type}, {"factor", c.rope_scaling->factor}};
+  }
+  j["model_type"] = arch_name(m.arch);
+  if (m.quantization) j["quantization"] = {{"group_size", m.quantization->group_size}, {"bits", m.quantization->bits}};
+  if (m.bos_token_id) j["bos_token_id"] = *m.bos_token_id;
+  if (!m.eos_token_ids.empty()) j["eos_token_id"] = m.eos_token_ids;
+  return j;
+}
+
+json inspect(const fs::path& path) {
+  Checkpoint ck = Checkpoint::open(path);
+  std::vector<TensorInfo> tensors = ck.tensors();
+  json out;
+  out["path"] = path.string();
+  out["shards"] = ck.shards().size();
+  out["metadata"] = ck.metadata();
+  uint64_t bytes = 0;
+  int64_t elements = 0;
+  out["tensors"] = json::array();
+  for (const TensorInfo& t : tensors) {
+    out["tensors"].push_back(
+        {{"name", t.name}, {"dtype", st_dtype_name(t.dtype)}, {"shape", t.shape}, {"bytes", t.nbytes()}});
+    bytes += t.nbytes();
+    elements += numel(t.shape);
+  }
+  out["bytes"] = bytes;
+  out["parameters"] = elements;  // without a config: every stored element
+
+  if (fs::is_directory(path) && fs::exists(path / "config.json")) {
+    ModelConfig cfg = load_config(path);
+    WeightLayout layout = check_weights(cfg, tensors, path.string());
+    out["config"] = config_json(cfg);
+    out["architecture"] = arch_name(layout.arch);
+    out["architecture_from"] = "config.json";
+    out["prefix"] = layout.prefix;
+    out["tied_embeddings"] = layout.tied_embeddings;
+    out["quantized"] = layout.quantized;
+    out["parameters"] = layout.parameters;
+    out["unused_tensors"] = layout.unused;
+  } else if (auto arch = guess_arch(tensors)) {
+    out["architecture"] = arch_name(*arch);
+    out["architecture_from"] = "tensor names";
+  } else {
+    out["architecture"] = nullptr;
+  }
+  return out;
+}
+
+std::string shape_text(const json& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i].get<int64_t>());
+  return s + "]";
+}
+
+void print_text(const json& r) {
+  std::printf("path: %s (%zu shard%s)\n", r["path"].get<std::string>().c_str(), r["shards"].get<size_t>(),
+              r["shards"].get<size_t>() == 1 ? "" : "s");
+  if (r["architecture"].is_null()) {
+    std::printf("architecture: unknown\n");
+  } else {
+    std::printf("architecture: %s (from %s)\n", r["architecture"].get<std::string>().c_str(),
+                r["architecture_from"].get<std::string>().c_str());
+  }
+  if (r.contains("config")) {
+    std::printf("config:\n");
+    for (const auto& [k, v] : r["config"].items()) std::printf("  %s: %s\n", k.c_str(), v.dump().c_str());
+    std::printf("layout: prefix '%s', %s embeddings%s\n", r["prefix"].get<std::string>().c_str(),
+                r["tied_embeddings"].get<bool>() ? "tied" : "untied",
+                r["quantized"].get<bool>() ? ", quantized" : "");
+    for (const auto& u : r["unused_tensors"]) std::printf("  unused tensor: %s\n", u.get<std::string>().c_str());
+  }
+  std::printf("metadata:\n");
+  for (const auto& [k, v] : r["metadata"].items()) std::printf("  %s: %s\n", k.c_str(), v.get<std::string>().c_str());
+  std::printf("tensors: %zu\n", r["tensors"].size());
+  for (const auto& t : r["tensors"])
+    std::printf("  %-52s %-5s %-16s %10llu bytes\n", t["name"].get<std::string>().c_str(),
+                t["dtype"].get<std::string>().c_str(), shape_text(t["shape"]).c_str(),
+                static_cast<unsigned long long>(t["bytes"].get<uint64_t>()));
+  std::printf("total: %llu bytes, %lld parameters\n", static_cast<unsigned long long>(r["bytes"].get<uint64_t>()),
+              static_cast<long long>(r["parameters"].get<int64_t>()));
+}
+
+const bool registered = register_command(
+    {"inspect", "List the tensors, config and architecture of a .safetensors file or model directory",
+     [](CLI::App& sub) {
+       auto path = std::make_shared<std::string>();
+       auto as_json = std::make_shared<bool>(false);
+       sub.add_option("path", *path, "A .safetensors file, an index .json or a model directory")->required();
+       sub.add_flag("--json", *as_json, "Print JSON");
+       sub.callback([path, as_json] {
+         json r = inspect(*path);
+         if (*as_json)
+           std::cout << r.dump(2) << "\n";
+         else
+           print_text(r);
+       });
+     }});
+
+}  // namespace
+}  // namespace forge::cli
