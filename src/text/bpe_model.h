@@ -1,0 +1,78 @@
+// The BPE model: vocabulary, merge ranks and the merge loop that turns one
+// pre-tokenized piece (raw bytes) into token ids.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "text/pair_map.h"
+
+namespace forge::text {
+
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <class V>
+using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+
+struct BpeConfig {
+  StringMap<std::uint32_t> vocab;                            // spelling -> id
+  std::vector<std::pair<std::string, std::string>> merges;  // in rank order
+  std::optional<std::string> unk_token;
+  bool ignore_merges = false;  // a piece that is a whole vocab token skips merging
+};
+
+class BpeModel {
+ public:
+  // Throws IoError "[tokenizer] <source>: ..." for a merge naming an unknown token.
+  BpeModel(BpeConfig config, const std::string& source);
+
+  // Holds the per-piece cache for one encode() call if no other thread has it;
+  // a thread that finds it taken encodes without the cache.
+  class CacheLease {
+   public:
+    explicit CacheLease(const BpeModel& m) : lock_(m.cache_mutex_, std::try_to_lock) {}
+    bool held() const { return lock_.owns_lock(); }
+
+   private:
+    std::unique_lock<std::mutex> lock_;
+  };
+
+  // Appends the ids of `piece` (raw bytes) to `out`. Throws ValueError for a
+  // byte without a token when the vocab has no unk token.
+  void encode_piece(std::string_view piece, std::vector<std::uint32_t>& out,
+                    const CacheLease& lease) const;
+
+  std::uint32_t id_end() const { return static_cast<std::uint32_t>(spelling_.size()); }
+  const StringMap<std::uint32_t>& vocab() const { return vocab_; }
+  // Vocab spelling of `id` ("" where the vocab has no such id).
+  const std::string& spelling(std::uint32_t id) const { return spelling_[id]; }
+  bool has(std::uint32_t id) const { return has_[id]; }
+
+ private:
+  void merge(std::string_view piece, std::vector<std::uint32_t>& out) const;
+  std::uint32_t byte_id(unsigned char b) const;
+
+  StringMap<std::uint32_t> vocab_;
+  std::vector<std::string> spelling_;         // [id_end]
+  std::vector<bool> has_;                     // [id_end]
+  std::array<std::int64_t, 256> byte_ids_{};  // -1: no token for the byte
+  std::optional<std::uint32_t> unk_id_;
+  PairMap merges_;
+  bool ignore_merges_ = false;
+  StringMap<std::uint32_t> by_bytes_;  // raw bytes -> id, only with ignore_merges
+
+  static constexpr std::size_t kCacheMaxEntries = 1 << 16;
+  static constexpr std::size_t kCacheMaxPiece = 64;  // longer pieces are not cached
+  mutable std::mutex cache_mutex_;
+  mutable StringMap<std::vector<std::uint32_t>> cache_;
+};
+
+}  // namespace forge::text

@@ -1,0 +1,42 @@
+// What a tokenizer file describes, before the tables are built: the loaders
+// (tokenizer.json, vocab.json + merges.txt, model folder metadata) fill it in
+// and Tokenizer::Impl is built from it.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "text/added_tokens.h"
+#include "text/bpe_model.h"
+#include "text/pretokenizer.h"
+
+namespace forge::text {
+
+struct TokenizerSpec {
+  BpeConfig bpe;
+  std::vector<AddedToken> added;
+  std::vector<PreTokenizeStep> pre_steps;
+  std::optional<std::uint32_t> bos, eos;
+  std::string source;  // file name for error messages
+};
+
+// Whole file; IoError "[tokenizer] cannot read '<path>'".
+std::string read_text_file(const std::filesystem::path& path);
+// Parsed JSON; IoError naming the file and the parse error.
+nlohmann::json read_json_file(const std::filesystem::path& path);
+
+// A Hugging Face tokenizer.json; IoError for anything malformed or unsupported.
+TokenizerSpec load_tokenizer_json(const std::filesystem::path& path);
+// vocab.json ({"token": id}) with merges.txt (one "a b" per line, "#" comments),
+// GPT-2's pre-tokenization, and "<|endoftext|>" as special token when present.
+TokenizerSpec load_vocab_merges(const std::filesystem::path& vocab,
+                                const std::filesystem::path& merges);
+// Reads tokenizer_config.json / config.json in `dir` (when present) for the
+// special tokens and BOS / EOS ids; falls back to well-known token names.
+void apply_model_metadata(TokenizerSpec& spec, const std::filesystem::path& dir);
+
+}  // namespace forge::text

@@ -1,0 +1,83 @@
+// Streaming decode and the UTF-8 rules behind it.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "forge/tokenizer.h"
+#include "text/utf8.h"
+
+namespace {
+
+const forge::Tokenizer& gpt2() {
+  static const forge::Tokenizer tok =
+      forge::Tokenizer::from_file(std::string(FORGE_TEST_DATA) + "/tokenizer-gpt2/tokenizer.json");
+  return tok;
+}
+
+const std::string kFffd = "\xEF\xBF\xBD";
+
+}  // namespace
+
+TEST(TokenizerUtf8, LossyReplacesMaximalSubparts) {
+  using forge::text::utf8_lossy;
+  EXPECT_EQ(utf8_lossy("plain \xC3\xA9"), "plain \xC3\xA9");
+  EXPECT_EQ(utf8_lossy("\xF0\x9F\xA4"), kFffd);                // truncated 4-byte
+  EXPECT_EQ(utf8_lossy("\xC0\x80"), kFffd + kFffd);            // overlong lead
+  EXPECT_EQ(utf8_lossy("a\xED\xA0\x80" "b"), "a" + kFffd + kFffd + kFffd + "b");  // surrogate
+  EXPECT_EQ(utf8_lossy("x\xF4\x90\x80\x80y"), "x" + kFffd + kFffd + kFffd + kFffd + "y");
+}
+
+TEST(TokenizerUtf8, CompletePrefixHoldsBackOnlyCompletableTails) {
+  using forge::text::utf8_complete_prefix;
+  EXPECT_EQ(utf8_complete_prefix("ab"), 2u);
+  EXPECT_EQ(utf8_complete_prefix("a\xF0\x9F\xA4"), 1u);      // 🤗 missing its last byte
+  EXPECT_EQ(utf8_complete_prefix("a\xF0\x9F\xA4\x97"), 5u);  // complete
+  EXPECT_EQ(utf8_complete_prefix("a\xE2"), 1u);
+  EXPECT_EQ(utf8_complete_prefix("a\xFF"), 2u);              // invalid: nothing to wait for
+  EXPECT_EQ(utf8_complete_prefix("a\xE0\x80"), 3u);          // E0 80 can never complete
+}
+
+TEST(TokenizerStream, HoldsBackEmojiSplitAcrossTokens) {
+  const std::string hug = "\xF0\x9F\xA4\x97";  // 🤗
+  const auto ids = gpt2().encode(hug);
+  ASSERT_GE(ids.size(), 2u) << "the emoji should span several byte tokens";
+  forge::StreamDecoder dec(gpt2());
+  std::string out;
+  for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
+    EXPECT_EQ(dec.push(ids[i]), "") << "token " << i << " emitted half a character";
+  }
+  EXPECT_EQ(dec.push(ids.back()), hug);
+  EXPECT_EQ(dec.flush(), "");
+}
+
+TEST(TokenizerStream, ConcatenationEqualsFullDecode) {
+  std::ifstream in(std::string(FORGE_TEST_DATA) + "/tokenizer-gpt2/cases.json");
+  const auto cases = nlohmann::json::parse(in);
+  ASSERT_FALSE(cases.empty());
+  for (const auto& c : cases) {
+    const auto ids = c["ids"].get<std::vector<std::uint32_t>>();
+    forge::StreamDecoder dec(gpt2());
+    std::string out;
+    for (auto id : ids) {
+      const std::string piece = dec.push(id);
+      EXPECT_EQ(forge::text::utf8_lossy(piece), piece) << "push emitted invalid UTF-8";
+      out += piece;
+    }
+    out += dec.flush();
+    EXPECT_EQ(out, gpt2().decode(ids)) << c["text"].get<std::string>();
+  }
+}
+
+TEST(TokenizerStream, InvalidBytesBecomeReplacementCharacter) {
+  const auto lead = gpt2().token_id("\xC3\xB0");  // "ð" spells byte 0xF0, a 4-byte lead
+  const auto bad = gpt2().token_id("\xC3\xBF");   // "ÿ" spells byte 0xFF, never valid
+  ASSERT_TRUE(lead && bad);
+  forge::StreamDecoder dec(gpt2());
+  EXPECT_EQ(dec.push(*lead), "");
+  EXPECT_EQ(dec.flush(), kFffd);
+  EXPECT_EQ(dec.push(*bad), kFffd);
+  std::vector<std::uint32_t> ids = gpt2().encode("ok");
+  ids.push_back(*lead);
+  EXPECT_EQ(gpt2().decode(ids), "ok" + kFffd);
+}
