@@ -27,6 +27,7 @@ std::string read_text(const fs::path& p) {
 }  // namespace
 
 Checkpoint Checkpoint::open(const fs::path& path) {
+  if (!fs::exists(path)) throw IoError("[checkpoint] " + path.string() + " does not exist");
   Checkpoint c;
   c.path_ = path;
   fs::path index_path;
