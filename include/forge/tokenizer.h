@@ -30,6 +30,8 @@ class Tokenizer {
   // GPT-2's original encoder.json + vocab.bpe. tokenizer_config.json and
   // config.json, when present, name the special and BOS / EOS tokens.
   static Tokenizer from_dir(const std::filesystem::path& dir);
+  // from_dir for a folder, from_file otherwise.
+  static Tokenizer from_path(const std::filesystem::path& file_or_dir);
 
   // Token ids of `text`. Added tokens (such as "<|endoftext|>") written in
   // the text are matched first and become their single id. Invalid UTF-8 is

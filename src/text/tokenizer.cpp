@@ -113,6 +113,10 @@ Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
   return Tokenizer(std::make_shared<const Impl>(std::move(spec)));
 }
 
+Tokenizer Tokenizer::from_path(const std::filesystem::path& file_or_dir) {
+  return std::filesystem::is_directory(file_or_dir) ? from_dir(file_or_dir) : from_file(file_or_dir);
+}
+
 std::vector<std::uint32_t> Tokenizer::encode(std::string_view text) const {
   std::vector<std::uint32_t> out;
   out.reserve(text.size() / 3 + 1);

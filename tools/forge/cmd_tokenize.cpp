@@ -1,0 +1,106 @@
+// forge tokenize (--model DIR | --tokenizer FILE) (--text TEXT | --text-file F) [--json]
+// forge detokenize (--model DIR | --tokenizer FILE) --ids 1,2,3 [--json]
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "forge/error.h"
+#include "forge/tokenizer.h"
+#include "text/tokenizer_spec.h"
+
+namespace forge::cli {
+namespace {
+
+// --model / --tokenizer: exactly one, both filling `path`.
+void add_tokenizer_options(CLI::App& sub, std::string& path) {
+  auto* group = sub.add_option_group("tokenizer", "where the tokenizer is");
+  group->add_option("--model", path, "Model folder (tokenizer.json or vocab.json + merges.txt)")
+      ->check(CLI::ExistingDirectory);
+  group->add_option("--tokenizer", path, "A tokenizer.json file")->check(CLI::ExistingFile);
+  group->require_option(1);
+}
+
+// "1,2,3" or "1 2 3" -> ids.
+std::vector<std::uint32_t> parse_ids(const std::string& text) {
+  std::vector<std::uint32_t> ids;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = text.find_first_of(", \t\n", pos);
+    const std::string item = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos = end == std::string::npos ? text.size() : end + 1;
+    if (item.empty()) continue;
+    std::size_t used = 0;
+    unsigned long long v = 0;
+    try {
+      v = std::stoull(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item[0] == '-' || v > 0xFFFFFFFFull) {
+      throw ValueError("[detokenize] --ids item '" + item + "' is not a token id");
+    }
+    ids.push_back(static_cast<std::uint32_t>(v));
+  }
+  return ids;
+}
+
+struct TokenizeArgs {
+  std::string tokenizer, text, text_file;
+  bool json = false;
+};
+
+void tokenize(const TokenizeArgs& a) {
+  const Tokenizer tok = Tokenizer::from_path(a.tokenizer);
+  const std::string text = a.text_file.empty() ? a.text : text::read_text_file(a.text_file);
+  const std::vector<std::uint32_t> ids = tok.encode(text);
+  if (a.json) {
+    std::cout << nlohmann::json{{"ids", ids}}.dump() << "\n";
+    return;
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+  std::cout << "\n";
+}
+
+struct DetokenizeArgs {
+  std::string tokenizer, ids;
+  bool json = false;
+};
+
+void detokenize(const DetokenizeArgs& a) {
+  const Tokenizer tok = Tokenizer::from_path(a.tokenizer);
+  const std::string text = tok.decode(parse_ids(a.ids));
+  if (a.json) {
+    std::cout << nlohmann::json{{"text", text}}.dump() << "\n";
+  } else {
+    std::cout << text << "\n";
+  }
+}
+
+const bool registered_tokenize = register_command(
+    {"tokenize", "Print the token ids of a text", [](CLI::App& sub) {
+       auto args = std::make_shared<TokenizeArgs>();
+       add_tokenizer_options(sub, args->tokenizer);
+       auto* text = sub.add_option("--text", args->text, "Text to encode");
+       auto* file = sub.add_option("--text-file", args->text_file, "File whose text to encode")
+                        ->check(CLI::ExistingFile);
+       text->excludes(file);
+       auto* group = sub.add_option_group("input");
+       group->add_option(text);
+       group->add_option(file);
+       group->require_option(1);
+       sub.add_flag("--json", args->json, "Print {\"ids\": [...]}");
+       sub.callback([args] { tokenize(*args); });
+     }});
+
+const bool registered_detokenize = register_command(
+    {"detokenize", "Print the text of token ids", [](CLI::App& sub) {
+       auto args = std::make_shared<DetokenizeArgs>();
+       add_tokenizer_options(sub, args->tokenizer);
+       sub.add_option("--ids", args->ids, "Token ids, comma or space separated")->required();
+       sub.add_flag("--json", args->json, "Print {\"text\": \"...\"}");
+       sub.callback([args] { detokenize(*args); });
+     }});
+
+}  // namespace
+}  // namespace forge::cli
