@@ -1,5 +1,7 @@
-// Byte-level BPE tokenizer (GPT-2, SmolLM2, Llama-3 style), loaded from a
-// Hugging Face tokenizer.json or from vocab.json + merges.txt.
+// Byte-level BPE tokenizer (GPT-2 and SmolLM2 style), loaded from a
+// Hugging Face tokenizer.json or from vocab.json + merges.txt. Pre-tokenization
+// is GPT-2's split pattern (optionally after a Digits split); other Split
+// patterns (Llama-3's, Qwen's) are rejected with an IoError when loading.
 //
 //   auto tok = forge::Tokenizer::from_dir("models/gpt2");
 //   std::vector<uint32_t> ids = tok.encode("Hello, world!");   // {15496, 11, 995, 0}
