@@ -1,0 +1,48 @@
+// Where a tensor's storage lives and where its ops run: the CPU, or a WebGPU
+// device (a hardware GPU through Dawn, or SwiftShader when asked for).
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace forge {
+
+namespace gpu {
+class Runtime;
+}
+
+class Device {
+ public:
+  enum class Kind { Cpu, WebGPU };
+
+  // The CPU backend.
+  static Device cpu();
+  // The process's WebGPU device: a hardware adapter when there is one, else
+  // SwiftShader (with a one-line notice on stderr). Throws DeviceError when
+  // none can be created or forge was built without WebGPU.
+  static Device webgpu();
+  // "cpu", "webgpu", or "auto" (a hardware GPU if present, else the CPU).
+  static Device from_name(std::string_view name);
+  // True when a hardware (non-CPU) WebGPU adapter exists; probes once.
+  static bool hardware_gpu_available();
+
+  Kind kind() const { return kind_; }
+  bool is_cpu() const { return kind_ == Kind::Cpu; }
+  bool is_webgpu() const { return kind_ == Kind::WebGPU; }
+  // The runtime of a WebGPU device; throws DeviceError on the CPU.
+  gpu::Runtime& runtime() const;
+  // "cpu" or "webgpu (NVIDIA H200)".
+  std::string name() const;
+
+  bool operator==(const Device& o) const { return kind_ == o.kind_ && runtime_ == o.runtime_; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+
+  explicit Device(std::shared_ptr<gpu::Runtime> runtime);
+
+ private:
+  Device() = default;
+  Kind kind_ = Kind::Cpu;
+  std::shared_ptr<gpu::Runtime> runtime_;
+};
+
+}  // namespace forge

@@ -1,0 +1,199 @@
+#include "forge/tensor.h"
+
+#include <cstdlib>
+
+#include "core/storage.h"
+
+namespace forge {
+
+void HostBytes::Free::operator()(std::byte* p) const { std::free(p); }
+
+std::shared_ptr<Storage> Storage::allocate(const Device& device, size_t bytes) {
+  if (device.is_cpu()) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    auto* p = static_cast<std::byte*>(std::aligned_alloc(64, rounded ? rounded : 64));
+    if (!p) throw Error("[tensor] out of host memory allocating " + std::to_string(bytes) + " bytes");
+    return std::make_shared<Storage>(Storage{device, HostBytes{std::unique_ptr<std::byte[], HostBytes::Free>(p), bytes}});
+  }
+  // GPU buffers are padded to 4 bytes: copies and uploads move whole words.
+  auto buf = device.runtime().allocate(std::max<uint64_t>(4, (bytes + 3) / 4 * 4));
+  return std::make_shared<Storage>(Storage{device, std::move(buf)});
+}
+
+static void check_shape(const Shape& shape) {
+  for (int64_t d : shape)
+    if (d < 0) throw ShapeError("[tensor] negative extent in shape " + shape_str(shape));
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, const Device& device) {
+  check_shape(shape);
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.storage_ = Storage::allocate(device, size_t(forge::numel(shape)) * dtype_size(dtype));
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype, const Device& device) {
+  Tensor t = empty(shape, dtype, device);
+  if (device.is_cpu()) {
+    std::memset(t.raw_data(), 0, t.nbytes());
+  } else {
+    device.runtime().clear(t.buffer(), 0, (t.nbytes() + 3) / 4 * 4);
+  }
+  return t;
+}
+
+Tensor Tensor::from_data(const void* data, const Shape& shape, DType dtype, const Device& device) {
+  Tensor t = empty(shape, dtype, device);
+  size_t n = t.nbytes();
+  if (device.is_cpu()) {
+    if (n) std::memcpy(t.raw_data(), data, n);
+  } else if (n) {
+    size_t padded = (n + 3) / 4 * 4;
+    if (padded == n) {
+      device.runtime().upload(t.buffer(), 0, data, n);
+    } else {
+      std::vector<std::byte> tmp(padded);
+      std::memcpy(tmp.data(), data, n);
+      device.runtime().upload(t.buffer(), 0, tmp.data(), padded);
+    }
+  }
+  return t;
+}
+
+int64_t Tensor::dim(int i) const {
+  int r = rank();
+  int j = i < 0 ? i + r : i;
+  if (j < 0 || j >= r)
+    throw ShapeError("[tensor] dim " + std::to_string(i) + " out of range for shape " + shape_str(shape_));
+  return shape_[size_t(j)];
+}
+
+const Device& Tensor::device() const {
+  if (!storage_) throw Error("[tensor] undefined tensor");
+  return storage_->device;
+}
+
+std::string Tensor::describe() const {
+  if (!storage_) return "undefined";
+  return std::string(dtype_name(dtype_)) + shape_str(shape_) + " on " + device().name();
+}
+
+void Tensor::check_dtype(DType t, const char* what) const {
+  if (t != dtype_)
+    throw DTypeError(std::string("[tensor] ") + what + " as " + dtype_name(t) + " of a " + describe());
+}
+
+void* Tensor::raw_data() const {
+  if (!storage_) throw Error("[tensor] undefined tensor");
+  auto* host = std::get_if<HostBytes>(&storage_->data);
+  if (!host) throw DeviceError("[tensor] host access to " + describe());
+  return host->bytes.get() + offset_;
+}
+
+const gpu::Buffer& Tensor::buffer() const {
+  if (!storage_) throw Error("[tensor] undefined tensor");
+  auto* buf = std::get_if<std::shared_ptr<gpu::Buffer>>(&storage_->data);
+  if (!buf) throw DeviceError("[tensor] GPU buffer of " + describe());
+  return **buf;
+}
+
+void Tensor::read_bytes(void* dst) const {
+  size_t n = nbytes();
+  if (n == 0) return;
+  if (device().is_cpu()) {
+    std::memcpy(dst, raw_data(), n);
+    return;
+  }
+  size_t padded = (n + 3) / 4 * 4;
+  if (padded == n && offset_ % 4 == 0) {
+    device().runtime().download(buffer(), offset_, dst, n);
+  } else {
+    std::vector<std::byte> tmp(padded);
+    device().runtime().download(buffer(), offset_, tmp.data(), padded);
+    std::memcpy(dst, tmp.data(), n);
+  }
+}
+
+std::vector<float> Tensor::to_f32() const {
+  std::vector<std::byte> raw(nbytes());
+  read_bytes(raw.data());
+  std::vector<float> out(static_cast<size_t>(numel()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::byte* p = raw.data() + i * dtype_size(dtype_);
+    switch (dtype_) {
+      case DType::F32: { float v; std::memcpy(&v, p, 4); out[i] = v; break; }
+      case DType::U32: { uint32_t v; std::memcpy(&v, p, 4); out[i] = float(v); break; }
+      case DType::I32: { int32_t v; std::memcpy(&v, p, 4); out[i] = float(v); break; }
+      case DType::I64: { int64_t v; std::memcpy(&v, p, 8); out[i] = float(v); break; }
+      case DType::F16: { uint16_t v; std::memcpy(&v, p, 2); out[i] = f16_to_f32(v); break; }
+      case DType::BF16: { uint16_t v; std::memcpy(&v, p, 2); out[i] = bf16_to_f32(v); break; }
+      case DType::U8: out[i] = float(uint8_t(*p)); break;
+    }
+  }
+  return out;
+}
+
+Tensor Tensor::to(const Device& dst) const {
+  if (device() == dst) return *this;
+  Tensor out = empty(shape_, dtype_, dst);
+  out.copy_from(*this);
+  return out;
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape_, dtype_, device());
+  out.copy_from(*this);
+  return out;
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  check_shape(shape);
+  if (forge::numel(shape) != numel())
+    throw ShapeError("[reshape] cannot view " + describe() + " as " + shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = shape;
+  return t;
+}
+
+Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
+  if (rank() == 0 || begin < 0 || end < begin || end > shape_[0])
+    throw ShapeError("[slice_rows] rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") of " + describe());
+  int64_t row = numel() / std::max<int64_t>(1, shape_[0]);
+  Tensor t = *this;
+  t.shape_[0] = end - begin;
+  t.offset_ = offset_ + uint64_t(begin * row) * dtype_size(dtype_);
+  if (device().is_webgpu() && t.offset_ % device().runtime().limits().storage_offset_alignment != 0)
+    throw DeviceError("[slice_rows] byte offset " + std::to_string(t.offset_) + " of " + describe() +
+                      " is not a multiple of the device's storage offset alignment");
+  return t;
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  if (src.shape_ != shape_ || src.dtype_ != dtype_)
+    throw ShapeError("[copy_from] " + src.describe() + " into " + describe());
+  size_t n = nbytes();
+  if (n == 0) return;
+  bool src_cpu = src.device().is_cpu(), dst_cpu = device().is_cpu();
+  if (src_cpu && dst_cpu) {
+    std::memcpy(raw_data(), src.raw_data(), n);
+  } else if (dst_cpu) {
+    src.read_bytes(raw_data());
+  } else if (src_cpu) {
+    size_t padded = (n + 3) / 4 * 4;
+    if (padded == n && offset_ % 4 == 0) {
+      device().runtime().upload(buffer(), offset_, src.raw_data(), n);
+    } else {
+      throw DeviceError("[copy_from] unaligned upload into " + describe());
+    }
+  } else if (src.device() == device()) {
+    if (n % 4 || offset_ % 4 || src.offset_ % 4) throw DeviceError("[copy_from] unaligned copy into " + describe());
+    device().runtime().copy(src.buffer(), src.offset_, buffer(), offset_, n);
+  } else {
+    Tensor host = src.to(Device::cpu());
+    copy_from(host);
+  }
+}
+
+}  // namespace forge

@@ -1,0 +1,14 @@
+// CPU kernels: plain reference loops, with OpenBLAS for matmul when built
+// with it. Inputs are validated by the op layer (src/ops/) before these run.
+#pragma once
+#include "forge/ops.h"
+#include "ops/matmul_plan.h"
+
+namespace forge::cpu {
+
+void add(const Tensor& a, const Tensor& b, Tensor& out);
+void scale(const Tensor& x, float alpha, Tensor& out);
+void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out);
+void softmax(const Tensor& x, const SoftmaxPlan& plan, Tensor& out);
+
+}  // namespace forge::cpu

@@ -1,0 +1,128 @@
+// The GPU runtime interface that ops code talks to. It knows nothing of a
+// particular WebGPU implementation: the native one (Dawn, src/webgpu/) and a
+// browser one (navigator.gpu) sit behind it.
+//
+// Model: storage buffers, WGSL kernels dispatched with a small parameter block
+// (binding 0, a uniform) and storage bindings (1, 2, ... in the order given),
+// recorded into an open batch that is submitted when a result is read back, a
+// batch fills, or flush() is called. Errors raised by the implementation
+// asynchronously surface as forge::GpuError at the next sync point.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace forge::gpu {
+
+// What the adapter offers, as raised on the device.
+struct Limits {
+  uint64_t max_storage_binding = 0;      // bytes one storage binding may span
+  uint64_t max_buffer = 0;               // bytes of one buffer
+  uint32_t storage_offset_alignment = 256;  // binding offsets must be multiples
+  uint32_t max_workgroup_invocations = 0;
+  uint32_t max_workgroup_size_x = 0, max_workgroup_size_y = 0, max_workgroup_size_z = 0;
+  uint32_t max_workgroups_per_dim = 0;
+  uint32_t max_workgroup_storage = 0;    // bytes of var<workgroup>
+  uint32_t max_storage_buffers_per_stage = 0;
+  uint32_t subgroup_min = 0, subgroup_max = 0;
+};
+
+struct AdapterInfo {
+  std::string name;         // "NVIDIA H200", "SwiftShader Device (Subzero)"
+  std::string vendor;
+  std::string backend;      // "vulkan", "metal", "d3d12", ...
+  std::string adapter_type; // "discrete-gpu", "integrated-gpu", "cpu", "unknown"
+  std::string driver;
+  bool shader_f16 = false;
+  bool subgroups = false;
+  bool timestamp_query = false;
+};
+
+// A device buffer. Owned through std::shared_ptr; the runtime recycles it when
+// the last owner lets go. Its size is at least what was asked for.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual uint64_t size() const = 0;
+};
+
+// One storage binding of a dispatch: a byte range of a buffer.
+struct Arg {
+  const Buffer* buffer = nullptr;
+  uint64_t offset = 0;  // bytes; a multiple of Limits::storage_offset_alignment
+  uint64_t size = 0;    // bytes; 0 means to the end of the buffer
+};
+
+// A WGSL kernel: source text embedded at build time and its entry point.
+// Kernels are compared by address: define each one once, as a constant.
+struct Kernel {
+  std::string_view name;
+  std::string_view source;
+  std::string_view entry = "main";
+};
+
+// A WGSL `override` constant for pipeline specialisation.
+struct Constant {
+  const char* name;
+  double value;
+};
+
+struct Dispatch {
+  const Kernel* kernel = nullptr;
+  std::span<const Constant> constants;
+  const void* params = nullptr;   // contents of the uniform at binding 0 (none if size 0)
+  size_t params_size = 0;
+  std::span<const Arg> args;      // storage bindings 1..n
+  std::array<uint32_t, 3> groups{1, 1, 1};
+  const char* op = "";            // the op name, for error messages
+};
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  virtual const AdapterInfo& adapter() const = 0;
+  virtual const Limits& limits() const = 0;
+
+  // A buffer of at least `bytes` bytes (contents undefined), usable as storage
+  // and as a copy source and destination.
+  virtual std::shared_ptr<Buffer> allocate(uint64_t bytes) = 0;
+  // Host -> device. `bytes` and `offset` multiples of 4.
+  virtual void upload(const Buffer& dst, uint64_t offset, const void* src, uint64_t bytes) = 0;
+  // Device -> host; a sync point: waits for the recorded work.
+  virtual void download(const Buffer& src, uint64_t offset, void* dst, uint64_t bytes) = 0;
+  // Recorded device-side copy; offsets and size multiples of 4.
+  virtual void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,
+                    uint64_t bytes) = 0;
+  // Recorded zero fill; offset and size multiples of 4.
+  virtual void clear(const Buffer& dst, uint64_t offset, uint64_t bytes) = 0;
+  virtual void dispatch(const Dispatch& d) = 0;
+  // Submits the open batch without waiting.
+  virtual void flush() = 0;
+  // Submits and waits for all work; raises pending errors.
+  virtual void sync() = 0;
+
+  // The storage binding limit ops must respect. Tests lower it to exercise
+  // the paths that split work across bindings without allocating gigabytes.
+  uint64_t binding_limit() const { return binding_limit_override_ ? binding_limit_override_ : limits().max_storage_binding; }
+  void set_binding_limit_for_testing(uint64_t bytes) { binding_limit_override_ = bytes; }
+
+ private:
+  uint64_t binding_limit_override_ = 0;
+};
+
+// How to choose an adapter.
+enum class AdapterPreference {
+  Hardware,    // a hardware GPU, or none
+  Any,         // a hardware GPU, else a software one (SwiftShader)
+  Software,    // SwiftShader only
+};
+
+// Creates a runtime on the chosen adapter; nullptr when none is available.
+// `notice` receives a one-line description of a software fallback.
+std::shared_ptr<Runtime> create_runtime(AdapterPreference pref, std::string* notice = nullptr);
+
+}  // namespace forge::gpu

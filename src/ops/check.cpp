@@ -1,0 +1,42 @@
+#include "ops/check.h"
+
+namespace forge::check {
+
+std::string operands(std::initializer_list<std::pair<const char*, const Tensor*>> ts) {
+  std::string s;
+  for (auto& [name, t] : ts) {
+    if (!s.empty()) s += ", ";
+    s += std::string(name) + " " + t->describe();
+  }
+  return s;
+}
+
+void same_device(const char* op, std::initializer_list<const Tensor*> ts) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : ts) {
+    if (!t->defined()) throw Error(std::string("[") + op + "] undefined tensor argument");
+    if (!first) first = t;
+    else if (t->device() != first->device())
+      throw DeviceError(std::string("[") + op + "] operands on different devices: " + first->describe() + " and " +
+                        t->describe());
+  }
+}
+
+void dtype(const char* op, const char* name, const Tensor& t, DType want) {
+  if (t.dtype() != want)
+    throw DTypeError(std::string("[") + op + "] " + name + " must be " + dtype_name(want) + ", got " + t.describe());
+}
+
+void rank(const char* op, const char* name, const Tensor& t, int lo, int hi) {
+  if (t.rank() < lo || t.rank() > hi)
+    throw ShapeError(std::string("[") + op + "] " + name + " must have rank " + std::to_string(lo) +
+                     (hi != lo ? ".." + std::to_string(hi) : std::string()) + ", got " + t.describe());
+}
+
+void same_shape(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape())
+    throw ShapeError(std::string("[") + op + "] shapes differ: a " + shape_str(a.shape()) + ", b " +
+                     shape_str(b.shape()));
+}
+
+}  // namespace forge::check

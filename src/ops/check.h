@@ -1,0 +1,23 @@
+// Input validation shared by all ops. Each check throws with the op name and
+// the operands' shapes in the message.
+#pragma once
+#include <initializer_list>
+#include <string>
+
+#include "forge/error.h"
+#include "forge/tensor.h"
+
+namespace forge::check {
+
+// Every tensor defined and on the same device.
+void same_device(const char* op, std::initializer_list<const Tensor*> ts);
+// t has dtype `want`.
+void dtype(const char* op, const char* name, const Tensor& t, DType want);
+// t has rank within [lo, hi].
+void rank(const char* op, const char* name, const Tensor& t, int lo, int hi);
+// a and b have equal shapes.
+void same_shape(const char* op, const Tensor& a, const Tensor& b);
+// "a f32[2, 3] on cpu, b f32[4] on cpu"
+std::string operands(std::initializer_list<std::pair<const char*, const Tensor*>> ts);
+
+}  // namespace forge::check

@@ -1,0 +1,57 @@
+// matmul: shape resolution (transposes, batch broadcast, b_rows) and dispatch.
+#include "cpu/kernels.h"
+#include "ops/check.h"
+#include "webgpu/kernels.h"
+
+namespace forge {
+
+Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
+  const char* op = "matmul";
+  check::same_device(op, {&a, &b});
+  if (o.bias) check::same_device(op, {&a, o.bias});
+  check::dtype(op, "a", a, DType::F32);
+  check::dtype(op, "b", b, DType::F32);
+  check::rank(op, "a", a, 2, 3);
+  check::rank(op, "b", b, 2, 3);
+  auto shapes = [&] { return check::operands({{"a", &a}, {"b", &b}}); };
+
+  MatmulPlan p;
+  p.trans_a = o.transpose_a;
+  p.trans_b = o.transpose_b;
+  p.alpha = o.alpha;
+  int64_t a_rows = a.dim(-2), a_cols = a.dim(-1);
+  int64_t b_stored_rows = b.dim(-2), b_cols = b.dim(-1);
+  int64_t b_rows = b_stored_rows;
+  if (o.b_rows >= 0) {
+    if (o.b_rows > b_stored_rows)
+      throw ShapeError("[matmul] b_rows " + std::to_string(o.b_rows) + " exceeds the rows of " + shapes());
+    b_rows = o.b_rows;
+  }
+  p.m = p.trans_a ? a_cols : a_rows;
+  p.k = p.trans_a ? a_rows : a_cols;
+  int64_t bk = p.trans_b ? b_cols : b_rows;
+  p.n = p.trans_b ? b_rows : b_cols;
+  if (p.k != bk)
+    throw ShapeError("[matmul] inner dims differ (" + std::to_string(p.k) + " vs " + std::to_string(bk) +
+                     "): " + shapes());
+  p.lda = a_cols;
+  p.ldb = b_cols;
+  int64_t a_batch = a.rank() == 3 ? a.dim(0) : 0, b_batch = b.rank() == 3 ? b.dim(0) : 0;
+  if (a_batch && b_batch && a_batch != b_batch)
+    throw ShapeError("[matmul] batch sizes differ: " + shapes());
+  p.batch = std::max<int64_t>(1, std::max(a_batch, b_batch));
+  p.a_batch_stride = a_batch ? a_rows * a_cols : 0;
+  p.b_batch_stride = b_batch ? b_stored_rows * b_cols : 0;
+  if (o.bias) {
+    check::dtype(op, "bias", *o.bias, DType::F32);
+    if (o.bias->rank() != 1 || o.bias->dim(0) != p.n)
+      throw ShapeError("[matmul] bias must be [" + std::to_string(p.n) + "], got " + o.bias->describe());
+  }
+  Shape out_shape = (a_batch || b_batch) ? Shape{p.batch, p.m, p.n} : Shape{p.m, p.n};
+  Tensor out = Tensor::empty(out_shape, DType::F32, a.device());
+  if (a.device().is_cpu()) cpu::matmul(a, b, o.bias, p, out);
+  else webgpu::matmul(a, b, o.bias, p, out);
+  return out;
+}
+
+}  // namespace forge

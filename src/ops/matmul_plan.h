@@ -1,0 +1,25 @@
+// The resolved geometry of a matmul or softmax call, computed once by the op
+// layer and shared by both backends.
+#pragma once
+#include <cstdint>
+
+namespace forge {
+
+struct MatmulPlan {
+  int64_t batch = 1;     // output batch (1 for rank-2 results)
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.0f;
+  int64_t a_batch_stride = 0;  // elements between batch items of A (0 = broadcast)
+  int64_t b_batch_stride = 0;  // elements between batch items of B (0 = broadcast)
+  int64_t lda = 0, ldb = 0;    // row strides (elements) of A and B as stored
+};
+
+struct SoftmaxPlan {
+  int64_t rows = 0, cols = 0;
+  bool causal = false;
+  int64_t q_len = 1;
+  int64_t key_offset = 0;
+};
+
+}  // namespace forge

@@ -1,0 +1,489 @@
+#include "webgpu/dawn/dawn_runtime.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "forge/error.h"
+
+namespace forge::webgpu {
+
+namespace {
+
+constexpr WGPUBufferUsage kStorageUsage =
+    WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+constexpr uint64_t kUniformArenaBytes = 64 * 1024;  // parameter blocks of one batch
+
+double timeout_seconds() {
+  const char* env = std::getenv("FORGE_GPU_TIMEOUT");
+  return env ? std::atof(env) : 600.0;
+}
+
+const char* error_type_name(WGPUErrorType t) {
+  switch (t) {
+    case WGPUErrorType_Validation: return "validation error";
+    case WGPUErrorType_OutOfMemory: return "out of memory";
+    case WGPUErrorType_Internal: return "internal error";
+    default: return "error";
+  }
+}
+
+}  // namespace
+
+DawnRuntime::DawnRuntime(InstanceHandle instance, AdapterHandle adapter, gpu::AdapterInfo info)
+    : instance_(std::move(instance)), adapter_(std::move(adapter)), info_(std::move(info)) {}
+
+DawnRuntime::~DawnRuntime() {
+  // Finish outstanding work so no callback outlives this object.
+  try {
+    if (device_ && !lost_) sync();
+  } catch (...) {
+  }
+  pass_.reset();
+  encoder_.reset();
+  pipelines_.clear();
+  free_buffers_.clear();
+  free_staging_.clear();
+  uniform_buffer_.reset();
+  queue_.reset();
+  if (device_) {
+    wgpuDeviceDestroy(device_.get());
+    wgpuInstanceProcessEvents(instance_.get());  // deliver the device-lost callback now
+  }
+  device_.reset();
+}
+
+void DawnRuntime::open_device(bool disable_robustness) {
+  WGPULimits supported{};
+  if (wgpuAdapterGetLimits(adapter_.get(), &supported) != WGPUStatus_Success)
+    throw GpuError("[webgpu] could not read the adapter's limits");
+
+  std::vector<WGPUFeatureName> features;
+  if (info_.shader_f16) features.push_back(WGPUFeatureName_ShaderF16);
+  if (info_.subgroups) features.push_back(WGPUFeatureName_Subgroups);
+  if (info_.timestamp_query) features.push_back(WGPUFeatureName_TimestampQuery);
+
+  const char* enabled[] = {"disable_robustness"};
+  WGPUDawnTogglesDescriptor toggles{};
+  toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
+  toggles.enabledToggleCount = disable_robustness ? 1 : 0;
+  toggles.enabledToggles = enabled;
+
+  WGPUDeviceDescriptor desc{};
+  desc.nextInChain = &toggles.chain;
+  desc.label = view("forge");
+  desc.requiredFeatureCount = features.size();
+  desc.requiredFeatures = features.data();
+  desc.requiredLimits = &supported;  // raise every limit to what the adapter offers
+  desc.defaultQueue.label = view("forge queue");
+  desc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowProcessEvents;
+  desc.deviceLostCallbackInfo.callback = [](const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringView msg,
+                                            void* self, void*) {
+    if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) {
+      static_cast<DawnRuntime*>(self)->lost_ = true;
+      return;
+    }
+    static_cast<DawnRuntime*>(self)->on_device_lost(to_string(msg));
+  };
+  desc.deviceLostCallbackInfo.userdata1 = this;
+  desc.uncapturedErrorCallbackInfo.callback = [](const WGPUDevice*, WGPUErrorType type, WGPUStringView msg,
+                                                 void* self, void*) {
+    static_cast<DawnRuntime*>(self)->on_error(type, to_string(msg));
+  };
+  desc.uncapturedErrorCallbackInfo.userdata1 = this;
+
+  struct Result {
+    bool done = false;
+    WGPUDevice device = nullptr;
+    std::string message;
+  } result;
+  WGPURequestDeviceCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_AllowProcessEvents;
+  cb.callback = [](WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView msg, void* r, void*) {
+    auto* res = static_cast<Result*>(r);
+    res->done = true;
+    if (status == WGPURequestDeviceStatus_Success) res->device = device;
+    else res->message = to_string(msg);
+  };
+  cb.userdata1 = &result;
+  wgpuAdapterRequestDevice(adapter_.get(), &desc, cb);
+  auto start = std::chrono::steady_clock::now();
+  while (!result.done) {
+    wgpuInstanceProcessEvents(instance_.get());
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60))
+      throw GpuError("[webgpu] timed out requesting a device from " + info_.name);
+    std::this_thread::yield();
+  }
+  if (!result.device) throw GpuError("[webgpu] could not create a device on " + info_.name + ": " + result.message);
+  device_ = DeviceHandle(result.device);
+  queue_ = QueueHandle(wgpuDeviceGetQueue(device_.get()));
+
+  limits_.max_storage_binding = supported.maxStorageBufferBindingSize;
+  limits_.max_buffer = supported.maxBufferSize;
+  limits_.storage_offset_alignment = supported.minStorageBufferOffsetAlignment;
+  limits_.max_workgroup_invocations = supported.maxComputeInvocationsPerWorkgroup;
+  limits_.max_workgroup_size_x = supported.maxComputeWorkgroupSizeX;
+  limits_.max_workgroup_size_y = supported.maxComputeWorkgroupSizeY;
+  limits_.max_workgroup_size_z = supported.maxComputeWorkgroupSizeZ;
+  limits_.max_workgroups_per_dim = supported.maxComputeWorkgroupsPerDimension;
+  limits_.max_workgroup_storage = supported.maxComputeWorkgroupStorageSize;
+  limits_.max_storage_buffers_per_stage = supported.maxStorageBuffersPerShaderStage;
+  uniform_alignment_ = supported.minUniformBufferOffsetAlignment;
+
+  uniform_capacity_ = kUniformArenaBytes;
+  uniform_buffer_ = BufferHandle(
+      create_buffer(uniform_capacity_, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "parameter arena"));
+}
+
+void DawnRuntime::on_error(WGPUErrorType type, const std::string& message) {
+  std::lock_guard<std::mutex> lock(error_mu_);
+  std::string where = current_op_.empty() ? "webgpu" : current_op_;
+  errors_.push_back("[" + where + "] " + error_type_name(type) + ": " + message);
+}
+
+void DawnRuntime::on_device_lost(const std::string& message) {
+  std::lock_guard<std::mutex> lock(error_mu_);
+  lost_message_ = message;
+  lost_ = true;
+}
+
+void DawnRuntime::check_alive() const {
+  if (lost_) throw GpuError("[webgpu] the device was lost: " + (lost_message_.empty() ? "destroyed" : lost_message_));
+}
+
+void DawnRuntime::raise_pending_errors() {
+  std::vector<std::string> errors;
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    errors.swap(errors_);
+  }
+  check_alive();
+  if (errors.empty()) return;
+  std::string msg = errors.front();
+  if (errors.size() > 1) msg += " (and " + std::to_string(errors.size() - 1) + " more errors)";
+  throw GpuError(msg);
+}
+
+void DawnRuntime::wait_until(const std::function<bool()>& done, const char* what) {
+  auto start = std::chrono::steady_clock::now();
+  double limit = timeout_seconds();
+  int spins = 0;
+  while (!done()) {
+    wgpuInstanceProcessEvents(instance_.get());
+    if (done()) break;
+    check_alive();
+    if (++spins > 1000) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limit)
+        throw GpuError(std::string("[webgpu] timed out after ") + std::to_string(int(limit)) + " s waiting for " + what);
+    }
+  }
+}
+
+uint64_t DawnRuntime::bucket(uint64_t bytes) {
+  // Sizes round up to 256 bytes below 64 KiB, then to a quarter of the power of
+  // two: at most 25% waste, few distinct sizes to pool.
+  if (bytes <= 65536) return std::max<uint64_t>(256, (bytes + 255) / 256 * 256);
+  uint64_t p = 1;
+  while (p < bytes) p <<= 1;
+  uint64_t quarter = p / 8;
+  return (bytes + quarter - 1) / quarter * quarter;
+}
+
+WGPUBuffer DawnRuntime::create_buffer(uint64_t bytes, WGPUBufferUsage usage, const char* what) {
+  check_alive();
+  if (bytes > limits_.max_buffer && limits_.max_buffer)
+    throw GpuError("[webgpu] " + std::string(what) + " of " + std::to_string(bytes) +
+                   " bytes exceeds the device's maximum buffer size " + std::to_string(limits_.max_buffer));
+  WGPUBufferDescriptor desc{};
+  desc.label = view(what);
+  desc.usage = usage;
+  desc.size = bytes;
+  wgpuDevicePushErrorScope(device_.get(), WGPUErrorFilter_OutOfMemory);
+  WGPUBuffer buf = wgpuDeviceCreateBuffer(device_.get(), &desc);
+  struct Scope {
+    bool done = false;
+    WGPUErrorType type = WGPUErrorType_NoError;
+    std::string message;
+  } scope;
+  WGPUPopErrorScopeCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_AllowProcessEvents;
+  cb.callback = [](WGPUPopErrorScopeStatus, WGPUErrorType type, WGPUStringView msg, void* s, void*) {
+    auto* sc = static_cast<Scope*>(s);
+    sc->done = true;
+    sc->type = type;
+    sc->message = to_string(msg);
+  };
+  cb.userdata1 = &scope;
+  wgpuDevicePopErrorScope(device_.get(), cb);
+  wait_until([&] { return scope.done; }, "a buffer allocation");
+  if (scope.type != WGPUErrorType_NoError) {
+    if (buf) wgpuBufferRelease(buf);
+    throw GpuError("[webgpu] out of memory allocating " + std::to_string(bytes) + " bytes for " + what + ": " +
+                   scope.message);
+  }
+  return buf;
+}
+
+std::shared_ptr<gpu::Buffer> DawnRuntime::allocate(uint64_t bytes) {
+  uint64_t size = bucket(bytes);
+  BufferHandle handle;
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    auto& list = free_buffers_[size];
+    if (!list.empty()) {
+      handle = std::move(list.back());
+      list.pop_back();
+    }
+  }
+  if (!handle) handle = BufferHandle(create_buffer(size, kStorageUsage, "tensor"));
+  auto self = shared_from_this();
+  return std::shared_ptr<gpu::Buffer>(new DawnBuffer(std::move(handle), size), [self](gpu::Buffer* b) {
+    auto* db = static_cast<DawnBuffer*>(b);
+    // Work already recorded that reads this buffer stays ordered before any
+    // later use of it, so it can be reused at once.
+    std::lock_guard<std::mutex> lock(self->pool_mu_);
+    self->free_buffers_[db->size()].push_back(std::move(db->handle));
+    delete db;
+  });
+}
+
+static WGPUBuffer handle_of(const gpu::Buffer& b) { return static_cast<const DawnBuffer&>(b).handle.get(); }
+
+WGPUCommandEncoder DawnRuntime::encoder() {
+  if (!encoder_) {
+    WGPUCommandEncoderDescriptor desc{};
+    desc.label = view("forge batch");
+    encoder_ = CommandEncoderHandle(wgpuDeviceCreateCommandEncoder(device_.get(), &desc));
+  }
+  return encoder_.get();
+}
+
+void DawnRuntime::end_pass() {
+  if (pass_) {
+    wgpuComputePassEncoderEnd(pass_.get());
+    pass_.reset();
+  }
+}
+
+void DawnRuntime::upload(const gpu::Buffer& dst, uint64_t offset, const void* src, uint64_t bytes) {
+  check_alive();
+  // queue writes run before the open batch: submit it first so that earlier
+  // recorded reads of this buffer see the old contents.
+  if (encoder_) flush();
+  wgpuQueueWriteBuffer(queue_.get(), handle_of(dst), offset, src, bytes);
+}
+
+void DawnRuntime::copy(const gpu::Buffer& src, uint64_t src_offset, const gpu::Buffer& dst, uint64_t dst_offset,
+                       uint64_t bytes) {
+  check_alive();
+  end_pass();
+  wgpuCommandEncoderCopyBufferToBuffer(encoder(), handle_of(src), src_offset, handle_of(dst), dst_offset, bytes);
+  batch_ops_.push_back("copy");
+}
+
+void DawnRuntime::clear(const gpu::Buffer& dst, uint64_t offset, uint64_t bytes) {
+  check_alive();
+  end_pass();
+  wgpuCommandEncoderClearBuffer(encoder(), handle_of(dst), offset, bytes);
+  batch_ops_.push_back("clear");
+}
+
+size_t DawnRuntime::PipelineKeyHash::operator()(const PipelineKey& k) const {
+  size_t h = std::hash<const void*>()(k.kernel);
+  for (double v : k.constants) h = h * 31 + std::hash<double>()(v);
+  return h;
+}
+
+const DawnRuntime::Pipeline& DawnRuntime::pipeline(const gpu::Dispatch& d) {
+  PipelineKey key{d.kernel, {}};
+  for (const auto& c : d.constants) key.constants.push_back(c.value);
+  auto it = pipelines_.find(key);
+  if (it != pipelines_.end()) return it->second;
+
+  wgpuDevicePushErrorScope(device_.get(), WGPUErrorFilter_Validation);
+  WGPUShaderSourceWGSL wgsl{};
+  wgsl.chain.sType = WGPUSType_ShaderSourceWGSL;
+  wgsl.code = view(d.kernel->source);
+  WGPUShaderModuleDescriptor sm{};
+  sm.nextInChain = &wgsl.chain;
+  sm.label = view(d.kernel->name);
+  ShaderModuleHandle module(wgpuDeviceCreateShaderModule(device_.get(), &sm));
+
+  std::vector<WGPUConstantEntry> constants;
+  for (const auto& c : d.constants) {
+    WGPUConstantEntry e{};
+    e.key = view(c.name);
+    e.value = c.value;
+    constants.push_back(e);
+  }
+  WGPUComputePipelineDescriptor pd{};
+  pd.label = view(d.kernel->name);
+  pd.compute.module = module.get();
+  pd.compute.entryPoint = view(d.kernel->entry);
+  pd.compute.constantCount = constants.size();
+  pd.compute.constants = constants.data();
+  ComputePipelineHandle pipe(wgpuDeviceCreateComputePipeline(device_.get(), &pd));
+
+  struct Scope {
+    bool done = false;
+    WGPUErrorType type = WGPUErrorType_NoError;
+    std::string message;
+  } scope;
+  WGPUPopErrorScopeCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_AllowProcessEvents;
+  cb.callback = [](WGPUPopErrorScopeStatus, WGPUErrorType type, WGPUStringView msg, void* s, void*) {
+    auto* sc = static_cast<Scope*>(s);
+    sc->done = true;
+    sc->type = type;
+    sc->message = to_string(msg);
+  };
+  cb.userdata1 = &scope;
+  wgpuDevicePopErrorScope(device_.get(), cb);
+  wait_until([&] { return scope.done; }, "a pipeline compilation");
+  if (scope.type != WGPUErrorType_NoError)
+    throw GpuError("[" + std::string(d.op) + "] kernel '" + std::string(d.kernel->name) +
+                   "' failed to compile: " + scope.message);
+
+  Pipeline p;
+  p.layout = BindGroupLayoutHandle(wgpuComputePipelineGetBindGroupLayout(pipe.get(), 0));
+  p.pipeline = std::move(pipe);
+  return pipelines_.emplace(std::move(key), std::move(p)).first->second;
+}
+
+void DawnRuntime::dispatch(const gpu::Dispatch& d) {
+  check_alive();
+  current_op_ = d.op;
+  const Pipeline& p = pipeline(d);
+
+  uint64_t slot = 0;
+  if (d.params_size) {
+    uint64_t aligned = (uniform_host_.size() + uniform_alignment_ - 1) / uniform_alignment_ * uniform_alignment_;
+    if (aligned + d.params_size > uniform_capacity_) {
+      flush();
+      aligned = 0;
+    }
+    slot = aligned;
+    uniform_host_.resize(slot + d.params_size);
+    std::memcpy(uniform_host_.data() + slot, d.params, d.params_size);
+  }
+
+  std::vector<WGPUBindGroupEntry> entries;
+  entries.reserve(d.args.size() + 1);
+  if (d.params_size) {
+    WGPUBindGroupEntry e{};
+    e.binding = 0;
+    e.buffer = uniform_buffer_.get();
+    e.offset = slot;
+    e.size = (d.params_size + 15) / 16 * 16;
+    entries.push_back(e);
+  }
+  for (size_t i = 0; i < d.args.size(); ++i) {
+    const gpu::Arg& a = d.args[i];
+    WGPUBindGroupEntry e{};
+    e.binding = uint32_t(i + 1);
+    e.buffer = handle_of(*a.buffer);
+    e.offset = a.offset;
+    e.size = a.size ? (a.size + 3) / 4 * 4 : a.buffer->size() - a.offset;
+    if (e.size > binding_limit())
+      throw GpuError(std::string("[") + d.op + "] binding " + std::to_string(i + 1) + " spans " +
+                     std::to_string(e.size) + " bytes, over the device's storage binding limit of " +
+                     std::to_string(binding_limit()));
+    entries.push_back(e);
+  }
+  WGPUBindGroupDescriptor bd{};
+  bd.layout = p.layout.get();
+  bd.entryCount = entries.size();
+  bd.entries = entries.data();
+  BindGroupHandle group(wgpuDeviceCreateBindGroup(device_.get(), &bd));
+
+  if (!pass_) {
+    WGPUComputePassDescriptor cp{};
+    pass_ = ComputePassHandle(wgpuCommandEncoderBeginComputePass(encoder(), &cp));
+  }
+  wgpuComputePassEncoderSetPipeline(pass_.get(), p.pipeline.get());
+  wgpuComputePassEncoderSetBindGroup(pass_.get(), 0, group.get(), 0, nullptr);
+  wgpuComputePassEncoderDispatchWorkgroups(pass_.get(), d.groups[0], d.groups[1], d.groups[2]);
+  batch_ops_.push_back(d.op);
+  current_op_.clear();
+}
+
+void DawnRuntime::flush() {
+  check_alive();
+  if (!encoder_) return;
+  end_pass();
+  if (!uniform_host_.empty())
+    wgpuQueueWriteBuffer(queue_.get(), uniform_buffer_.get(), 0, uniform_host_.data(),
+                         (uniform_host_.size() + 3) / 4 * 4);
+  std::string ops;
+  for (size_t i = 0; i < batch_ops_.size() && i < 8; ++i) ops += (i ? ", " : "") + batch_ops_[i];
+  if (batch_ops_.size() > 8) ops += ", ...";
+  current_op_ = "batch of " + ops;
+  CommandBufferHandle cmd(wgpuCommandEncoderFinish(encoder_.get(), nullptr));
+  WGPUCommandBuffer buffers[] = {cmd.get()};
+  wgpuQueueSubmit(queue_.get(), 1, buffers);
+  current_op_.clear();
+  encoder_.reset();
+  batch_ops_.clear();
+  uniform_host_.clear();
+}
+
+void DawnRuntime::sync() {
+  flush();
+  bool done = false;
+  WGPUQueueWorkDoneCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_AllowProcessEvents;
+  cb.callback = [](WGPUQueueWorkDoneStatus, void* d, void*) { *static_cast<bool*>(d) = true; };
+  cb.userdata1 = &done;
+  wgpuQueueOnSubmittedWorkDone(queue_.get(), cb);
+  wait_until([&] { return done; }, "the GPU to finish");
+  raise_pending_errors();
+}
+
+void DawnRuntime::download(const gpu::Buffer& src, uint64_t offset, void* dst, uint64_t bytes) {
+  check_alive();
+  uint64_t size = bucket(bytes);
+  BufferHandle staging;
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    auto& list = free_staging_[size];
+    if (!list.empty()) {
+      staging = std::move(list.back());
+      list.pop_back();
+    }
+  }
+  if (!staging)
+    staging = BufferHandle(create_buffer(size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "readback"));
+  end_pass();
+  wgpuCommandEncoderCopyBufferToBuffer(encoder(), handle_of(src), offset, staging.get(), 0, bytes);
+  batch_ops_.push_back("readback");
+  flush();
+
+  struct Map {
+    bool done = false;
+    WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
+    std::string message;
+  } map;
+  WGPUBufferMapCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_AllowProcessEvents;
+  cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView msg, void* m, void*) {
+    auto* mp = static_cast<Map*>(m);
+    mp->done = true;
+    mp->status = status;
+    mp->message = to_string(msg);
+  };
+  cb.userdata1 = &map;
+  wgpuBufferMapAsync(staging.get(), WGPUMapMode_Read, 0, size_t(bytes), cb);
+  wait_until([&] { return map.done; }, "a readback");
+  raise_pending_errors();
+  if (map.status != WGPUMapAsyncStatus_Success) throw GpuError("[webgpu] readback failed: " + map.message);
+  const void* p = wgpuBufferGetConstMappedRange(staging.get(), 0, size_t(bytes));
+  if (!p) throw GpuError("[webgpu] readback mapping returned no memory");
+  std::memcpy(dst, p, bytes);
+  wgpuBufferUnmap(staging.get());
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  free_staging_[size].push_back(std::move(staging));
+}
+
+}  // namespace forge::webgpu

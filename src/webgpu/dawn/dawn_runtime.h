@@ -1,0 +1,106 @@
+// The native WebGPU runtime: Dawn through webgpu.h.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpu/runtime.h"
+#include "webgpu/dawn/handle.h"
+
+namespace forge::webgpu {
+
+class DawnRuntime;
+
+// A pooled storage buffer; returns to its runtime's pool when released.
+class DawnBuffer final : public gpu::Buffer {
+ public:
+  DawnBuffer(BufferHandle h, uint64_t size) : handle(std::move(h)), size_(size) {}
+  uint64_t size() const override { return size_; }
+  BufferHandle handle;
+
+ private:
+  uint64_t size_;
+};
+
+class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_this<DawnRuntime> {
+ public:
+  // Takes ownership of an instance, adapter and device made by create_runtime.
+  DawnRuntime(InstanceHandle instance, AdapterHandle adapter, gpu::AdapterInfo info);
+  ~DawnRuntime() override;
+  // Requests the device with the adapter's limits; throws GpuError on failure.
+  void open_device(bool disable_robustness);
+
+  const gpu::AdapterInfo& adapter() const override { return info_; }
+  const gpu::Limits& limits() const override { return limits_; }
+  std::shared_ptr<gpu::Buffer> allocate(uint64_t bytes) override;
+  void upload(const gpu::Buffer& dst, uint64_t offset, const void* src, uint64_t bytes) override;
+  void download(const gpu::Buffer& src, uint64_t offset, void* dst, uint64_t bytes) override;
+  void copy(const gpu::Buffer& src, uint64_t src_offset, const gpu::Buffer& dst, uint64_t dst_offset,
+            uint64_t bytes) override;
+  void clear(const gpu::Buffer& dst, uint64_t offset, uint64_t bytes) override;
+  void dispatch(const gpu::Dispatch& d) override;
+  void flush() override;
+  void sync() override;
+
+  // Called from webgpu.h callbacks.
+  void on_error(WGPUErrorType type, const std::string& message);
+  void on_device_lost(const std::string& message);
+
+ private:
+  struct Pipeline {
+    ComputePipelineHandle pipeline;
+    BindGroupLayoutHandle layout;
+  };
+  struct PipelineKey {
+    const gpu::Kernel* kernel;
+    std::vector<double> constants;
+    bool operator==(const PipelineKey& o) const { return kernel == o.kernel && constants == o.constants; }
+  };
+  struct PipelineKeyHash {
+    size_t operator()(const PipelineKey& k) const;
+  };
+
+  const Pipeline& pipeline(const gpu::Dispatch& d);
+  WGPUBuffer create_buffer(uint64_t bytes, WGPUBufferUsage usage, const char* what);
+  void recycle(WGPUBuffer handle, uint64_t size);
+  WGPUCommandEncoder encoder();
+  void end_pass();
+  // Processes events until done() or the device is lost; throws on timeout.
+  void wait_until(const std::function<bool()>& done, const char* what);
+  void raise_pending_errors();
+  void check_alive() const;
+  static uint64_t bucket(uint64_t bytes);
+
+  InstanceHandle instance_;
+  AdapterHandle adapter_;
+  DeviceHandle device_;
+  QueueHandle queue_;
+  gpu::AdapterInfo info_;
+  gpu::Limits limits_;
+  uint32_t uniform_alignment_ = 256;
+
+  std::mutex error_mu_;
+  std::vector<std::string> errors_;
+  std::atomic<bool> lost_{false};
+  std::string lost_message_;
+  std::string current_op_;  // the op being recorded, for error messages
+
+  std::mutex pool_mu_;
+  std::unordered_map<uint64_t, std::vector<BufferHandle>> free_buffers_;  // by bucket size
+  std::unordered_map<uint64_t, std::vector<BufferHandle>> free_staging_;
+
+  std::unordered_map<PipelineKey, Pipeline, PipelineKeyHash> pipelines_;
+
+  // The open batch.
+  CommandEncoderHandle encoder_;
+  ComputePassHandle pass_;
+  std::vector<std::string> batch_ops_;
+  std::vector<std::byte> uniform_host_;  // parameter blocks of this batch
+  BufferHandle uniform_buffer_;
+  uint64_t uniform_capacity_ = 0;
+};
+
+}  // namespace forge::webgpu

@@ -1,0 +1,47 @@
+// Host side of the elementwise kernels (shaders/unary.wgsl, binary.wgsl).
+#include "forge_shaders.h"
+#include "webgpu/kernels.h"
+#include "webgpu/launch.h"
+
+namespace forge::webgpu {
+
+namespace {
+
+const gpu::Kernel kBinary{"binary", shaders::binary};
+const gpu::Kernel kUnary{"unary", shaders::unary};
+
+struct ElementwiseParams {
+  uint32_t count;
+  float alpha;
+  uint32_t pad[2];
+};
+
+enum BinaryOp : uint32_t { kAdd = 0 };
+enum UnaryOp : uint32_t { kScale = 0 };
+
+// Elementwise work split into bindings within the device's limit.
+void for_each_chunk(const Tensor& t, const char* op, const std::function<void(uint64_t, uint64_t)>& fn) {
+  for_each_row_chunk(t.device().runtime(), op, t.numel(), 4,
+                     [&](int64_t first, int64_t count) { fn(uint64_t(first), uint64_t(count)); });
+}
+
+}  // namespace
+
+void add(const Tensor& a, const Tensor& b, Tensor& out) {
+  for_each_chunk(out, "add", [&](uint64_t first, uint64_t count) {
+    ElementwiseParams p{uint32_t(count), 0.0f, {}};
+    launch(out.device(), "add", kBinary, p, {arg(a, first * 4, count * 4), arg(b, first * 4, count * 4),
+                                             arg(out, first * 4, count * 4)},
+           grid_1d((count + 255) / 256, out.device().runtime().limits()), {{"OP", kAdd}});
+  });
+}
+
+void scale(const Tensor& x, float alpha, Tensor& out) {
+  for_each_chunk(out, "scale", [&](uint64_t first, uint64_t count) {
+    ElementwiseParams p{uint32_t(count), alpha, {}};
+    launch(out.device(), "scale", kUnary, p, {arg(x, first * 4, count * 4), arg(out, first * 4, count * 4)},
+           grid_1d((count + 255) / 256, out.device().runtime().limits()), {{"OP", kScale}});
+  });
+}
+
+}  // namespace forge::webgpu

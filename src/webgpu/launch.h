@@ -1,0 +1,50 @@
+// Helpers for the WebGPU host side of ops: bindings from tensors, grids that
+// respect the per-dimension workgroup limit, and splitting work so that no
+// binding exceeds the device's storage binding limit.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <type_traits>
+
+#include "forge/tensor.h"
+#include "gpu/runtime.h"
+
+namespace forge::webgpu {
+
+// The whole tensor as a binding.
+gpu::Arg arg(const Tensor& t);
+// Bytes [offset, offset + bytes) of the tensor's data as a binding.
+gpu::Arg arg(const Tensor& t, uint64_t offset, uint64_t bytes);
+
+// A grid of `groups` workgroups as x * y, each within the device's limit.
+// Kernels recover the linear index as wg.y * num_workgroups.x + wg.x.
+std::array<uint32_t, 3> grid_1d(uint64_t groups, const gpu::Limits& limits);
+
+// Splits `rows` rows of `row_bytes` bytes each into runs whose byte size is
+// within the binding limit and whose starts meet the offset alignment. Calls
+// fn(first_row, row_count) for each run. Throws when one row is too large.
+void for_each_row_chunk(const gpu::Runtime& rt, const char* op, int64_t rows, uint64_t row_bytes,
+                        const std::function<void(int64_t, int64_t)>& fn);
+
+// Records one dispatch of `kernel` with a parameter block (a struct mirrored
+// field for field by the kernel's WGSL `Params`).
+template <class Params>
+void launch(const Device& device, const char* op, const gpu::Kernel& kernel, const Params& params,
+            std::initializer_list<gpu::Arg> args, std::array<uint32_t, 3> groups,
+            std::initializer_list<gpu::Constant> constants = {}) {
+  static_assert(std::is_trivially_copyable_v<Params> && sizeof(Params) % 16 == 0,
+                "parameter blocks are plain structs padded to 16 bytes, as WGSL uniforms are");
+  gpu::Dispatch d;
+  d.kernel = &kernel;
+  d.constants = {constants.begin(), constants.size()};
+  d.params = &params;
+  d.params_size = sizeof(Params);
+  d.args = {args.begin(), args.size()};
+  d.groups = groups;
+  d.op = op;
+  device.runtime().dispatch(d);
+}
+
+}  // namespace forge::webgpu

@@ -1,0 +1,128 @@
+// Tiled matmul: C[batch, m, n] = alpha * op(A) @ op(B) (+ bias[n]).
+// A workgroup of 16x16 threads computes a 64x64 tile of C, each thread 4x4
+// outputs strided by 16 (coalesced stores, conflict-free shared reads),
+// stepping through k in slices of 16 staged in workgroup memory.
+override TRANS_A: bool = false;  // A stored [k, m] (row stride lda)
+override TRANS_B: bool = false;  // B stored [n, k] (row stride ldb)
+
+const BM: u32 = 64u;
+const BN: u32 = 64u;
+const BK: u32 = 16u;
+
+struct Params {
+  m: u32,
+  n: u32,
+  k: u32,
+  lda: u32,
+  ldb: u32,
+  a_batch_stride: u32,  // 0 broadcasts A over the batch
+  b_batch_stride: u32,
+  alpha: f32,
+  has_bias: u32,
+  _pad0: u32,
+  _pad1: u32,
+  _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> A: array<f32>;
+@group(0) @binding(2) var<storage, read> B: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> C: array<f32>;
+
+var<workgroup> As: array<f32, 1024>;  // [BK][BM]
+var<workgroup> Bs: array<f32, 1024>;  // [BK][BN]
+
+// Logical A[row, col] (row < m, col < k), zero outside.
+fn load_a(base: u32, row: u32, col: u32) -> f32 {
+  if (row >= p.m || col >= p.k) {
+    return 0.0;
+  }
+  if (TRANS_A) {
+    return A[base + col * p.lda + row];
+  }
+  return A[base + row * p.lda + col];
+}
+
+// Logical B[row, col] (row < k, col < n), zero outside.
+fn load_b(base: u32, row: u32, col: u32) -> f32 {
+  if (row >= p.k || col >= p.n) {
+    return 0.0;
+  }
+  if (TRANS_B) {
+    return B[base + col * p.ldb + row];
+  }
+  return B[base + row * p.ldb + col];
+}
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  let batch = wg.z;
+  let row0 = wg.y * BM;
+  let col0 = wg.x * BN;
+  let tid = lid.y * 16u + lid.x;
+  let a_base = batch * p.a_batch_stride;
+  let b_base = batch * p.b_batch_stride;
+
+  var acc: array<f32, 16>;
+  for (var t = 0u; t < p.k; t += BK) {
+    // Stage a 64x16 slice of A and a 16x64 slice of B, 4 values per thread,
+    // consecutive threads walking the stored layout's contiguous dim.
+    for (var i = 0u; i < 4u; i++) {
+      let idx = tid + i * 256u;
+      var mm: u32;
+      var kk: u32;
+      if (TRANS_A) {
+        mm = idx % BM;
+        kk = idx / BM;
+      } else {
+        kk = idx % BK;
+        mm = idx / BK;
+      }
+      As[kk * BM + mm] = load_a(a_base, row0 + mm, t + kk);
+      var nn: u32;
+      var kb: u32;
+      if (TRANS_B) {
+        kb = idx % BK;
+        nn = idx / BK;
+      } else {
+        nn = idx % BN;
+        kb = idx / BN;
+      }
+      Bs[kb * BN + nn] = load_b(b_base, t + kb, col0 + nn);
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < BK; kk++) {
+      var av: array<f32, 4>;
+      var bv: array<f32, 4>;
+      for (var i = 0u; i < 4u; i++) {
+        av[i] = As[kk * BM + lid.y + 16u * i];
+        bv[i] = Bs[kk * BN + lid.x + 16u * i];
+      }
+      for (var i = 0u; i < 4u; i++) {
+        for (var j = 0u; j < 4u; j++) {
+          acc[i * 4u + j] = fma(av[i], bv[j], acc[i * 4u + j]);
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+
+  let c_base = batch * p.m * p.n;
+  for (var i = 0u; i < 4u; i++) {
+    let row = row0 + lid.y + 16u * i;
+    if (row >= p.m) {
+      continue;
+    }
+    for (var j = 0u; j < 4u; j++) {
+      let col = col0 + lid.x + 16u * j;
+      if (col < p.n) {
+        var v = p.alpha * acc[i * 4u + j];
+        if (p.has_bias != 0u) {
+          v += bias[col];
+        }
+        C[c_base + row * p.n + col] = v;
+      }
+    }
+  }
+}

@@ -1,0 +1,77 @@
+// The parity harness: every op runs on the CPU and on WebGPU over a table of
+// shapes (odd sizes included) and the results are compared with a tolerance
+// stated per op. On machines without a GPU WebGPU is SwiftShader.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "forge/ops.h"
+#include "gpu/runtime.h"
+
+namespace forge::testing {
+
+// The WebGPU device the suite compares against (created once).
+inline const Device& gpu_device() {
+  static Device d = Device::webgpu();
+  return d;
+}
+
+// Deterministic uniform values in [lo, hi).
+inline std::vector<float> random_values(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+inline Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  return Tensor::from_vector(random_values(numel(shape), seed, lo, hi), shape);
+}
+
+// |got - want| <= atol + rtol * |want| elementwise; reports the worst element.
+inline ::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& want,
+                                            double atol, double rtol) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "sizes differ: " << got.size() << " vs " << want.size();
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double err = std::fabs(double(got[i]) - double(want[i]));
+    double excess = err - (atol + rtol * std::fabs(double(want[i])));
+    if (std::isnan(got[i]) != std::isnan(want[i])) excess = INFINITY;
+    if (excess > worst) {
+      worst = excess;
+      at = i;
+    }
+  }
+  if (worst > 0)
+    return ::testing::AssertionFailure() << "element " << at << ": got " << got[at] << ", want " << want[at]
+                                         << " (atol " << atol << ", rtol " << rtol << ")";
+  return ::testing::AssertionSuccess();
+}
+
+inline ::testing::AssertionResult all_close(const Tensor& got, const Tensor& want, double atol, double rtol) {
+  if (got.shape() != want.shape())
+    return ::testing::AssertionFailure() << "shapes differ: " << got.describe() << " vs " << want.describe();
+  return all_close(got.to_f32(), want.to_f32(), atol, rtol);
+}
+
+// Runs `op` on CPU inputs and on the same inputs copied to WebGPU, and
+// compares the outputs.
+template <class Op>
+::testing::AssertionResult cpu_gpu_parity(const std::vector<Tensor>& cpu_inputs, Op op, double atol, double rtol) {
+  std::vector<Tensor> gpu_inputs;
+  for (const auto& t : cpu_inputs) gpu_inputs.push_back(t.to(gpu_device()));
+  Tensor want = op(cpu_inputs);
+  Tensor got = op(gpu_inputs);
+  if (!got.device().is_webgpu()) return ::testing::AssertionFailure() << "result not on the WebGPU device";
+  return all_close(got, want, atol, rtol);
+}
+
+}  // namespace forge::testing

@@ -1,0 +1,190 @@
+// Parity and validation for the first ops: add, scale, matmul, softmax.
+#include "parity/parity.h"
+
+using namespace forge;
+using namespace forge::testing;
+
+namespace {
+
+const std::vector<Shape> kElementwiseShapes = {{1}, {3}, {17}, {129}, {3, 17}, {2, 3, 129}, {1000, 3}};
+
+TEST(Parity, Add) {
+  uint32_t seed = 1;
+  for (const Shape& s : kElementwiseShapes) {
+    EXPECT_TRUE(cpu_gpu_parity({random_tensor(s, seed++), random_tensor(s, seed++)},
+                               [](auto& in) { return add(in[0], in[1]); }, 0, 0))
+        << shape_str(s);  // one correctly rounded f32 addition: exact
+  }
+}
+
+TEST(Parity, Scale) {
+  uint32_t seed = 10;
+  for (const Shape& s : kElementwiseShapes) {
+    EXPECT_TRUE(cpu_gpu_parity({random_tensor(s, seed++)}, [](auto& in) { return scale(in[0], -0.37f); }, 0, 0))
+        << shape_str(s);  // one correctly rounded multiplication: exact
+  }
+}
+
+TEST(Values, AddAndScaleExact) {
+  for (const Device& d : {Device::cpu(), gpu_device()}) {
+    Tensor a = Tensor::from_vector<float>({1, 2, 3}, {3}, d);
+    Tensor b = Tensor::from_vector<float>({10, 20, 30}, {3}, d);
+    EXPECT_EQ(add(a, b).to_vector<float>(), (std::vector<float>{11, 22, 33})) << d.name();
+    EXPECT_EQ(scale(a, 0.5f).to_vector<float>(), (std::vector<float>{0.5f, 1, 1.5f})) << d.name();
+  }
+}
+
+struct MatmulCase {
+  Shape a, b;
+  bool ta, tb;
+  bool bias;
+  int64_t b_rows;
+};
+
+// Tolerance: both sides accumulate k products in f32 in different orders;
+// 1e-5 relative plus 2e-6 * sqrt(k) absolute covers k up to a few thousand.
+void check_matmul(const MatmulCase& c, uint32_t seed) {
+  Tensor a = random_tensor(c.a, seed);
+  Tensor b = random_tensor(c.b, seed + 1);
+  int64_t n = c.tb ? (c.b_rows >= 0 ? c.b_rows : c.b[c.b.size() - 2]) : c.b.back();
+  Tensor bias = random_tensor({n}, seed + 2);
+  std::vector<Tensor> in{a, b, bias};
+  int64_t k = c.ta ? c.a[c.a.size() - 2] : c.a.back();
+  double atol = 2e-6 * std::sqrt(double(k) + 1);
+  EXPECT_TRUE(cpu_gpu_parity(in,
+                             [&](auto& t) {
+                               MatmulOptions o;
+                               o.transpose_a = c.ta;
+                               o.transpose_b = c.tb;
+                               o.alpha = 0.75f;
+                               o.b_rows = c.b_rows;
+                               if (c.bias) o.bias = &t[2];
+                               return matmul(t[0], t[1], o);
+                             },
+                             atol, 1e-5))
+      << "a " << shape_str(c.a) << " b " << shape_str(c.b) << " ta " << c.ta << " tb " << c.tb;
+}
+
+TEST(Parity, Matmul) {
+  std::vector<MatmulCase> cases = {
+      {{1, 1}, {1, 1}, false, false, false, -1},
+      {{3, 17}, {17, 5}, false, false, true, -1},
+      {{17, 3}, {17, 129}, true, false, false, -1},
+      {{129, 17}, {65, 17}, false, true, true, -1},
+      {{17, 129}, {3, 17}, true, true, false, -1},
+      {{64, 64}, {64, 64}, false, false, false, -1},
+      {{100, 200}, {200, 70}, false, false, true, -1},
+      {{3, 7, 9}, {3, 9, 11}, false, false, false, -1},   // batched
+      {{3, 7, 9}, {9, 11}, false, false, true, -1},       // B broadcast
+      {{7, 9}, {3, 9, 11}, false, false, false, -1},      // A broadcast
+      {{2, 5, 16}, {2, 40, 16}, false, true, false, 13},  // q @ K^T over a cache of 40 rows, 13 used
+      {{2, 5, 13}, {2, 40, 16}, false, false, false, 13}, // P @ V over the same cache
+  };
+  uint32_t seed = 100;
+  for (const auto& c : cases) check_matmul(c, seed += 3);
+}
+
+TEST(Values, MatmulSmallExact) {
+  for (const Device& d : {Device::cpu(), gpu_device()}) {
+    Tensor a = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}, d);
+    Tensor b = Tensor::from_vector<float>({1, 0, 0, 1, 1, 1}, {3, 2}, d);
+    Tensor bias = Tensor::from_vector<float>({10, 20}, {2}, d);
+    MatmulOptions o;
+    o.bias = &bias;
+    EXPECT_EQ(matmul(a, b, o).to_vector<float>(), (std::vector<float>{14, 25, 20, 31})) << d.name();
+    o.transpose_a = true;  // a^T [3, 2] @ ... needs b [2, n]
+    o.bias = nullptr;
+    Tensor b2 = Tensor::from_vector<float>({1, 0, 0, 1}, {2, 2}, d);
+    EXPECT_EQ(matmul(a, b2, o).to_vector<float>(), (std::vector<float>{1, 4, 2, 5, 3, 6})) << d.name();
+  }
+}
+
+TEST(Validation, MatmulShapes) {
+  Tensor a = Tensor::zeros({2, 3}), b = Tensor::zeros({4, 5});
+  try {
+    matmul(a, b);
+    FAIL() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("[matmul] inner dims differ"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[2, 3]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[4, 5]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(matmul(Tensor::zeros({2, 3, 4}), Tensor::zeros({3, 4, 5})), ShapeError);  // batch differs
+  EXPECT_THROW(matmul(Tensor::zeros({3}), Tensor::zeros({3, 4})), ShapeError);          // rank
+  Tensor bias = Tensor::zeros({4});
+  MatmulOptions o;
+  o.bias = &bias;
+  EXPECT_THROW(matmul(Tensor::zeros({2, 3}), Tensor::zeros({3, 5}), o), ShapeError);  // bias [n]
+  o = {};
+  o.b_rows = 9;
+  EXPECT_THROW(matmul(Tensor::zeros({2, 3}), Tensor::zeros({3, 5}), o), ShapeError);  // b_rows > rows
+  EXPECT_THROW(matmul(Tensor::zeros({2, 3}, DType::U32), Tensor::zeros({3, 5})), DTypeError);
+  EXPECT_THROW(matmul(Tensor::zeros({2, 3}), Tensor::zeros({3, 5}).to(gpu_device())), DeviceError);
+}
+
+TEST(Validation, ElementwiseShapes) {
+  try {
+    add(Tensor::zeros({2, 3}), Tensor::zeros({3, 2}));
+    FAIL() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_EQ(std::string(e.what()), "[add] shapes differ: a [2, 3], b [3, 2]");
+  }
+  EXPECT_THROW(add(Tensor::zeros({2}), Tensor::zeros({2}).to(gpu_device())), DeviceError);
+  EXPECT_THROW(scale(Tensor::zeros({2}, DType::I32), 2.0f), DTypeError);
+  EXPECT_THROW(add(Tensor(), Tensor::zeros({2})), Error);
+}
+
+TEST(Parity, Softmax) {
+  struct Case {
+    Shape s;
+    SoftmaxOptions o;
+  };
+  std::vector<Case> cases = {
+      {{1}, {}},
+      {{3, 17}, {}},
+      {{129, 3}, {}},
+      {{2, 5, 1000}, {}},
+      {{17, 17}, {true, 0, 0}},
+      {{2, 3, 7, 7}, {true, 0, 0}},
+      {{4, 3, 10}, {true, 3, 7}},  // 3 queries after 7 cached keys
+      {{5, 1, 300}, {true, 1, 299}},
+  };
+  uint32_t seed = 500;
+  for (const auto& c : cases) {
+    // exp differs by a few ulps between libm and the GPU.
+    EXPECT_TRUE(cpu_gpu_parity({random_tensor(c.s, seed++, -8.0f, 8.0f)},
+                               [&](auto& in) { return softmax(in[0], c.o); }, 1e-7, 2e-6))
+        << shape_str(c.s) << " causal " << c.o.causal;
+  }
+}
+
+TEST(Values, SoftmaxCausalMasksExactly) {
+  for (const Device& d : {Device::cpu(), gpu_device()}) {
+    Tensor x = Tensor::from_vector<float>({0, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 3}, d);
+    SoftmaxOptions o;
+    o.causal = true;
+    auto y = softmax(x, o).to_vector<float>();
+    std::vector<float> want{1, 0, 0, 0.5f, 0.5f, 0, 1 / 3.0f, 1 / 3.0f, 1 / 3.0f};
+    EXPECT_TRUE(all_close(y, want, 1e-7, 0)) << d.name();
+    EXPECT_EQ(y[1], 0.0f);
+    EXPECT_EQ(y[5], 0.0f);
+  }
+}
+
+TEST(Chunked, ElementwiseAndSoftmaxUnderLoweredBindingLimit) {
+  // 4 KiB bindings: a 3 x 1000 tensor (12 KB) is split into several dispatches.
+  gpu_device().runtime().set_binding_limit_for_testing(4096);
+  Tensor a = random_tensor({3, 1000}, 7), b = random_tensor({3, 1000}, 8);
+  EXPECT_TRUE(cpu_gpu_parity({a, b}, [](auto& in) { return add(in[0], in[1]); }, 0, 0));
+  EXPECT_TRUE(cpu_gpu_parity({a}, [](auto& in) { return scale(in[0], 3.0f); }, 0, 0));
+  Tensor x = random_tensor({40, 17}, 9);
+  SoftmaxOptions o;
+  o.causal = true;
+  o.q_len = 8;
+  EXPECT_TRUE(cpu_gpu_parity({x}, [&](auto& in) { return softmax(in[0], o); }, 1e-7, 2e-6));
+  // A row larger than the limit cannot be split.
+  EXPECT_THROW(softmax(random_tensor({2, 2000}, 3).to(gpu_device())).to_f32(), DeviceError);
+  gpu_device().runtime().set_binding_limit_for_testing(0);
+}
+
+}  // namespace
