@@ -2,51 +2,8 @@
 // the device of its inputs (CPU or WebGPU), and returns its result there.
 // Errors are forge::ShapeError / DTypeError / DeviceError / ValueError whose
 // message starts with the op name and prints the shapes involved.
-// Tensors are dense row-major f32 unless stated.
+// Tensors are dense row-major f32 unless stated. One header per op family:
 #pragma once
-#include <cstdint>
-
-#include "forge/tensor.h"
-
-namespace forge {
-
-// ---- Elementwise ---------------------------------------------------------
-
-// a + b; shapes must match exactly.
-Tensor add(const Tensor& a, const Tensor& b);
-// x * alpha.
-Tensor scale(const Tensor& x, float alpha);
-
-// ---- Matmul --------------------------------------------------------------
-
-struct MatmulOptions {
-  bool transpose_a = false;  // A stored as [.., k, m]
-  bool transpose_b = false;  // B stored as [.., n, k]
-  float alpha = 1.0f;        // out = alpha * A @ B (+ bias)
-  const Tensor* bias = nullptr;  // [n], added after scaling
-  // Use only the first b_rows rows of each batch element of B (B a view over
-  // a larger preallocated buffer such as a KV cache); -1 = all rows.
-  int64_t b_rows = -1;
-};
-
-// A [m, k] or [batch, m, k], B [k, n] or [batch, k, n] (stored transposed
-// when asked) -> [m, n] or [batch, m, n]. A rank-2 operand is broadcast across
-// the other's batch.
-Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
-
-// ---- Softmax -------------------------------------------------------------
-
-struct SoftmaxOptions {
-  bool causal = false;
-  // Rows per query block: row r holds query position r % q_len. 0 = the
-  // second-to-last dim (or 1 for a vector).
-  int64_t q_len = 0;
-  // Key offset: query q sees key j only when j <= q + key_offset (a KV cache
-  // holding key_offset earlier positions).
-  int64_t key_offset = 0;
-};
-
-// Softmax over the last dim; masked entries are exact zeros.
-Tensor softmax(const Tensor& x, const SoftmaxOptions& options = {});
-
-}  // namespace forge
+#include "forge/ops/core.h"       // add, scale, matmul, softmax
+#include "forge/ops/nn.h"         // activations, layernorm, reductions, dropout, optimizers
+#include "forge/ops/gather.h"     // embeddings, LM head, losses, head reshapes, KV cache

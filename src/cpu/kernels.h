@@ -1,7 +1,7 @@
 // CPU kernels: plain reference loops, with OpenBLAS for matmul when built
 // with it. Inputs are validated by the op layer (src/ops/) before these run.
 #pragma once
-#include "forge/ops.h"
+#include "forge/ops/core.h"
 #include "ops/matmul_plan.h"
 
 namespace forge::cpu {

@@ -1,7 +1,7 @@
 // WebGPU host side of the ops: parameter blocks, bindings and grids for the
 // WGSL kernels in shaders/. Inputs are validated by the op layer (src/ops/).
 #pragma once
-#include "forge/ops.h"
+#include "forge/ops/core.h"
 #include "ops/matmul_plan.h"
 
 namespace forge::webgpu {
