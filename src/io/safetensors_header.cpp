@@ -53,7 +53,8 @@ struct HeaderParser {
     for (const json& d : shape) {
       uint64_t extent = non_negative_int(d, name, "shape");
       if (extent > uint64_t(INT64_MAX)) throw fail("tensor " + quoted(name) + " shape extent " + d.dump() + " too large");
-      overflow |= __builtin_mul_overflow(count, extent, &count);
+      // Every partial product must fit int64_t too, so forge::numel() of an accepted shape cannot overflow.
+      overflow |= __builtin_mul_overflow(count, extent, &count) || count > uint64_t(INT64_MAX);
       t.shape.push_back(int64_t(extent));
     }
 
