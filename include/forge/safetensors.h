@@ -107,6 +107,7 @@ class SafetensorsFile {
   bool contains(const std::string& name) const { return index_.count(name) != 0; }
   // Throws IoError "[safetensors] no tensor 'x' in FILE".
   TensorView get(const std::string& name) const;
+  // `info` must be an element of tensors() (ValueError otherwise).
   TensorView view(const TensorInfo& info) const;
 
   struct Storage;  // the mapping or buffer that holds the bytes

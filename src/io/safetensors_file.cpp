@@ -49,6 +49,9 @@ TensorView SafetensorsFile::get(const std::string& name) const {
 }
 
 TensorView SafetensorsFile::view(const TensorInfo& info) const {
+  const TensorInfo* first = header_.tensors.data();
+  if (&info < first || &info >= first + header_.tensors.size())
+    throw ValueError("[safetensors] view() of tensor '" + info.name + "', an entry that is not from " + *origin_);
   auto all = storage_->bytes();
   return TensorView{&info, all.subspan(size_t(header_.data_start + info.begin), size_t(info.nbytes())),
                     origin_.get()};

@@ -47,6 +47,8 @@ TEST(SafetensorsRead, Gpt2FixtureTensorsAndMetadata) {
     end = t.end;
   }
   EXPECT_THROW(f.get("transformer.h.9.attn.c_attn.weight"), IoError);
+  TensorInfo foreign = f.tensors().front();  // a copy, not the file's entry
+  EXPECT_THROW(f.view(foreign), ValueError);
 }
 
 TEST(SafetensorsRead, Bf16FixtureConverts) {
