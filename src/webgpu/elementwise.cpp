@@ -2,6 +2,7 @@
 #include "forge_shaders.h"
 #include "webgpu/kernels.h"
 #include "webgpu/launch.h"
+#include "webgpu/nn_kernels.h"
 
 namespace forge::webgpu {
 
@@ -15,8 +16,9 @@ struct ElementwiseParams {
   float alpha;
   uint32_t pad[2];
 };
+static_assert(sizeof(ElementwiseParams) == 16);
 
-enum BinaryOp : uint32_t { kAdd = 0 };
+enum BinaryOp : uint32_t { kAdd = 0, kSub = 1, kMul = 2 };
 enum UnaryOp : uint32_t { kScale = 0 };
 
 // Elementwise work split into bindings within the device's limit.
@@ -25,16 +27,20 @@ void for_each_chunk(const Tensor& t, const char* op, const std::function<void(ui
                      [&](int64_t first, int64_t count) { fn(uint64_t(first), uint64_t(count)); });
 }
 
-}  // namespace
-
-void add(const Tensor& a, const Tensor& b, Tensor& out) {
-  for_each_chunk(out, "add", [&](uint64_t first, uint64_t count) {
+void binary(BinaryOp code, const char* op, const Tensor& a, const Tensor& b, Tensor& out) {
+  for_each_chunk(out, op, [&](uint64_t first, uint64_t count) {
     ElementwiseParams p{uint32_t(count), 0.0f, {}};
-    launch(out.device(), "add", kBinary, p, {arg(a, first * 4, count * 4), arg(b, first * 4, count * 4),
-                                             arg(out, first * 4, count * 4)},
-           grid_1d((count + 255) / 256, out.device().runtime().limits()), {{"OP", kAdd}});
+    launch(out.device(), op, kBinary, p, {arg(a, first * 4, count * 4), arg(b, first * 4, count * 4),
+                                          arg(out, first * 4, count * 4)},
+           grid_1d((count + 255) / 256, out.device().runtime().limits()), {{"OP", double(code)}});
   });
 }
+
+}  // namespace
+
+void add(const Tensor& a, const Tensor& b, Tensor& out) { binary(kAdd, "add", a, b, out); }
+void sub(const Tensor& a, const Tensor& b, Tensor& out) { binary(kSub, "sub", a, b, out); }
+void mul(const Tensor& a, const Tensor& b, Tensor& out) { binary(kMul, "mul", a, b, out); }
 
 void scale(const Tensor& x, float alpha, Tensor& out) {
   for_each_chunk(out, "scale", [&](uint64_t first, uint64_t count) {

@@ -1,0 +1,90 @@
+// layernorm, layernorm_bwd and softmax_bwd, row by row in double.
+#include <cmath>
+#include <vector>
+
+#include "cpu/nn_kernels.h"
+
+namespace forge::cpu {
+
+namespace {
+
+struct RowStats {
+  double mean, rstd;
+};
+
+// Mean and 1 / sqrt(biased variance + eps) of one row, two passes.
+RowStats row_stats(const float* x, int64_t cols, float eps) {
+  double sum = 0;
+  for (int64_t j = 0; j < cols; ++j) sum += x[j];
+  double mean = sum / double(cols);
+  double var = 0;
+  for (int64_t j = 0; j < cols; ++j) var += (x[j] - mean) * (x[j] - mean);
+  var /= double(cols);
+  return {mean, 1.0 / std::sqrt(var + double(eps))};
+}
+
+}  // namespace
+
+void layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, int64_t rows, int64_t cols,
+               Tensor& y) {
+  const float* px = x.data<float>();   // [rows, cols]
+  const float* pg = gamma.data<float>();  // [cols]
+  const float* pb = beta.data<float>();   // [cols]
+  float* py = y.data<float>();         // [rows, cols]
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = px + r * cols;
+    float* yr = py + r * cols;
+    RowStats s = row_stats(xr, cols, eps);
+    for (int64_t j = 0; j < cols; ++j) yr[j] = float((xr[j] - s.mean) * s.rstd * pg[j] + pb[j]);
+  }
+}
+
+void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float eps, int64_t rows, int64_t cols,
+                   Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  const float* px = x.data<float>();    // [rows, cols]
+  const float* pg = gamma.data<float>();  // [cols]
+  const float* pdy = dy.data<float>();  // [rows, cols]
+  float* pdx = dx.data<float>();        // [rows, cols]
+  std::vector<double> dg(size_t(cols), 0.0), db(size_t(cols), 0.0);
+  std::vector<double> xhat(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = px + r * cols;
+    const float* gr = pdy + r * cols;
+    RowStats s = row_stats(xr, cols, eps);
+    // dxhat = dy * gamma; dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+    double m1 = 0, m2 = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      xhat[j] = (xr[j] - s.mean) * s.rstd;
+      double dxhat = double(gr[j]) * pg[j];
+      m1 += dxhat;
+      m2 += dxhat * xhat[j];
+      dg[j] += double(gr[j]) * xhat[j];
+      db[j] += gr[j];
+    }
+    m1 /= double(cols);
+    m2 /= double(cols);
+    for (int64_t j = 0; j < cols; ++j)
+      pdx[r * cols + j] = float(s.rstd * (double(gr[j]) * pg[j] - m1 - xhat[j] * m2));
+  }
+  float* pdg = dgamma.data<float>();
+  float* pdb = dbeta.data<float>();
+  for (int64_t j = 0; j < cols; ++j) {
+    pdg[j] = float(dg[j]);
+    pdb[j] = float(db[j]);
+  }
+}
+
+void softmax_bwd(const Tensor& y, const Tensor& dy, int64_t rows, int64_t cols, Tensor& dx) {
+  const float* py = y.data<float>();    // [rows, cols]
+  const float* pdy = dy.data<float>();  // [rows, cols]
+  float* pdx = dx.data<float>();        // [rows, cols]
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* yr = py + r * cols;
+    const float* gr = pdy + r * cols;
+    double dot = 0;
+    for (int64_t j = 0; j < cols; ++j) dot += double(yr[j]) * gr[j];
+    for (int64_t j = 0; j < cols; ++j) pdx[r * cols + j] = float(yr[j] * (gr[j] - dot));
+  }
+}
+
+}  // namespace forge::cpu

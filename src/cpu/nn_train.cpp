@@ -1,0 +1,54 @@
+// dropout (Philox4x32-10 counter-based mask) and the AdamW update.
+#include <cmath>
+
+#include "cpu/nn_kernels.h"
+
+namespace forge::cpu {
+
+uint32_t philox_word0(uint32_t lo, uint32_t hi, uint32_t k0, uint32_t k1) {
+  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;  // round multipliers
+  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;  // key schedule increments
+  uint32_t c0 = lo, c1 = hi, c2 = 0, c3 = 0;
+  for (int round = 0; round < 10; ++round) {
+    uint64_t p0 = uint64_t(kM0) * c0;
+    uint64_t p1 = uint64_t(kM1) * c2;
+    uint32_t n0 = uint32_t(p1 >> 32) ^ c1 ^ k0;
+    uint32_t n1 = uint32_t(p1);
+    uint32_t n2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
+    uint32_t n3 = uint32_t(p0);
+    c0 = n0, c1 = n1, c2 = n2, c3 = n3;
+    k0 += kW0;
+    k1 += kW1;
+  }
+  return c0;
+}
+
+void dropout(const Tensor& x, const DropoutPlan& plan, Tensor& y) {
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  uint32_t k0 = uint32_t(plan.seed), k1 = uint32_t(plan.seed >> 32);
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+    uint32_t r = philox_word0(uint32_t(uint64_t(i)), uint32_t(uint64_t(i) >> 32), k0, k1);
+    py[i] = r >= plan.threshold ? px[i] * plan.scale : 0.0f;
+  }
+}
+
+void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWPlan& a) {
+  float* pp = param.data<float>();
+  const float* pg = grad.data<float>();
+  float* pm = m.data<float>();
+  float* pv = v.data<float>();
+  // f32 throughout, in the order shaders/adamw.wgsl evaluates it.
+  for (int64_t i = 0, n = param.numel(); i < n; ++i) {
+    float g = pg[i];
+    float p = pp[i] * a.decay;
+    float mi = a.beta1 * pm[i] + a.one_minus_beta1 * g;
+    float vi = a.beta2 * pv[i] + a.one_minus_beta2 * (g * g);
+    float denom = std::sqrt(vi) / a.sqrt_bias_c2 + a.eps;
+    pp[i] = p - a.step_size * (mi / denom);
+    pm[i] = mi;
+    pv[i] = vi;
+  }
+}
+
+}  // namespace forge::cpu

@@ -1,0 +1,81 @@
+// layernorm, layernorm_bwd, softmax_bwd: validation and dispatch.
+#include "cpu/nn_kernels.h"
+#include "ops/check.h"
+#include "webgpu/nn_kernels.h"
+
+namespace forge {
+
+namespace {
+
+// t must be f32 [n]: "[layernorm] gamma must be [768], got f32[767] on cpu".
+void check_vector(const char* op, const char* name, const Tensor& t, int64_t n) {
+  check::dtype(op, name, t, DType::F32);
+  if (t.shape() != Shape{n})
+    throw ShapeError(std::string("[") + op + "] " + name + " must be [" + std::to_string(n) + "], got " +
+                     t.describe());
+}
+
+void check_rows(const char* op, const char* name, const Tensor& t) {
+  check::dtype(op, name, t, DType::F32);
+  check::rank(op, name, t, 1, 8);
+}
+
+void check_eps(const char* op, float eps) {
+  if (!(eps >= 0.0f))
+    throw ValueError(std::string("[") + op + "] eps must be non-negative, got " + std::to_string(eps));
+}
+
+}  // namespace
+
+Tensor layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps) {
+  const char* op = "layernorm";
+  check::same_device(op, {&x, &gamma, &beta});
+  check_rows(op, "x", x);
+  int64_t cols = x.dim(-1);
+  check_vector(op, "gamma", gamma, cols);
+  check_vector(op, "beta", beta, cols);
+  check_eps(op, eps);
+  int64_t rows = cols ? x.numel() / cols : 0;
+  Tensor y = Tensor::empty(x.shape(), DType::F32, x.device());
+  if (x.device().is_cpu()) cpu::layernorm(x, gamma, beta, eps, rows, cols, y);
+  else webgpu::layernorm(x, gamma, beta, eps, rows, cols, y);
+  return y;
+}
+
+LayerNormGrads layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float eps) {
+  const char* op = "layernorm_bwd";
+  check::same_device(op, {&x, &gamma, &dy});
+  check_rows(op, "x", x);
+  check::dtype(op, "dy", dy, DType::F32);
+  if (dy.shape() != x.shape())
+    throw ShapeError(std::string("[") + op + "] shapes differ: " + check::operands({{"x", &x}, {"dy", &dy}}));
+  int64_t cols = x.dim(-1);
+  check_vector(op, "gamma", gamma, cols);
+  check_eps(op, eps);
+  int64_t rows = cols ? x.numel() / cols : 0;
+  LayerNormGrads g;
+  g.dx = Tensor::empty(x.shape(), DType::F32, x.device());
+  g.dgamma = Tensor::zeros({cols}, DType::F32, x.device());
+  g.dbeta = Tensor::zeros({cols}, DType::F32, x.device());
+  if (rows == 0) return g;
+  if (x.device().is_cpu()) cpu::layernorm_bwd(x, gamma, dy, eps, rows, cols, g.dx, g.dgamma, g.dbeta);
+  else webgpu::layernorm_bwd(x, gamma, dy, eps, rows, cols, g.dx, g.dgamma, g.dbeta);
+  return g;
+}
+
+Tensor softmax_bwd(const Tensor& y, const Tensor& dy) {
+  const char* op = "softmax_bwd";
+  check::same_device(op, {&y, &dy});
+  check_rows(op, "y", y);
+  check::dtype(op, "dy", dy, DType::F32);
+  if (dy.shape() != y.shape())
+    throw ShapeError(std::string("[") + op + "] shapes differ: " + check::operands({{"y", &y}, {"dy", &dy}}));
+  int64_t cols = y.dim(-1);
+  int64_t rows = cols ? y.numel() / cols : 0;
+  Tensor dx = Tensor::empty(y.shape(), DType::F32, y.device());
+  if (y.device().is_cpu()) cpu::softmax_bwd(y, dy, rows, cols, dx);
+  else webgpu::softmax_bwd(y, dy, rows, cols, dx);
+  return dx;
+}
+
+}  // namespace forge

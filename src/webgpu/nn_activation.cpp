@@ -1,0 +1,63 @@
+// Host side of the activations and their gradients (shaders/activation.wgsl,
+// activation_bwd.wgsl): elementwise, split as rows of one element.
+#include "forge_shaders.h"
+#include "webgpu/launch.h"
+#include "webgpu/nn_kernels.h"
+
+namespace forge::webgpu {
+
+namespace {
+
+const gpu::Kernel kActivation{"activation", shaders::activation};
+const gpu::Kernel kActivationBwd{"activation_bwd", shaders::activation_bwd};
+
+struct ActivationParams {
+  uint32_t count;
+  uint32_t pad[3];
+};
+static_assert(sizeof(ActivationParams) == 16);
+
+// The OP constant of both shaders.
+double op_code(Activation act) {
+  switch (act) {
+    case Activation::Gelu: return 0;
+    case Activation::Relu: return 1;
+    case Activation::Silu: return 2;
+  }
+  return 0;
+}
+
+const char* op_name(Activation act, bool bwd) {
+  switch (act) {
+    case Activation::Gelu: return bwd ? "gelu_bwd" : "gelu";
+    case Activation::Relu: return bwd ? "relu_bwd" : "relu";
+    case Activation::Silu: return bwd ? "silu_bwd" : "silu";
+  }
+  return "activation";
+}
+
+}  // namespace
+
+void activation(Activation act, const Tensor& x, Tensor& y) {
+  const char* op = op_name(act, false);
+  const Device& dev = y.device();
+  for_each_row_chunk(dev.runtime(), op, x.numel(), 4, [&](int64_t first, int64_t count) {
+    ActivationParams p{uint32_t(count), {}};
+    uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
+    launch(dev, op, kActivation, p, {arg(x, off, bytes), arg(y, off, bytes)},
+           grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()), {{"OP", op_code(act)}});
+  });
+}
+
+void activation_bwd(Activation act, const Tensor& x, const Tensor& dy, Tensor& dx) {
+  const char* op = op_name(act, true);
+  const Device& dev = dx.device();
+  for_each_row_chunk(dev.runtime(), op, x.numel(), 4, [&](int64_t first, int64_t count) {
+    ActivationParams p{uint32_t(count), {}};
+    uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
+    launch(dev, op, kActivationBwd, p, {arg(x, off, bytes), arg(dy, off, bytes), arg(dx, off, bytes)},
+           grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()), {{"OP", op_code(act)}});
+  });
+}
+
+}  // namespace forge::webgpu

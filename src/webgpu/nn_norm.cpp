@@ -1,0 +1,70 @@
+// Host side of layernorm, layernorm_bwd and softmax_bwd (shaders/layernorm.wgsl,
+// layernorm_bwd.wgsl, softmax_bwd.wgsl): one workgroup per row, rows split
+// under the binding limit.
+#include "forge_shaders.h"
+#include "webgpu/launch.h"
+#include "webgpu/nn_kernels.h"
+
+namespace forge::webgpu {
+
+namespace {
+
+const gpu::Kernel kLayerNorm{"layernorm", shaders::layernorm};
+const gpu::Kernel kLayerNormBwd{"layernorm_bwd", shaders::layernorm_bwd};
+const gpu::Kernel kSoftmaxBwd{"softmax_bwd", shaders::softmax_bwd};
+
+struct LayerNormParams {
+  uint32_t rows, cols;
+  float eps;
+  uint32_t pad;
+};
+static_assert(sizeof(LayerNormParams) == 16);
+
+struct RowParams {
+  uint32_t rows, cols;
+  uint32_t pad[2];
+};
+static_assert(sizeof(RowParams) == 16);
+
+}  // namespace
+
+void layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, int64_t rows, int64_t cols,
+               Tensor& y) {
+  const Device& dev = y.device();
+  uint64_t row_bytes = uint64_t(cols) * 4;
+  for_each_row_chunk(dev.runtime(), "layernorm", rows, row_bytes, [&](int64_t first, int64_t count) {
+    LayerNormParams p{uint32_t(count), uint32_t(cols), eps, 0};
+    uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
+    launch(dev, "layernorm", kLayerNorm, p, {arg(x, off, bytes), arg(gamma), arg(beta), arg(y, off, bytes)},
+           grid_1d(uint64_t(count), dev.runtime().limits()));
+  });
+}
+
+void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float eps, int64_t rows, int64_t cols,
+                   Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  const Device& dev = dx.device();
+  uint64_t row_bytes = uint64_t(cols) * 4;
+  Tensor dy_xhat = Tensor::empty({rows, cols}, DType::F32, dev);  // [rows, cols]
+  for_each_row_chunk(dev.runtime(), "layernorm_bwd", rows, row_bytes, [&](int64_t first, int64_t count) {
+    LayerNormParams p{uint32_t(count), uint32_t(cols), eps, 0};
+    uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
+    launch(dev, "layernorm_bwd", kLayerNormBwd, p,
+           {arg(x, off, bytes), arg(gamma), arg(dy, off, bytes), arg(dx, off, bytes), arg(dy_xhat, off, bytes)},
+           grid_1d(uint64_t(count), dev.runtime().limits()));
+  });
+  sum_rows(dy_xhat, rows, cols, dgamma);
+  sum_rows(dy, rows, cols, dbeta);
+}
+
+void softmax_bwd(const Tensor& y, const Tensor& dy, int64_t rows, int64_t cols, Tensor& dx) {
+  const Device& dev = dx.device();
+  uint64_t row_bytes = uint64_t(cols) * 4;
+  for_each_row_chunk(dev.runtime(), "softmax_bwd", rows, row_bytes, [&](int64_t first, int64_t count) {
+    RowParams p{uint32_t(count), uint32_t(cols), {}};
+    uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
+    launch(dev, "softmax_bwd", kSoftmaxBwd, p, {arg(y, off, bytes), arg(dy, off, bytes), arg(dx, off, bytes)},
+           grid_1d(uint64_t(count), dev.runtime().limits()));
+  });
+}
+
+}  // namespace forge::webgpu

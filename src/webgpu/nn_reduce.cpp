@@ -1,0 +1,78 @@
+// Host side of sum_rows and sumsq (shaders/reduce.wgsl): a first pass of
+// partial sums over blocks of rows (or of values), a second pass over the
+// partials. Input split under the binding limit accumulates into the same
+// partials, so the result does not depend on the split's boundaries beyond
+// f32 rounding.
+#include <algorithm>
+
+#include "forge_shaders.h"
+#include "webgpu/launch.h"
+#include "webgpu/nn_kernels.h"
+
+namespace forge::webgpu {
+
+namespace {
+
+const gpu::Kernel kColPartial{"col_partial", shaders::reduce, "col_partial"};
+const gpu::Kernel kColFinal{"col_final", shaders::reduce, "col_final"};
+const gpu::Kernel kSqPartial{"sq_partial", shaders::reduce, "sq_partial"};
+const gpu::Kernel kSqFinal{"sq_final", shaders::reduce, "sq_final"};
+
+struct ReduceParams {
+  uint32_t rows, cols, groups, accumulate;
+};
+static_assert(sizeof(ReduceParams) == 16);
+
+constexpr uint64_t kColTile = 64;       // columns per workgroup of col_partial
+constexpr int64_t kRowsPerGroup = 64;   // rows a block should hold at least
+constexpr uint64_t kMaxColGroups = 64;
+constexpr uint64_t kValuesPerGroup = 4096;
+constexpr uint64_t kMaxSqGroups = 256;
+
+}  // namespace
+
+void sum_rows(const Tensor& x, int64_t rows, int64_t cols, Tensor& out) {
+  const Device& dev = out.device();
+  const gpu::Runtime& rt = dev.runtime();
+  uint64_t row_bytes = uint64_t(cols) * 4;
+  // Row blocks: enough for parallelism on tall inputs, few enough that the
+  // partials [groups, cols] fit one binding.
+  uint64_t groups = std::clamp<uint64_t>(uint64_t(rows / kRowsPerGroup), 1, kMaxColGroups);
+  groups = std::max<uint64_t>(1, std::min(groups, rt.binding_limit() / std::max<uint64_t>(row_bytes, 4)));
+  Tensor partials = groups == 1 ? out : Tensor::empty({int64_t(groups), cols}, DType::F32, dev);
+  bool first_chunk = true;
+  for_each_row_chunk(rt, "sum_rows", rows, row_bytes, [&](int64_t first, int64_t count) {
+    ReduceParams p{uint32_t(count), uint32_t(cols), uint32_t(groups), first_chunk ? 0u : 1u};
+    auto grid = grid_1d((uint64_t(cols) + kColTile - 1) / kColTile, rt.limits());
+    grid[2] = uint32_t(groups);
+    launch(dev, "sum_rows", kColPartial, p, {arg(x, uint64_t(first) * row_bytes, uint64_t(count) * row_bytes),
+                                             arg(partials)},
+           grid);
+    first_chunk = false;
+  });
+  if (groups == 1) return;
+  ReduceParams p{0, uint32_t(cols), uint32_t(groups), 0};
+  launch(dev, "sum_rows", kColFinal, p, {arg(partials), arg(out)},
+         grid_1d((uint64_t(cols) + 255) / 256, rt.limits()));
+}
+
+void sumsq(const Tensor& x, Tensor& out) {
+  const Device& dev = out.device();
+  const gpu::Runtime& rt = dev.runtime();
+  uint64_t n = uint64_t(x.numel());
+  uint64_t groups = std::clamp<uint64_t>(n / kValuesPerGroup, 1, kMaxSqGroups);
+  groups = std::max<uint64_t>(1, std::min(groups, rt.binding_limit() / 4));
+  Tensor partials = groups == 1 ? out : Tensor::empty({int64_t(groups)}, DType::F32, dev);
+  bool first_chunk = true;
+  for_each_row_chunk(rt, "sumsq", int64_t(n), 4, [&](int64_t first, int64_t count) {
+    ReduceParams p{uint32_t(count), 1, uint32_t(groups), first_chunk ? 0u : 1u};
+    launch(dev, "sumsq", kSqPartial, p, {arg(x, uint64_t(first) * 4, uint64_t(count) * 4), arg(partials)},
+           {uint32_t(groups), 1, 1});
+    first_chunk = false;
+  });
+  if (groups == 1) return;
+  ReduceParams p{0, 1, uint32_t(groups), 0};
+  launch(dev, "sumsq", kSqFinal, p, {arg(partials), arg(out)}, {1, 1, 1});
+}
+
+}  // namespace forge::webgpu

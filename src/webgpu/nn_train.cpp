@@ -1,0 +1,56 @@
+// Host side of dropout and adamw (shaders/dropout.wgsl, adamw.wgsl):
+// elementwise, split as rows of one element.
+#include "forge_shaders.h"
+#include "webgpu/launch.h"
+#include "webgpu/nn_kernels.h"
+
+namespace forge::webgpu {
+
+namespace {
+
+const gpu::Kernel kDropout{"dropout", shaders::dropout};
+const gpu::Kernel kAdamW{"adamw", shaders::adamw};
+
+struct DropoutParams {
+  uint32_t count;
+  uint32_t base_lo, base_hi;  // flat index of the dispatch's first element
+  uint32_t threshold;
+  uint32_t k0, k1;            // the seed's low and high words
+  float scale;
+  uint32_t pad;
+};
+static_assert(sizeof(DropoutParams) == 32);
+
+struct AdamWParams {
+  uint32_t count;
+  float decay, beta1, one_minus_beta1, beta2, one_minus_beta2, step_size, sqrt_bias_c2, eps;
+  uint32_t pad[3];
+};
+static_assert(sizeof(AdamWParams) == 48);
+
+}  // namespace
+
+void dropout(const Tensor& x, const DropoutPlan& plan, Tensor& y) {
+  const Device& dev = y.device();
+  for_each_row_chunk(dev.runtime(), "dropout", x.numel(), 4, [&](int64_t first, int64_t count) {
+    DropoutParams p{uint32_t(count), uint32_t(uint64_t(first)), uint32_t(uint64_t(first) >> 32), plan.threshold,
+                    uint32_t(plan.seed), uint32_t(plan.seed >> 32), plan.scale, 0};
+    uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
+    launch(dev, "dropout", kDropout, p, {arg(x, off, bytes), arg(y, off, bytes)},
+           grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()));
+  });
+}
+
+void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWPlan& a) {
+  const Device& dev = param.device();
+  for_each_row_chunk(dev.runtime(), "adamw", param.numel(), 4, [&](int64_t first, int64_t count) {
+    AdamWParams p{uint32_t(count), a.decay,     a.beta1,        a.one_minus_beta1, a.beta2, a.one_minus_beta2,
+                  a.step_size,     a.sqrt_bias_c2, a.eps,       {}};
+    uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
+    launch(dev, "adamw", kAdamW, p,
+           {arg(param, off, bytes), arg(grad, off, bytes), arg(m, off, bytes), arg(v, off, bytes)},
+           grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()));
+  });
+}
+
+}  // namespace forge::webgpu

@@ -1,0 +1,45 @@
+// Activation gradients over f32: dx[i] = f'(x[i]) * dy[i].
+// OP: 0 gelu (tanh approximation), 1 relu, 2 silu.
+// With s = sigmoid(2u) and s' = sigmoid(-2u) = 1 - s:
+// gelu'(x) = s + 2 x s s' sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+override OP: u32 = 0u;
+
+const GELU_K: f32 = 0.7978845608028654;  // sqrt(2 / pi)
+const GELU_C: f32 = 0.044715;
+
+struct Params {
+  count: u32,
+  _pad0: u32,
+  _pad1: u32,
+  _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> dy: array<f32>;
+@group(0) @binding(3) var<storage, read_write> dx: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = (wg.y * nwg.x + wg.x) * 256u + lid;
+  if (i >= p.count) {
+    return;
+  }
+  let v = x[i];
+  let g = dy[i];
+  switch OP {
+    case 1u: { dx[i] = select(0.0, g, v > 0.0); }
+    case 2u: {
+      let s = 1.0 / (1.0 + exp(-v));
+      let sc = 1.0 / (1.0 + exp(v));
+      dx[i] = s * (1.0 + v * sc) * g;
+    }
+    default: {
+      let u = GELU_K * (v + GELU_C * v * v * v);
+      let s = 1.0 / (1.0 + exp(-2.0 * u));
+      let sc = 1.0 / (1.0 + exp(2.0 * u));
+      dx[i] = (s + 2.0 * v * s * sc * GELU_K * (1.0 + 3.0 * GELU_C * v * v)) * g;
+    }
+  }
+}

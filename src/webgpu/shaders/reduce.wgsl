@@ -1,0 +1,110 @@
+// Sum reductions in two passes with a fixed order (deterministic results).
+//
+// col_partial / col_final: column sums of src [rows, cols]. Pass 1 splits the
+// rows into `groups` contiguous blocks; workgroup (column tile, block g)
+// writes dst[g * cols + col], 64 columns by 4 row lanes per workgroup so that
+// loads along a row are contiguous. Pass 2 sums the blocks per column.
+// sq_partial / sq_final: the sum of squares of src [rows] (flat). Pass 1:
+// `groups` workgroups stride over the values and write dst[g]; pass 2: one
+// workgroup sums the partials into dst[0].
+// With `accumulate` set, pass 1 adds to dst instead of overwriting it (the
+// input split into several dispatches under the storage binding limit).
+struct Params {
+  rows: u32,
+  cols: u32,
+  groups: u32,
+  accumulate: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<f32>;
+
+const TILE: u32 = 64u;
+const LANES: u32 = 4u;
+const WG: u32 = 256u;
+var<workgroup> red: array<f32, WG>;
+
+fn store(i: u32, v: f32) {
+  if (p.accumulate != 0u) {
+    dst[i] += v;
+  } else {
+    dst[i] = v;
+  }
+}
+
+// Tree sum of red[0..WG) into red[0] (red filled, barrier not yet passed).
+fn tree_sum(lid: u32) {
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) {
+      red[lid] += red[lid + s];
+    }
+    workgroupBarrier();
+  }
+}
+
+@compute @workgroup_size(TILE, LANES)
+fn col_partial(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+               @builtin(local_invocation_id) lid: vec3u) {
+  let col = (wg.y * nwg.x + wg.x) * TILE + lid.x;
+  let g = wg.z;
+  let per = (p.rows + p.groups - 1u) / p.groups;
+  let end = min(p.rows, (g + 1u) * per);
+  var acc = 0.0;
+  if (col < p.cols) {
+    for (var r = g * per + lid.y; r < end; r += LANES) {
+      acc += src[r * p.cols + col];
+    }
+  }
+  red[lid.y * TILE + lid.x] = acc;
+  workgroupBarrier();
+  if (lid.y == 0u && col < p.cols) {
+    var s = red[lid.x];
+    for (var l = 1u; l < LANES; l++) {
+      s += red[l * TILE + lid.x];
+    }
+    store(g * p.cols + col, s);
+  }
+}
+
+@compute @workgroup_size(WG)
+fn col_final(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+             @builtin(local_invocation_index) lid: u32) {
+  let col = (wg.y * nwg.x + wg.x) * WG + lid;
+  if (col >= p.cols) {
+    return;
+  }
+  var s = 0.0;
+  for (var g = 0u; g < p.groups; g++) {
+    s += src[g * p.cols + col];
+  }
+  dst[col] = s;
+}
+
+@compute @workgroup_size(WG)
+fn sq_partial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  var acc = 0.0;
+  for (var i = wg.x * WG + lid; i < p.rows; i += p.groups * WG) {
+    let v = src[i];
+    acc += v * v;
+  }
+  red[lid] = acc;
+  tree_sum(lid);
+  if (lid == 0u) {
+    store(wg.x, red[0]);
+  }
+}
+
+@compute @workgroup_size(WG)
+fn sq_final(@builtin(local_invocation_index) lid: u32) {
+  var acc = 0.0;
+  for (var i = lid; i < p.groups; i += WG) {
+    acc += src[i];
+  }
+  red[lid] = acc;
+  tree_sum(lid);
+  if (lid == 0u) {
+    dst[0] = red[0];
+  }
+}
