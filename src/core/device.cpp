@@ -1,6 +1,7 @@
 #include "forge/device.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include "forge/error.h"
@@ -20,10 +21,23 @@ std::mutex g_mu;
 bool g_probed = false;
 std::shared_ptr<gpu::Runtime> g_runtime;
 
+// Drivers loaded at run time (SwiftShader) tear themselves down at exit; the
+// device must be gone first. An atexit handler registered after the driver
+// was loaded runs before the driver's own destructors.
+void release_at_exit() {
+  static bool registered = false;
+  if (!registered) std::atexit([] {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_runtime.reset();
+  });
+  registered = true;
+}
+
 void probe_hardware_locked() {
   if (g_probed) return;
   g_probed = true;
   g_runtime = gpu::create_runtime(gpu::AdapterPreference::Hardware);
+  if (g_runtime) release_at_exit();
 }
 }  // namespace
 
@@ -35,6 +49,7 @@ Device Device::webgpu() {
     g_runtime = gpu::create_runtime(gpu::AdapterPreference::Software, &notice);
     if (!g_runtime) throw DeviceError("[webgpu] no WebGPU adapter found (neither a GPU nor SwiftShader)");
     if (!notice.empty()) std::fprintf(stderr, "forge: %s\n", notice.c_str());
+    release_at_exit();
   }
   return Device(g_runtime);
 }

@@ -101,6 +101,7 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   std::vector<std::byte> uniform_host_;  // parameter blocks of this batch
   BufferHandle uniform_buffer_;
   uint64_t uniform_capacity_ = 0;
+  std::unique_ptr<DawnBuffer> fence_;  // a word read back by sync() (not pooled: no owner cycle)
 };
 
 }  // namespace forge::webgpu

@@ -382,6 +382,7 @@ WGPUCommandEncoder wgpuDeviceCreateCommandEncoder(WGPUDevice device,
 void wgpuDevicePushErrorScope(WGPUDevice device, WGPUErrorFilter filter);
 WGPUFuture wgpuDevicePopErrorScope(WGPUDevice device, WGPUPopErrorScopeCallbackInfo callbackInfo);
 void wgpuDeviceDestroy(WGPUDevice device);
+void wgpuDeviceTick(WGPUDevice device);
 void wgpuDeviceRelease(WGPUDevice device);
 
 void wgpuQueueSubmit(WGPUQueue queue, size_t commandCount, const WGPUCommandBuffer* commands);
