@@ -7,3 +7,4 @@
 #include "forge/ops/core.h"       // add, scale, matmul, softmax
 #include "forge/ops/nn.h"         // activations, layernorm, reductions, dropout, optimizers
 #include "forge/ops/gather.h"     // embeddings, LM head, losses, head reshapes, KV cache
+#include "forge/ops/sample.h"     // drawing the next token: greedy, temperature, top-k, top-p

@@ -1,0 +1,152 @@
+// GPT-2 inference: the model built from a Hugging Face checkpoint (config.json
+// + safetensors, names with or without the "transformer." prefix, Conv1D
+// weights stored [in, out], the LM head tied to wte), its forward pass over a
+// batch, a preallocated KV cache, token-by-token generation with on-device
+// sampling, and random initialisation in GPT-2's scheme for checkpoints made
+// without a download.
+//
+//   forge::Gpt2 model = forge::Gpt2::load("models/gpt2", forge::Device::webgpu());
+//   forge::Tensor logits = model.forward(ids);          // ids [B, T] -> [B, T, V]
+//   float loss = forge::Gpt2::loss(logits, ids);        // mean over B * (T - 1)
+//
+// Errors are forge::Error subclasses whose message starts with "[gpt2]" (or the
+// op that failed): missing files, ids outside the vocabulary, a sequence longer
+// than the context length n_positions.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "forge/model_config.h"
+#include "forge/ops/sample.h"
+#include "forge/tensor.h"
+
+namespace forge {
+
+// One transformer block. C = n_embd, I = n_inner (4C by default).
+struct Gpt2Block {
+  Tensor ln_1_w, ln_1_b;          // [C]
+  Tensor attn_w;                  // [C, 3C] (Conv1D: [in, out]; q, k, v side by side)
+  Tensor attn_b;                  // [3C]
+  Tensor attn_proj_w;             // [C, C]
+  Tensor attn_proj_b;             // [C]
+  Tensor ln_2_w, ln_2_b;          // [C]
+  Tensor fc_w;                    // [C, I]
+  Tensor fc_b;                    // [I]
+  Tensor mlp_proj_w;              // [I, C]
+  Tensor mlp_proj_b;              // [C]
+};
+
+struct Gpt2Weights {
+  // The token table [V, C] as row chunks, each [wte_chunk_rows, C] but the
+  // last ([1..wte_chunk_rows, C]), every one within the device's storage
+  // binding limit; the LM head runs over them (tied embeddings).
+  std::vector<Tensor> wte;
+  int64_t wte_chunk_rows = 0;
+  Tensor wpe;                     // [P, C]
+  std::vector<Gpt2Block> h;       // n_layer blocks
+  Tensor ln_f_w, ln_f_b;          // [C]
+};
+
+// Keys and values of every layer for positions [0, len), preallocated to the
+// context length P.
+struct Gpt2Cache {
+  std::vector<Tensor> k, v;       // per layer [B, n_head, P, head_dim]
+  int64_t len = 0;                // positions filled
+};
+
+// A host-side tensor by its Hugging Face name (Conv1D layout), for writing
+// checkpoints.
+struct Gpt2HostTensor {
+  std::string name;               // "h.0.attn.c_attn.weight", ... (no prefix)
+  Shape shape;
+  std::vector<float> values;
+};
+
+class Gpt2 {
+ public:
+  // DIR/config.json and DIR's safetensors (single or sharded), checked with
+  // check_weights; f32, f16 and bf16 weights are converted to f32.
+  static Gpt2 load(const std::filesystem::path& dir, const Device& device);
+  // A model with GPT-2's random initialisation (see gpt2_random_tensors).
+  static Gpt2 random(const Gpt2Config& config, uint64_t seed, const Device& device);
+  // From host tensors named as gpt2_random_tensors names them.
+  static Gpt2 from_host(const Gpt2Config& config, const std::vector<Gpt2HostTensor>& tensors, const Device& device);
+
+  const Gpt2Config& config() const { return config_; }
+  const Device& device() const { return device_; }
+  const Gpt2Weights& weights() const { return w_; }
+
+  // ids [B, T] (u32 or i32; or [T]) -> logits [B, T, V] (or [T, V]). When
+  // `hidden` is given it receives L + 1 tensors [B, T, C]: the embedding
+  // output, the output of blocks 0 .. L-2, and ln_f of the last block's
+  // output (as transformers' hidden_states). ValueError when T > P.
+  Tensor forward(const Tensor& ids, std::vector<Tensor>* hidden = nullptr) const;
+
+  // An empty cache for `batch` sequences on the model's device.
+  Gpt2Cache new_cache(int64_t batch) const;
+  // Appends ids [B, T] (u32 or i32, CPU or the model's device) at positions
+  // cache.len .. cache.len + T - 1 and returns the logits of the last one,
+  // [B, V]. ValueError naming the context length when they do not fit.
+  Tensor forward_cached(const Tensor& ids, Gpt2Cache& cache) const;
+
+  // Mean next-token cross-entropy of logits [B, T, V] against ids [B, T]
+  // (labels are ids shifted by one: B * (T - 1) positions), read back.
+  static float loss(const Tensor& logits, const Tensor& ids);
+
+ private:
+  Gpt2(Gpt2Config config, Device device) : config_(std::move(config)), device_(std::move(device)) {}
+  // x [B, T, C] through block l; cache may be null (no cache, positions 0..T-1).
+  Tensor block(int64_t l, const Tensor& x, Gpt2Cache* cache) const;
+  // x [B, T, C] -> logits [B, T, V] over the chunked wte.
+  Tensor lm_head(const Tensor& x) const;
+
+  Gpt2Config config_;
+  Device device_;
+  Gpt2Weights w_;
+};
+
+// GPT-2's initialisation: weights normal(0, 0.02) (wte, wpe included), biases
+// 0, layer norms weight 1 and bias 0, attn.c_proj and mlp.c_proj weights
+// normal(0, 0.02 / sqrt(2 * n_layer)). Deterministic in `seed`.
+std::vector<Gpt2HostTensor> gpt2_random_tensors(const Gpt2Config& config, uint64_t seed);
+
+// The configurations of the released GPT-2 sizes: "124M", "355M", "774M",
+// "1.5B", and "tiny" (vocab 50257, C 64, 2 layers, 2 heads, P 128) for tests
+// and demos. ValueError for another name.
+Gpt2Config gpt2_preset(std::string_view name);
+
+// Writes DIR/config.json (Hugging Face keys), DIR/generation_config.json and
+// DIR/model.safetensors (names without prefix, Conv1D layout), creating DIR.
+void write_gpt2_checkpoint(const std::filesystem::path& dir, const Gpt2Config& config,
+                           const std::vector<Gpt2HostTensor>& tensors);
+
+// ---- Generation ---------------------------------------------------------------
+
+struct Gpt2GenerateOptions {
+  int64_t max_new_tokens = 32;
+  SampleOptions sample;           // temperature 0: greedy; sample.step is set per token
+  bool use_cache = true;          // false: recompute the whole sequence per token
+  std::optional<uint32_t> eos;    // stop after producing this id
+};
+
+struct Gpt2GenerateStats {
+  int64_t prefill_tokens = 0, decode_tokens = 0;
+  double prefill_s = 0, decode_s = 0;  // wall time, device work included
+};
+
+// Generates up to max_new_tokens ids after `prompt` (batch 1), calling
+// on_token with each as soon as it is read back. With the cache, each decode
+// step is recorded on the device and only the sampled id is read back.
+// ValueError for an empty prompt, an id >= V, or prompt + max_new_tokens
+// beyond the context length P.
+std::vector<uint32_t> gpt2_generate(const Gpt2& model, const std::vector<uint32_t>& prompt,
+                                    const Gpt2GenerateOptions& options,
+                                    const std::function<void(uint32_t)>& on_token = {},
+                                    Gpt2GenerateStats* stats = nullptr);
+
+}  // namespace forge

@@ -1,0 +1,11 @@
+// CPU kernel of sample (forge/ops/sample.h).
+#pragma once
+#include "forge/tensor.h"
+#include "ops/sample_plan.h"
+
+namespace forge::cpu {
+
+// logits [rows, vocab] f32 -> out [rows] u32.
+void sample(const Tensor& logits, const SamplePlan& plan, Tensor& out);
+
+}  // namespace forge::cpu

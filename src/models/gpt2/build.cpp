@@ -1,0 +1,112 @@
+// Gpt2 construction: from a checkpoint directory, from host tensors, from a
+// random initialisation.
+#include <unordered_map>
+
+#include "forge/ops/gather.h"
+#include "forge/safetensors.h"
+#include "models/gpt2/build.h"
+
+namespace forge {
+
+namespace gpt2 {
+
+std::vector<std::pair<std::string, Shape>> tensor_shapes(const Gpt2Config& c) {
+  const int64_t C = c.n_embd, I = c.n_inner ? c.n_inner : 4 * c.n_embd;
+  std::vector<std::pair<std::string, Shape>> out = {{"wte.weight", {c.vocab_size, C}},
+                                                    {"wpe.weight", {c.n_positions, C}}};
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "h." + std::to_string(l) + ".";
+    out.insert(out.end(), {{p + "ln_1.weight", {C}},
+                           {p + "ln_1.bias", {C}},
+                           {p + "attn.c_attn.weight", {C, 3 * C}},
+                           {p + "attn.c_attn.bias", {3 * C}},
+                           {p + "attn.c_proj.weight", {C, C}},
+                           {p + "attn.c_proj.bias", {C}},
+                           {p + "ln_2.weight", {C}},
+                           {p + "ln_2.bias", {C}},
+                           {p + "mlp.c_fc.weight", {C, I}},
+                           {p + "mlp.c_fc.bias", {I}},
+                           {p + "mlp.c_proj.weight", {I, C}},
+                           {p + "mlp.c_proj.bias", {C}}});
+  }
+  out.insert(out.end(), {{"ln_f.weight", {C}}, {"ln_f.bias", {C}}});
+  return out;
+}
+
+Gpt2Weights build_weights(const Gpt2Config& c, const HostSource& source, const Device& device) {
+  auto get = [&](const std::string& name, const Shape& shape) {
+    return Tensor::from_vector(source(name, shape), shape, device);
+  };
+  const int64_t C = c.n_embd, I = c.n_inner ? c.n_inner : 4 * c.n_embd;
+  Gpt2Weights w;
+  {
+    Tensor table = Tensor::from_vector(source("wte.weight", {c.vocab_size, C}), {c.vocab_size, C});
+    for (const Tensor& chunk : split_rows_for_binding(table, device)) w.wte.push_back(chunk.to(device));
+    w.wte_chunk_rows = w.wte[0].dim(0);
+  }
+  w.wpe = get("wpe.weight", {c.n_positions, C});
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "h." + std::to_string(l) + ".";
+    Gpt2Block b;
+    b.ln_1_w = get(p + "ln_1.weight", {C});
+    b.ln_1_b = get(p + "ln_1.bias", {C});
+    b.attn_w = get(p + "attn.c_attn.weight", {C, 3 * C});
+    b.attn_b = get(p + "attn.c_attn.bias", {3 * C});
+    b.attn_proj_w = get(p + "attn.c_proj.weight", {C, C});
+    b.attn_proj_b = get(p + "attn.c_proj.bias", {C});
+    b.ln_2_w = get(p + "ln_2.weight", {C});
+    b.ln_2_b = get(p + "ln_2.bias", {C});
+    b.fc_w = get(p + "mlp.c_fc.weight", {C, I});
+    b.fc_b = get(p + "mlp.c_fc.bias", {I});
+    b.mlp_proj_w = get(p + "mlp.c_proj.weight", {I, C});
+    b.mlp_proj_b = get(p + "mlp.c_proj.bias", {C});
+    w.h.push_back(std::move(b));
+  }
+  w.ln_f_w = get("ln_f.weight", {C});
+  w.ln_f_b = get("ln_f.bias", {C});
+  return w;
+}
+
+}  // namespace gpt2
+
+Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device) {
+  if (!std::filesystem::is_directory(dir))
+    throw IoError("[gpt2] model directory '" + dir.string() + "' does not exist");
+  ModelConfig mc = load_config(dir);
+  const Gpt2Config& c = mc.gpt2();
+  if (c.activation_function != "gelu_new" && c.activation_function != "gelu_pytorch_tanh")
+    throw ValueError("[gpt2] activation_function '" + c.activation_function + "' is not supported (gelu_new only) in " +
+                     mc.source);
+  Checkpoint ckpt = Checkpoint::open(dir);
+  WeightLayout layout = check_weights(mc, ckpt.tensors(), dir.string());
+  if (!layout.tied_embeddings)
+    throw ValueError("[gpt2] an untied lm_head.weight is not supported in " + dir.string());
+  Gpt2 m(c, device);
+  m.w_ = gpt2::build_weights(
+      c, [&](const std::string& name, const Shape&) { return ckpt.get(layout.name(name)).to_f32(); }, device);
+  return m;
+}
+
+Gpt2 Gpt2::from_host(const Gpt2Config& c, const std::vector<Gpt2HostTensor>& tensors, const Device& device) {
+  std::unordered_map<std::string, const Gpt2HostTensor*> by_name;
+  for (const auto& t : tensors) by_name[t.name] = &t;
+  Gpt2 m(c, device);
+  m.w_ = gpt2::build_weights(
+      c,
+      [&](const std::string& name, const Shape& shape) {
+        auto it = by_name.find(name);
+        if (it == by_name.end()) throw ValueError("[gpt2] no host tensor '" + name + "'");
+        if (it->second->shape != shape)
+          throw ShapeError("[gpt2] host tensor '" + name + "' has shape " + shape_str(it->second->shape) +
+                           ", expected " + shape_str(shape));
+        return it->second->values;
+      },
+      device);
+  return m;
+}
+
+Gpt2 Gpt2::random(const Gpt2Config& config, uint64_t seed, const Device& device) {
+  return from_host(config, gpt2_random_tensors(config, seed), device);
+}
+
+}  // namespace forge

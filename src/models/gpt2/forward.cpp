@@ -1,0 +1,151 @@
+// The GPT-2 forward pass: embeddings, pre-norm blocks (causal self-attention
+// over a real batch axis, GELU MLP), ln_f and the tied LM head over wte's
+// chunks; with and without a KV cache.
+#include <cmath>
+
+#include "forge/gpt2.h"
+#include "forge/ops.h"
+
+namespace forge {
+
+namespace {
+
+std::string S(int64_t v) { return std::to_string(v); }
+
+// ids [T] or [B, T] -> [B, T] (a view).
+Tensor as_batch(const Tensor& ids) {
+  if (ids.rank() == 1) return ids.reshape({1, ids.dim(0)});
+  if (ids.rank() != 2) throw ShapeError("[gpt2] ids must be [T] or [B, T], got " + ids.describe());
+  return ids;
+}
+
+// Conv1D: x [N, in] @ w [in, out] + b [out] -> [N, out].
+Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b) {
+  MatmulOptions o;
+  o.bias = &b;
+  return matmul(x, w, o);
+}
+
+}  // namespace
+
+Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
+  const Gpt2Block& b = w_.h[size_t(l)];
+  const int64_t B = x.dim(0), T = x.dim(1), C = config_.n_embd, nh = config_.n_head, hd = C / nh;
+  const float eps = float(config_.layer_norm_epsilon);
+
+  Tensor h = layernorm(x, b.ln_1_w, b.ln_1_b, eps).reshape({B * T, C});
+  QKV qkv = split_heads(conv1d(h, b.attn_w, b.attn_b).reshape({B, T, 3 * C}), nh);  // each [B, nh, T, hd]
+  Tensor keys = qkv.k, values = qkv.v;  // [B, nh, keys, hd] (only the first `n_keys` rows used)
+  int64_t past = 0, n_keys = T;
+  if (cache) {
+    past = cache->len;
+    kv_append(cache->k[size_t(l)], qkv.k, past);
+    kv_append(cache->v[size_t(l)], qkv.v, past);
+    keys = cache->k[size_t(l)];
+    values = cache->v[size_t(l)];
+    n_keys = past + T;
+  }
+  const int64_t cap = keys.dim(2);
+  MatmulOptions qk;
+  qk.transpose_b = true;
+  qk.alpha = float(1.0 / std::sqrt(double(hd)));
+  qk.b_rows = n_keys;
+  Tensor att = matmul(qkv.q.reshape({B * nh, T, hd}), keys.reshape({B * nh, cap, hd}), qk);  // [B*nh, T, n_keys]
+  SoftmaxOptions so;
+  so.causal = true;
+  so.q_len = T;
+  so.key_offset = past;
+  att = softmax(att, so);
+  MatmulOptions av;
+  av.b_rows = n_keys;
+  Tensor y = matmul(att, values.reshape({B * nh, cap, hd}), av).reshape({B, nh, T, hd});
+  y = merge_heads(y).reshape({B * T, C});
+  Tensor x1 = add(x, conv1d(y, b.attn_proj_w, b.attn_proj_b).reshape({B, T, C}));
+
+  Tensor m = layernorm(x1, b.ln_2_w, b.ln_2_b, eps).reshape({B * T, C});
+  m = gelu(conv1d(m, b.fc_w, b.fc_b));
+  return add(x1, conv1d(m, b.mlp_proj_w, b.mlp_proj_b).reshape({B, T, C}));
+}
+
+Tensor Gpt2::lm_head(const Tensor& x) const {
+  const int64_t C = config_.n_embd;
+  const int64_t rows = x.numel() / C;
+  Tensor h = layernorm(x, w_.ln_f_w, w_.ln_f_b, float(config_.layer_norm_epsilon)).reshape({rows, C});
+  Shape out = x.shape();
+  out.back() = config_.vocab_size;
+  return matmul_chunked_transb(h, w_.wte).reshape(out);
+}
+
+Tensor Gpt2::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) const {
+  Tensor ids = as_batch(ids_in);
+  const int64_t B = ids.dim(0), T = ids.dim(1);
+  if (T < 1) throw ShapeError("[gpt2] ids " + ids.describe() + " hold no positions");
+  if (T > config_.n_positions)
+    throw ValueError("[gpt2] sequence of " + S(T) + " tokens exceeds the context length n_positions = " +
+                     S(config_.n_positions));
+  Tensor x = embedding_chunked(ids, w_.wte, w_.wte_chunk_rows, &w_.wpe, 0);  // [B, T, C]
+  if (hidden) hidden->assign(1, x);
+  for (int64_t l = 0; l < config_.n_layer; ++l) {
+    x = block(l, x, nullptr);
+    if (hidden && l + 1 < config_.n_layer) hidden->push_back(x);
+  }
+  if (hidden) hidden->push_back(layernorm(x, w_.ln_f_w, w_.ln_f_b, float(config_.layer_norm_epsilon)));
+  Tensor logits = lm_head(x);  // [B, T, V]
+  return ids_in.rank() == 1 ? logits.reshape({T, config_.vocab_size}) : logits;
+}
+
+Gpt2Cache Gpt2::new_cache(int64_t batch) const {
+  if (batch < 1) throw ValueError("[gpt2] cache batch must be >= 1, got " + S(batch));
+  Gpt2Cache c;
+  const Shape s{batch, config_.n_head, config_.n_positions, config_.head_dim()};
+  for (int64_t l = 0; l < config_.n_layer; ++l) {
+    c.k.push_back(Tensor::zeros(s, DType::F32, device_));
+    c.v.push_back(Tensor::zeros(s, DType::F32, device_));
+  }
+  return c;
+}
+
+Tensor Gpt2::forward_cached(const Tensor& ids_in, Gpt2Cache& cache) const {
+  Tensor ids = as_batch(ids_in);
+  const int64_t B = ids.dim(0), T = ids.dim(1), C = config_.n_embd;
+  if (cache.k.size() != size_t(config_.n_layer) || cache.k[0].dim(0) != B)
+    throw ShapeError("[gpt2] cache does not match ids " + ids.describe() + " (make it with new_cache(" + S(B) + "))");
+  if (T < 1) throw ShapeError("[gpt2] ids " + ids.describe() + " hold no positions");
+  if (cache.len + T > config_.n_positions)
+    throw ValueError("[gpt2] positions " + S(cache.len) + ".." + S(cache.len + T - 1) +
+                     " exceed the context length n_positions = " + S(config_.n_positions));
+  Tensor x = embedding_chunked(ids, w_.wte, w_.wte_chunk_rows, &w_.wpe, cache.len);  // [B, T, C]
+  for (int64_t l = 0; l < config_.n_layer; ++l) x = block(l, x, &cache);
+  cache.len += T;
+  if (T > 1) {
+    // The last position of each sequence: rows b * T + T - 1 of [B * T, C].
+    std::vector<uint32_t> rows(size_t(B));
+    for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = uint32_t(b * T + T - 1);
+    x = embedding(Tensor::from_vector(rows, {B}), x.reshape({B * T, C}));  // [B, C]
+  }
+  return lm_head(x.reshape({B, C}));  // [B, V]
+}
+
+float Gpt2::loss(const Tensor& logits, const Tensor& ids_in) {
+  Tensor ids = as_batch(ids_in);
+  const int64_t B = ids.dim(0), T = ids.dim(1), V = logits.dim(-1);
+  if (logits.numel() != B * T * V || T < 2)
+    throw ShapeError("[gpt2] loss needs logits [B, T, V] for ids [B, T] with T >= 2, got logits " +
+                     logits.describe() + ", ids " + ids.describe());
+  Tensor host_ids = ids.device().is_cpu() ? ids : ids.to(Device::cpu());
+  std::vector<uint32_t> labels(size_t(B * T), 0);  // the last position of each row has no label
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t + 1 < T; ++t) {
+      const int64_t i = b * T + t + 1;
+      labels[size_t(b * T + t)] = host_ids.dtype() == DType::I32 ? uint32_t(host_ids.data<int32_t>()[i])
+                                                                  : host_ids.data<uint32_t>()[i];
+    }
+  Tensor probs = softmax(logits.reshape({B * T, V}));
+  std::vector<float> nll = gather_nll(probs, Tensor::from_vector(labels, {B * T})).to_vector<float>();
+  double sum = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t + 1 < T; ++t) sum += nll[size_t(b * T + t)];
+  return float(sum / double(B * (T - 1)));
+}
+
+}  // namespace forge

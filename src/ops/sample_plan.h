@@ -1,0 +1,22 @@
+// The validated form of a sample call, shared by the op layer and both kernels.
+#pragma once
+#include <cstdint>
+
+namespace forge {
+
+struct SamplePlan {
+  int64_t rows = 0;     // B
+  int64_t vocab = 0;    // V
+  bool greedy = true;
+  uint32_t top_k = 0;   // 0: off (also when >= V)
+  float inv_temp = 1;   // f32(1 / temperature), rounded once on the host
+  float top_p = 1;      // >= 1: off
+  uint32_t k0 = 0, k1 = 0;  // Philox key: the seed's low and high words
+  uint32_t step = 0;        // Philox counter word 0
+  uint32_t index_bits = 0;  // bits of the largest index search value (V fits in them)
+};
+
+// f32 -> u32 key with the same order as the values (-inf lowest, +inf highest).
+inline uint32_t sample_order_key(uint32_t bits) { return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u); }
+
+}  // namespace forge

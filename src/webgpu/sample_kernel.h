@@ -1,0 +1,11 @@
+// WebGPU host side of sample (shaders/sample.wgsl).
+#pragma once
+#include "forge/tensor.h"
+#include "ops/sample_plan.h"
+
+namespace forge::webgpu {
+
+// logits [rows, vocab] f32 -> out [rows] u32, one workgroup per row.
+void sample(const Tensor& logits, const SamplePlan& plan, Tensor& out);
+
+}  // namespace forge::webgpu

@@ -1,0 +1,199 @@
+// Next-token sampling, one workgroup of 256 lanes per row of logits: the
+// steps of forge/ops/sample.h. Thresholds come from bitwise searches over
+// order-preserving u32 keys of the logits, one parallel count or sum per
+// bit, instead of a sort. Sums are lane-strided then tree-combined, in the
+// order the CPU kernel (src/cpu/sample.cpp) reproduces.
+struct Params {
+  rows: u32,       // rows in this dispatch
+  vocab: u32,
+  greedy: u32,
+  top_k: u32,      // 0: off
+  inv_temp: f32,
+  top_p: f32,      // >= 1: off
+  k0: u32,
+  k1: u32,
+  step: u32,
+  row_base: u32,   // global row of this dispatch's first row (Philox counter, ids index)
+  index_bits: u32,
+  _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> z: array<f32>;          // [rows, vocab]
+@group(0) @binding(2) var<storage, read_write> w: array<f32>;    // [rows, vocab] scratch weights
+@group(0) @binding(3) var<storage, read_write> ids: array<u32>;  // [all rows]
+
+const WG: u32 = 256u;
+var<workgroup> redf: array<f32, WG>;
+var<workgroup> redu: array<u32, WG>;
+
+fn sum_f32(lid: u32, v: f32) -> f32 {
+  redf[lid] = v;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) {
+      redf[lid] += redf[lid + s];
+    }
+    workgroupBarrier();
+  }
+  let r = redf[0];
+  workgroupBarrier();
+  return r;
+}
+
+// op 0: sum, 1: max, 2: min
+fn reduce_u32(lid: u32, v: u32, op: u32) -> u32 {
+  redu[lid] = v;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) {
+      let a = redu[lid];
+      let b = redu[lid + s];
+      redu[lid] = select(select(min(a, b), max(a, b), op == 1u), a + b, op == 0u);
+    }
+    workgroupBarrier();
+  }
+  let r = redu[0];
+  workgroupBarrier();
+  return r;
+}
+
+fn order_key(x: f32) -> u32 {
+  let b = bitcast<u32>(x);
+  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+
+// High 32 bits of the 64-bit product a * b, from 16-bit halves.
+fn mulhi(a: u32, b: u32) -> u32 {
+  let a0 = a & 0xffffu;
+  let a1 = a >> 16u;
+  let b0 = b & 0xffffu;
+  let b1 = b >> 16u;
+  let p01 = a0 * b1;
+  let p10 = a1 * b0;
+  let mid = ((a0 * b0) >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+  return a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
+}
+
+// Word 0 of Philox4x32-10, counter (lo, hi, 0, 0), key (key0, key1).
+fn philox_word0(lo: u32, hi: u32, key0: u32, key1: u32) -> u32 {
+  var c = vec4u(lo, hi, 0u, 0u);
+  var k0 = key0;
+  var k1 = key1;
+  for (var round = 0u; round < 10u; round++) {
+    c = vec4u(mulhi(0xCD9E8D57u, c.z) ^ c.y ^ k0, 0xCD9E8D57u * c.z, mulhi(0xD2511F53u, c.x) ^ c.w ^ k1,
+              0xD2511F53u * c.x);
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return c.x;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
+  let row = wg.y * nwg.x + wg.x;
+  let live = row < p.rows;  // every lane of the workgroup takes part in the barriers
+  let v = select(0u, p.vocab, live);
+  let base = row * p.vocab;
+
+  var mk = 0u;
+  for (var i = lid; i < v; i += WG) {
+    mk = max(mk, order_key(z[base + i]));
+  }
+  mk = reduce_u32(lid, mk, 1u);
+  var first = 0xffffffffu;
+  for (var i = lid; i < v; i += WG) {
+    if (order_key(z[base + i]) == mk) {
+      first = min(first, i);
+    }
+  }
+  let best = reduce_u32(lid, first, 2u);
+  if (p.greedy != 0u) {
+    if (live && lid == 0u) {
+      ids[p.row_base + row] = best;
+    }
+    return;
+  }
+
+  // Top-k: tk is the k-th largest key; ties at tk are kept below index jcut.
+  var tk = 0u;
+  var jcut = v;
+  if (p.top_k != 0u) {
+    for (var b = 0u; b < 32u; b++) {
+      let cand = tk | (1u << (31u - b));
+      var c = 0u;
+      for (var i = lid; i < v; i += WG) {
+        c += select(0u, 1u, order_key(z[base + i]) >= cand);
+      }
+      if (reduce_u32(lid, c, 0u) >= p.top_k) {
+        tk = cand;
+      }
+    }
+    var above = 0u;
+    for (var i = lid; i < v; i += WG) {
+      above += select(0u, 1u, order_key(z[base + i]) > tk);
+    }
+    let need = p.top_k - reduce_u32(lid, above, 0u);
+    var j = 0u;
+    for (var b = 0u; b < p.index_bits; b++) {
+      let cand = j | (1u << (p.index_bits - 1u - b));
+      var c = 0u;
+      for (var i = lid; i < min(v, cand); i += WG) {
+        c += select(0u, 1u, order_key(z[base + i]) == tk);
+      }
+      if (reduce_u32(lid, c, 0u) <= need && cand <= v) {
+        j = cand;
+      }
+    }
+    jcut = j;
+  }
+
+  let m = z[base + best] * p.inv_temp;
+  var total = 0.0;
+  for (var i = lid; i < v; i += WG) {
+    let k = order_key(z[base + i]);
+    let kept = k > tk || (k == tk && i < jcut);
+    let e = select(0.0, exp(z[base + i] * p.inv_temp - m), kept);
+    w[base + i] = e;
+    total += e;
+  }
+  storageBarrier();
+
+  // Top-p: the highest key threshold whose kept weight reaches top_p of the total.
+  var tp = 0u;
+  if (p.top_p < 1.0) {
+    let target = p.top_p * sum_f32(lid, total);
+    for (var b = 0u; b < 32u; b++) {
+      let cand = tp | (1u << (31u - b));
+      var s = 0.0;
+      for (var i = lid; i < v; i += WG) {
+        s += select(0.0, w[base + i], order_key(z[base + i]) >= cand);
+      }
+      if (sum_f32(lid, s) >= target) {
+        tp = cand;
+      }
+    }
+  }
+
+  var kept_total = 0.0;
+  for (var i = lid; i < v; i += WG) {
+    kept_total += select(0.0, w[base + i], order_key(z[base + i]) >= tp);
+  }
+  let word = philox_word0(p.step, p.row_base + row, p.k0, p.k1);
+  let r = f32(word >> 8u) * (1.0 / 16777216.0) * sum_f32(lid, kept_total);
+  var j = 0u;
+  for (var b = 0u; b < p.index_bits; b++) {
+    let cand = j | (1u << (p.index_bits - 1u - b));
+    var s = 0.0;
+    for (var i = lid; i < min(v, cand); i += WG) {
+      s += select(0.0, w[base + i], order_key(z[base + i]) >= tp);
+    }
+    if (sum_f32(lid, s) <= r && cand <= v) {
+      j = cand;
+    }
+  }
+  if (live && lid == 0u) {
+    ids[p.row_base + row] = select(best, j, j < v);
+  }
+}
