@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "cpu/nn_kernels.h"
+#include "forge/ops/sample.h"
 #include "cpu/sample_kernel.h"
 #include "ops/check.h"
 #include "webgpu/sample_kernel.h"

@@ -22,7 +22,7 @@ void sync(const Device& d) {
 
 // Prefill tokens/s at length T: one warm-up, then the best of `reps` runs.
 double prefill_rate(const Gpt2& model, int64_t T, int reps) {
-  std::vector<uint32_t> ids(size_t(T));
+  std::vector<uint32_t> ids(static_cast<size_t>(T));
   for (int64_t i = 0; i < T; ++i) ids[size_t(i)] = uint32_t((i * 7919) % model.config().vocab_size);
   Tensor t = Tensor::from_vector(ids, {1, T});
   double best = 0;

@@ -78,7 +78,7 @@ Tensor Gpt2::lm_head(const Tensor& x) const {
 
 Tensor Gpt2::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) const {
   Tensor ids = as_batch(ids_in);
-  const int64_t B = ids.dim(0), T = ids.dim(1);
+  const int64_t T = ids.dim(1);
   if (T < 1) throw ShapeError("[gpt2] ids " + ids.describe() + " hold no positions");
   if (T > config_.n_positions)
     throw ValueError("[gpt2] sequence of " + S(T) + " tokens exceeds the context length n_positions = " +
@@ -119,7 +119,7 @@ Tensor Gpt2::forward_cached(const Tensor& ids_in, Gpt2Cache& cache) const {
   cache.len += T;
   if (T > 1) {
     // The last position of each sequence: rows b * T + T - 1 of [B * T, C].
-    std::vector<uint32_t> rows(size_t(B));
+    std::vector<uint32_t> rows(static_cast<size_t>(B));
     for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = uint32_t(b * T + T - 1);
     x = embedding(Tensor::from_vector(rows, {B}), x.reshape({B * T, C}));  // [B, C]
   }
@@ -133,7 +133,7 @@ float Gpt2::loss(const Tensor& logits, const Tensor& ids_in) {
     throw ShapeError("[gpt2] loss needs logits [B, T, V] for ids [B, T] with T >= 2, got logits " +
                      logits.describe() + ", ids " + ids.describe());
   Tensor host_ids = ids.device().is_cpu() ? ids : ids.to(Device::cpu());
-  std::vector<uint32_t> labels(size_t(B * T), 0);  // the last position of each row has no label
+  std::vector<uint32_t> labels(static_cast<size_t>(B * T), 0u);  // the last position of each row has no label
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t + 1 < T; ++t) {
       const int64_t i = b * T + t + 1;

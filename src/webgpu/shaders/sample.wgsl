@@ -163,14 +163,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // Top-p: the highest key threshold whose kept weight reaches top_p of the total.
   var tp = 0u;
   if (p.top_p < 1.0) {
-    let target = p.top_p * sum_f32(lid, total);
+    let goal = p.top_p * sum_f32(lid, total);
     for (var b = 0u; b < 32u; b++) {
       let cand = tp | (1u << (31u - b));
       var s = 0.0;
       for (var i = lid; i < v; i += WG) {
         s += select(0.0, w[base + i], order_key(z[base + i]) >= cand);
       }
-      if (sum_f32(lid, s) >= target) {
+      if (sum_f32(lid, s) >= goal) {
         tp = cand;
       }
     }
