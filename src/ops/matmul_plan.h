@@ -13,6 +13,12 @@ struct MatmulPlan {
   int64_t a_batch_stride = 0;  // elements between batch items of A (0 = broadcast)
   int64_t b_batch_stride = 0;  // elements between batch items of B (0 = broadcast)
   int64_t lda = 0, ldb = 0;    // row strides (elements) of A and B as stored
+  // Output placement, for writing a column block of a wider result (the
+  // chunked LM head): C's row stride (0 = n) and the elements before C's
+  // first output; A's first element. Defaults give a dense [batch, m, n] C.
+  int64_t ldc = 0;
+  int64_t c_offset = 0;
+  int64_t a_offset = 0;
 };
 
 struct SoftmaxPlan {

@@ -19,9 +19,9 @@ struct Params {
   b_batch_stride: u32,
   alpha: f32,
   has_bias: u32,
-  _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
+  ldc: u32,       // row stride of C (n for a dense result)
+  c_offset: u32,  // elements of C before the first output
+  a_offset: u32,  // elements of A before its first element
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -61,7 +61,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   let row0 = wg.y * BM;
   let col0 = wg.x * BN;
   let tid = lid.y * 16u + lid.x;
-  let a_base = batch * p.a_batch_stride;
+  let a_base = p.a_offset + batch * p.a_batch_stride;
   let b_base = batch * p.b_batch_stride;
 
   var acc: array<f32, 16>;
@@ -108,7 +108,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     workgroupBarrier();
   }
 
-  let c_base = batch * p.m * p.n;
+  let c_base = p.c_offset + batch * p.m * p.ldc;
   for (var i = 0u; i < 4u; i++) {
     let row = row0 + lid.y + 16u * i;
     if (row >= p.m) {
@@ -121,7 +121,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
         if (p.has_bias != 0u) {
           v += bias[col];
         }
-        C[c_base + row * p.n + col] = v;
+        C[c_base + row * p.ldc + col] = v;
       }
     }
   }

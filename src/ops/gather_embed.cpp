@@ -1,0 +1,164 @@
+// embedding, embedding_chunked, split_rows_for_binding, matmul_chunked_transb:
+// validation and dispatch.
+#include "cpu/gather_kernels.h"
+#include "cpu/kernels.h"
+#include "ops/check.h"
+#include "ops/gather_ids.h"
+#include "webgpu/gather_kernels.h"
+#include "webgpu/launch.h"
+
+namespace forge {
+
+namespace {
+
+std::string S(int64_t v) { return std::to_string(v); }
+
+// Validates a row-chunked table and the optional positions; runs the gather.
+Tensor embed(const char* op, const Tensor& ids, const std::vector<Tensor>& chunks, int64_t chunk_rows,
+             const Tensor* wpe_arg, int64_t pos) {
+  gather::check_ids_dtype(op, ids);
+  check::rank(op, "ids", ids, 1, 2);
+  if (chunks.empty()) throw ShapeError(std::string("[") + op + "] no table chunks");
+  const Tensor* wpe = wpe_arg && wpe_arg->defined() ? wpe_arg : nullptr;
+  const Tensor& first = chunks[0];
+  check::same_device(op, {&first});
+  check::rank(op, "table", first, 2, 2);
+  const int64_t cols = first.dim(1);
+  if (chunk_rows <= 0) throw ValueError(std::string("[") + op + "] chunk_rows must be positive, got " + S(chunk_rows));
+  int64_t vocab = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const Tensor& c = chunks[i];
+    check::same_device(op, {&first, &c});
+    check::dtype(op, "table", c, DType::F32);
+    check::rank(op, "table", c, 2, 2);
+    bool last = i + 1 == chunks.size();
+    if (c.dim(1) != cols || (!last && c.dim(0) != chunk_rows) || (last && (c.dim(0) < 1 || c.dim(0) > chunk_rows)))
+      throw ShapeError(std::string("[") + op + "] table chunk " + S(int64_t(i)) + " is " + shape_str(c.shape()) +
+                       ", want [" + (last ? "1.." : "") + S(chunk_rows) + ", " + S(cols) + "] (chunk_rows " +
+                       S(chunk_rows) + ", C " + S(cols) + ")");
+    vocab += c.dim(0);
+  }
+  const int64_t seq = ids.dim(-1);
+  if (pos < 0) throw ValueError(std::string("[") + op + "] pos must be non-negative, got " + S(pos));
+  if (wpe) {
+    check::same_device(op, {&first, wpe});
+    check::dtype(op, "wpe", *wpe, DType::F32);
+    check::rank(op, "wpe", *wpe, 2, 2);
+    if (wpe->dim(1) != cols)
+      throw ShapeError(std::string("[") + op + "] wpe " + shape_str(wpe->shape()) + " and table [" + S(vocab) +
+                       ", " + S(cols) + "] differ in width");
+    if (pos + seq > wpe->dim(0))
+      throw ValueError(std::string("[") + op + "] positions " + S(pos) + ".." + S(pos + seq - 1) + " of ids " +
+                       shape_str(ids.shape()) + " exceed the context length " + S(wpe->dim(0)) + " of wpe " +
+                       shape_str(wpe->shape()));
+  }
+  const Device& dev = first.device();
+  Tensor dev_ids = gather::ids_for(op, ids, vocab, dev);
+
+  EmbedPlan p;
+  p.rows = ids.numel();
+  p.seq = std::max<int64_t>(1, seq);
+  p.cols = cols;
+  p.vocab = vocab;
+  p.chunk_rows = chunk_rows;
+  p.pos = pos;
+  Shape out_shape = ids.shape();
+  out_shape.push_back(cols);
+  Tensor out = Tensor::empty(out_shape, DType::F32, dev);
+  if (dev.is_cpu()) cpu::embedding(dev_ids, chunks, wpe, p, out);
+  else webgpu::embedding(dev_ids, chunks, wpe, p, out);
+  return out;
+}
+
+}  // namespace
+
+Tensor embedding(const Tensor& ids, const Tensor& wte, const Tensor* wpe, int64_t pos) {
+  const char* op = "embedding";
+  check::same_device(op, {&wte});
+  check::dtype(op, "wte", wte, DType::F32);
+  check::rank(op, "wte", wte, 2, 2);
+  if (wte.dim(0) == 0) throw ShapeError("[embedding] wte " + wte.describe() + " has no rows");
+  // On WebGPU a table over the binding limit is gathered from aligned row
+  // views of its one buffer.
+  std::vector<Tensor> chunks =
+      wte.device().is_cpu() ? std::vector<Tensor>{wte} : split_rows_for_binding(wte, wte.device());
+  return embed(op, ids, chunks, chunks[0].dim(0), wpe, pos);
+}
+
+Tensor embedding_chunked(const Tensor& ids, const std::vector<Tensor>& chunks, int64_t chunk_rows,
+                         const Tensor* wpe, int64_t pos) {
+  return embed("embedding_chunked", ids, chunks, chunk_rows, wpe, pos);
+}
+
+std::vector<Tensor> split_rows_for_binding(const Tensor& table, const Device& device) {
+  const char* op = "split_rows_for_binding";
+  check::same_device(op, {&table});
+  check::rank(op, "table", table, 2, 2);
+  if (device.is_cpu() || table.dim(0) == 0) return {table};
+  const gpu::Runtime& rt = device.runtime();
+  const int64_t rows = table.dim(0);
+  const uint64_t row_bytes = uint64_t(table.dim(1)) * dtype_size(table.dtype());
+  std::vector<Tensor> chunks;
+  if (table.device() == device) {
+    // Views of one buffer: chunk starts must meet the offset alignment.
+    webgpu::for_each_row_chunk(rt, op, rows, row_bytes,
+                               [&](int64_t first, int64_t count) { chunks.push_back(table.slice_rows(first, first + count)); });
+    return chunks;
+  }
+  // Chunks to be uploaded as buffers of their own: only the size matters.
+  const uint64_t limit = rt.binding_limit();
+  const int64_t per = row_bytes ? int64_t(limit / row_bytes) : rows;
+  if (per == 0)
+    throw DeviceError("[split_rows_for_binding] a row of " + S(int64_t(row_bytes)) + " bytes of " + table.describe() +
+                      " exceeds the device's storage binding limit of " + S(int64_t(limit)) + " bytes");
+  for (int64_t r = 0; r < rows; r += per) chunks.push_back(table.slice_rows(r, std::min(rows, r + per)));
+  return chunks;
+}
+
+Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, float alpha) {
+  const char* op = "matmul_chunked_transb";
+  check::same_device(op, {&a});
+  check::dtype(op, "a", a, DType::F32);
+  check::rank(op, "a", a, 1, 8);
+  if (chunks.empty()) throw ShapeError("[matmul_chunked_transb] no weight chunks for a " + shape_str(a.shape()));
+  const int64_t k = a.dim(-1);
+  int64_t n_total = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const Tensor& w = chunks[i];
+    check::same_device(op, {&a, &w});
+    check::dtype(op, "chunk", w, DType::F32);
+    if (w.rank() != 2 || w.dim(1) != k || w.dim(0) < 1)
+      throw ShapeError("[matmul_chunked_transb] chunk " + S(int64_t(i)) + " " + shape_str(w.shape()) +
+                       " must be [n >= 1, " + S(k) + "] for a " + shape_str(a.shape()));
+    n_total += w.dim(0);
+  }
+  const int64_t m = k ? a.numel() / k : numel(gather::leading_shape(a));
+  Shape out_shape = gather::leading_shape(a);
+  out_shape.push_back(n_total);
+  Tensor out = Tensor::empty(out_shape, DType::F32, a.device());
+  Tensor a2 = a.reshape({m, k}), out2 = out.reshape({m, n_total});
+  MatmulPlan base;
+  base.m = m;
+  base.k = k;
+  base.trans_b = true;
+  base.alpha = alpha;
+  base.lda = k;
+  base.ldb = k;
+  if (m == 0) return out;
+  if (a.device().is_cpu()) {
+    int64_t col = 0;
+    for (const Tensor& w : chunks) {
+      MatmulPlan p = base;
+      p.n = w.dim(0);
+      p.ldc = n_total;
+      p.c_offset = col;
+      cpu::matmul(a2, w, nullptr, p, out2);
+      col += p.n;
+    }
+  } else {
+    webgpu::matmul_chunked_transb(a2, chunks, base, out2);
+  }
+  return out;
+}
+
+}  // namespace forge

@@ -1,0 +1,169 @@
+// split_heads, unsplit_head(s), merge_heads, unmerge_heads, kv_append: shape
+// checks and the strided copy each one is.
+#include "cpu/gather_kernels.h"
+#include "ops/check.h"
+#include "webgpu/gather_kernels.h"
+
+namespace forge {
+
+namespace {
+
+std::string S(int64_t v) { return std::to_string(v); }
+
+void run_copy(const char* op, const Tensor& src, const CopyPlan& p, Tensor& dst) {
+  if (dst.device().is_cpu()) cpu::strided_copy(src, p, dst);
+  else webgpu::strided_copy(op, src, p, dst);
+}
+
+// Head-major [B, h, T, hd] geometry of one third of a [B, T, 3C] tensor (or,
+// with width C and `third` 0, of a merged [B, T, C] tensor). The copy plan
+// walks [B, h, T, hd]; `heads_is_src` picks the direction.
+CopyPlan heads_plan(int64_t b, int64_t h, int64_t t, int64_t hd, int64_t width, int64_t third, bool heads_is_src) {
+  CopyPlan p;
+  p.dims[0] = b;
+  p.dims[1] = h;
+  p.dims[2] = t;
+  p.dims[3] = hd;
+  const int64_t heads[3] = {h * t * hd, t * hd, hd};    // [B, h, T, hd], contiguous
+  const int64_t rows[3] = {t * width, hd, width};       // [B, T, width], head i at column i * hd
+  const int64_t offset = third * h * hd;
+  for (int i = 0; i < 3; ++i) {
+    p.src_stride[i] = heads_is_src ? heads[i] : rows[i];
+    p.dst_stride[i] = heads_is_src ? rows[i] : heads[i];
+  }
+  (heads_is_src ? p.dst_offset : p.src_offset) = offset;
+  return p;
+}
+
+struct Heads {
+  int64_t b, h, t, hd;
+  bool batched;
+};
+
+// x [h, T, hd] or [B, h, T, hd].
+Heads check_heads(const char* op, const char* name, const Tensor& x) {
+  check::same_device(op, {&x});
+  check::dtype(op, name, x, DType::F32);
+  check::rank(op, name, x, 3, 4);
+  bool batched = x.rank() == 4;
+  return {batched ? x.dim(0) : 1, x.dim(-3), x.dim(-2), x.dim(-1), batched};
+}
+
+Shape rows_shape(const Heads& g, int64_t width) {
+  return g.batched ? Shape{g.b, g.t, width} : Shape{g.t, width};
+}
+
+Shape heads_shape(const Heads& g) { return g.batched ? Shape{g.b, g.h, g.t, g.hd} : Shape{g.h, g.t, g.hd}; }
+
+// x [T, width] or [B, T, width] split into n_head heads of width / n_head.
+Heads check_rows(const char* op, const Tensor& x, int64_t width, int64_t n_head) {
+  if (n_head <= 0) throw ValueError(std::string("[") + op + "] n_head must be positive, got " + S(n_head));
+  if (width % n_head)
+    throw ShapeError(std::string("[") + op + "] width " + S(width) + " of " + shape_str(x.shape()) +
+                     " is not divisible by n_head " + S(n_head));
+  bool batched = x.rank() == 3;
+  return {batched ? x.dim(0) : 1, n_head, x.dim(-2), width / n_head, batched};
+}
+
+}  // namespace
+
+QKV split_heads(const Tensor& qkv, int64_t n_head) {
+  const char* op = "split_heads";
+  check::same_device(op, {&qkv});
+  check::dtype(op, "qkv", qkv, DType::F32);
+  check::rank(op, "qkv", qkv, 2, 3);
+  if (qkv.dim(-1) % 3)
+    throw ShapeError("[split_heads] last dim of qkv " + shape_str(qkv.shape()) + " is not 3 * C");
+  const int64_t c = qkv.dim(-1) / 3;
+  Heads g = check_rows(op, qkv, c, n_head);
+  QKV out;
+  Tensor* parts[3] = {&out.q, &out.k, &out.v};
+  for (int w = 0; w < 3; ++w) {
+    *parts[w] = Tensor::empty(heads_shape(g), DType::F32, qkv.device());
+    run_copy(op, qkv, heads_plan(g.b, g.h, g.t, g.hd, 3 * c, w, false), *parts[w]);
+  }
+  return out;
+}
+
+Tensor unsplit_head(const Tensor& d, int which) {
+  const char* op = "unsplit_head";
+  Heads g = check_heads(op, "d", d);
+  if (which < 0 || which > 2)
+    throw ValueError("[unsplit_head] which must be 0 (q), 1 (k) or 2 (v), got " + S(which) + " for d " +
+                     shape_str(d.shape()));
+  const int64_t c = g.h * g.hd;
+  Tensor out = Tensor::zeros(rows_shape(g, 3 * c), DType::F32, d.device());
+  run_copy(op, d, heads_plan(g.b, g.h, g.t, g.hd, 3 * c, which, true), out);
+  return out;
+}
+
+Tensor unsplit_heads(const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+  const char* op = "unsplit_heads";
+  check::same_device(op, {&dq, &dk, &dv});
+  Heads g = check_heads(op, "dq", dq);
+  check::dtype(op, "dk", dk, DType::F32);
+  check::dtype(op, "dv", dv, DType::F32);
+  if (dk.shape() != dq.shape() || dv.shape() != dq.shape())
+    throw ShapeError("[unsplit_heads] dq " + shape_str(dq.shape()) + ", dk " + shape_str(dk.shape()) + ", dv " +
+                     shape_str(dv.shape()) + " differ");
+  const int64_t c = g.h * g.hd;
+  Tensor out = Tensor::empty(rows_shape(g, 3 * c), DType::F32, dq.device());
+  const Tensor* parts[3] = {&dq, &dk, &dv};
+  for (int w = 0; w < 3; ++w) run_copy(op, *parts[w], heads_plan(g.b, g.h, g.t, g.hd, 3 * c, w, true), out);
+  return out;
+}
+
+Tensor merge_heads(const Tensor& x) {
+  const char* op = "merge_heads";
+  Heads g = check_heads(op, "x", x);
+  const int64_t c = g.h * g.hd;
+  Tensor out = Tensor::empty(rows_shape(g, c), DType::F32, x.device());
+  run_copy(op, x, heads_plan(g.b, g.h, g.t, g.hd, c, 0, true), out);
+  return out;
+}
+
+Tensor unmerge_heads(const Tensor& dy, int64_t n_head) {
+  const char* op = "unmerge_heads";
+  check::same_device(op, {&dy});
+  check::dtype(op, "dy", dy, DType::F32);
+  check::rank(op, "dy", dy, 2, 3);
+  Heads g = check_rows(op, dy, dy.dim(-1), n_head);
+  Tensor out = Tensor::empty(heads_shape(g), DType::F32, dy.device());
+  run_copy(op, dy, heads_plan(g.b, g.h, g.t, g.hd, dy.dim(-1), 0, false), out);
+  return out;
+}
+
+void kv_append(Tensor& cache, const Tensor& src, int64_t len) {
+  const char* op = "kv_append";
+  check::same_device(op, {&cache, &src});
+  check::dtype(op, "cache", cache, DType::F32);
+  check::dtype(op, "src", src, DType::F32);
+  check::rank(op, "cache", cache, 3, 4);
+  Shape want = cache.shape();
+  want[size_t(cache.rank() - 2)] = src.rank() == cache.rank() ? src.dim(-2) : 0;
+  if (src.shape() != want)
+    throw ShapeError("[kv_append] src " + shape_str(src.shape()) + " must match cache " + shape_str(cache.shape()) +
+                     " in every dim but the rows");
+  const int64_t cap = cache.dim(-2), t = src.dim(-2);
+  if (len < 0 || len + t > cap)
+    throw ValueError("[kv_append] appending " + S(t) + " rows at row " + S(len) + " overflows the cache " +
+                     shape_str(cache.shape()) + " of capacity " + S(cap));
+  Heads g{cache.rank() == 4 ? cache.dim(0) : 1, cache.dim(-3), t, cache.dim(-1), cache.rank() == 4};
+  CopyPlan p;
+  p.dims[0] = g.b;
+  p.dims[1] = g.h;
+  p.dims[2] = t;
+  p.dims[3] = g.hd;
+  p.src_stride[0] = g.h * t * g.hd;
+  p.src_stride[1] = t * g.hd;
+  p.src_stride[2] = g.hd;
+  p.dst_stride[0] = g.h * cap * g.hd;
+  p.dst_stride[1] = cap * g.hd;
+  p.dst_stride[2] = g.hd;
+  p.dst_offset = len * g.hd;
+  if (cache.device().is_webgpu() && &cache.buffer() == &src.buffer())
+    throw DeviceError("[kv_append] src " + src.describe() + " shares its storage with the cache");
+  run_copy(op, src, p, cache);
+}
+
+}  // namespace forge

@@ -1,0 +1,83 @@
+// Host side of the row-wise ops with one id per row: gather_nll, ce_bwd
+// (shaders/gather_nll.wgsl, ce_bwd.wgsl) and scatter_add_rows
+// (shaders/scatter_add.wgsl). Row blocks keep every binding within the limit.
+#include <algorithm>
+
+#include "forge_shaders.h"
+#include "webgpu/gather_kernels.h"
+#include "webgpu/launch.h"
+
+namespace forge::webgpu {
+
+namespace {
+
+const gpu::Kernel kGatherNll{"gather_nll", shaders::gather_nll};
+const gpu::Kernel kCeBwd{"ce_bwd", shaders::ce_bwd};
+const gpu::Kernel kScatterAdd{"scatter_add", shaders::scatter_add};
+
+struct GatherNllParams {
+  uint32_t rows, cols, row_base;
+  uint32_t pad;
+};
+static_assert(sizeof(GatherNllParams) == 16);
+
+struct CeBwdParams {
+  uint32_t rows, cols, row_base;
+  float scale;
+};
+static_assert(sizeof(CeBwdParams) == 16);
+
+struct ScatterAddParams {
+  uint32_t rows, cols, id_first, n_ids, groups, r_base;
+  uint32_t pad[2];
+};
+static_assert(sizeof(ScatterAddParams) == 32);
+
+// Row owners per column in scatter_add: enough threads to fill a GPU for
+// C >= 256 while each thread's scan over the ids stays cheap.
+constexpr int64_t kScatterGroups = 64;
+
+}  // namespace
+
+void gather_nll(const Tensor& probs, const Tensor& ids, const RowsPlan& p, Tensor& out) {
+  const Device& dev = out.device();
+  const uint64_t row_bytes = uint64_t(p.cols) * 4;
+  for_each_row_chunk(dev.runtime(), "gather_nll", p.rows, row_bytes, [&](int64_t first, int64_t count) {
+    GatherNllParams q{uint32_t(count), uint32_t(p.cols), uint32_t(first), 0};
+    launch(dev, "gather_nll", kGatherNll, q,
+           {arg(probs, uint64_t(first) * row_bytes, uint64_t(count) * row_bytes), arg(ids), arg(out)},
+           grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()));
+  });
+}
+
+void ce_bwd(const Tensor& probs, const Tensor& ids, float scale, const RowsPlan& p, Tensor& out) {
+  const Device& dev = out.device();
+  const uint64_t row_bytes = uint64_t(p.cols) * 4;
+  for_each_row_chunk(dev.runtime(), "ce_bwd", p.rows, row_bytes, [&](int64_t first, int64_t count) {
+    CeBwdParams q{uint32_t(count), uint32_t(p.cols), uint32_t(first), scale};
+    uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
+    launch(dev, "ce_bwd", kCeBwd, q, {arg(probs, off, bytes), arg(ids), arg(out, off, bytes)},
+           grid_1d((uint64_t(count) * uint64_t(p.cols) + 255) / 256, dev.runtime().limits()));
+  });
+}
+
+void scatter_add_rows(Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p) {
+  const Device& dev = dst.device();
+  const gpu::Runtime& rt = dev.runtime();
+  const uint64_t row_bytes = uint64_t(p.cols) * 4;
+  if (p.rows == 0 || p.cols == 0) return;
+  // dst row blocks x source row blocks, the source blocks in order (the
+  // kernel's accumulation order is the row order).
+  for_each_row_chunk(rt, "scatter_add_rows", p.vocab, row_bytes, [&](int64_t first, int64_t count) {
+    uint32_t groups = uint32_t(std::min<int64_t>(kScatterGroups, count));
+    for_each_row_chunk(rt, "scatter_add_rows", p.rows, row_bytes, [&](int64_t r0, int64_t n) {
+      ScatterAddParams q{uint32_t(count), uint32_t(p.cols), uint32_t(first), uint32_t(n), groups, uint32_t(r0), {}};
+      launch(dev, "scatter_add_rows", kScatterAdd, q,
+             {arg(ids), arg(src, uint64_t(r0) * row_bytes, uint64_t(n) * row_bytes),
+              arg(dst, uint64_t(first) * row_bytes, uint64_t(count) * row_bytes)},
+             grid_1d((uint64_t(p.cols) * groups + 255) / 256, rt.limits()));
+    });
+  });
+}
+
+}  // namespace forge::webgpu

@@ -1,0 +1,55 @@
+// Embedding gather from one table chunk: out[r] = table[ids[r] - id_first]
+// (+ wpe[pos + r % seq]) for the rows whose id falls in this chunk's
+// [id_first, id_first + id_count). One thread per output element; a dispatch
+// per (output row block, table chunk), so every row is written once. The
+// dispatch with `poison` set writes NaN rows for ids >= vocab (ids on the GPU
+// are not range checked on the host).
+struct Params {
+  rows: u32,      // output rows in this binding
+  cols: u32,      // C
+  row_base: u32,  // global index of this binding's first output row
+  seq: u32,       // T: row r is at position pos + r % seq
+  pos: u32,
+  id_first: u32,
+  id_count: u32,
+  vocab: u32,
+  has_wpe: u32,
+  poison: u32,
+  _pad0: u32,
+  _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> ids: array<u32>;     // [B * T], all rows
+@group(0) @binding(2) var<storage, read> table: array<f32>;   // [id_count, C]
+@group(0) @binding(3) var<storage, read> wpe: array<f32>;     // [P, C]
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;  // [rows, C]
+
+// A quiet NaN marking the output of an out-of-range id. Built from a runtime
+// value: WGSL rejects a NaN constant expression.
+fn nan_f32(runtime_zero: u32) -> f32 {
+  return bitcast<f32>(0x7fc00000u | runtime_zero);
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = (wg.y * nwg.x + wg.x) * 256u + lid;
+  if (i >= p.rows * p.cols) {
+    return;
+  }
+  let r = i / p.cols;
+  let c = i % p.cols;
+  let g = p.row_base + r;
+  let id = ids[g];
+  let slot = id - p.id_first;  // wraps to a huge value below id_first
+  if (slot < p.id_count) {
+    var v = table[slot * p.cols + c];
+    if (p.has_wpe != 0u) {
+      v += wpe[(p.pos + g % p.seq) * p.cols + c];
+    }
+    out[i] = v;
+  } else if (p.poison != 0u && id >= p.vocab) {
+    out[i] = nan_f32(id & 0u);
+  }
+}
