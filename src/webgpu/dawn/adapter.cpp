@@ -102,6 +102,12 @@ AdapterInfo describe(WGPUAdapter adapter, WGPUAdapterType* type, WGPUBackendType
 std::shared_ptr<Runtime> create_runtime(AdapterPreference pref, std::string* notice) {
   // The Vulkan loader warns without a runtime dir; any writable folder will do.
   if (!std::getenv("XDG_RUNTIME_DIR")) ::setenv("XDG_RUNTIME_DIR", "/tmp", 0);
+  // Dawn refuses Mesa's lavapipe (it lacks a required Vulkan feature) after
+  // printing a warning; hide that driver from the loader unless the user
+  // chose drivers themselves.
+  if (!std::getenv("VK_LOADER_DRIVERS_DISABLE") && !std::getenv("VK_LOADER_DRIVERS_SELECT") &&
+      !std::getenv("VK_ICD_FILENAMES") && !std::getenv("VK_DRIVER_FILES"))
+    ::setenv("VK_LOADER_DRIVERS_DISABLE", "*lvp_icd*", 0);
 
   if (pref != AdapterPreference::Software) {
     InstanceHandle instance(wgpuCreateInstance(nullptr));

@@ -45,6 +45,10 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   void flush() override;
   void sync() override;
 
+  // The underlying handles, for tests of the API declarations.
+  WGPUAdapter raw_adapter() const { return adapter_.get(); }
+  WGPUDevice raw_device() const { return device_.get(); }
+
   // Called from webgpu.h callbacks.
   void on_error(WGPUErrorType type, const std::string& message);
   void on_device_lost(const std::string& message);
