@@ -1,5 +1,6 @@
 // forge: the command-line program. Commands are in cmd_*.cpp, one file each.
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "command.h"
@@ -36,6 +37,15 @@ int main(int argc, char** argv) {
     CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print figures (JSON with --json)");
     bench->require_subcommand(1);
     for (auto& b : benches()) b.setup(*bench->add_subcommand(b.name, b.help));
+  }
+  // CLI11 reports an unknown command as a missing one; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = std::string(argv[1]) == "bench";
+    for (auto& c : commands()) known = known || c.name == argv[1];
+    if (!known) {
+      std::fprintf(stderr, "forge: unknown command '%s' (see forge --help)\n", argv[1]);
+      return 2;
+    }
   }
   try {
     app.parse(argc, argv);
