@@ -1,4 +1,5 @@
-// Host side of the tiled matmul (shaders/matmul.wgsl).
+// Host side of matmul: the tiled kernel (shaders/matmul.wgsl) in two tile
+// sizes, and a matrix-vector kernel (shaders/matvec.wgsl) for few rows.
 #include "forge_shaders.h"
 #include "webgpu/kernels.h"
 #include "webgpu/launch.h"
@@ -8,6 +9,7 @@ namespace forge::webgpu {
 namespace {
 
 const gpu::Kernel kMatmul{"matmul", shaders::matmul};
+const gpu::Kernel kMatvec{"matvec", shaders::matvec};
 
 struct MatmulParams {
   uint32_t m, n, k, lda, ldb, a_batch_stride, b_batch_stride;
@@ -19,7 +21,10 @@ struct MatmulParams {
 };
 static_assert(sizeof(MatmulParams) == 48);
 
-constexpr uint32_t kTile = 64;
+constexpr int64_t kMatvecRows = 4;      // matvec.wgsl's MAX_ROWS
+constexpr int64_t kLargeTileGroups = 256;  // enough 128x128 tiles to fill a large GPU
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
@@ -36,10 +41,21 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   MatmulParams p{uint32_t(plan.m), uint32_t(plan.n), uint32_t(plan.k), uint32_t(plan.lda), uint32_t(plan.ldb),
                  uint32_t(plan.a_batch_stride), uint32_t(plan.b_batch_stride), plan.alpha,
                  bias ? 1u : 0u, uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(plan.a_offset)};
-  std::array<uint32_t, 3> groups{uint32_t((plan.n + kTile - 1) / kTile), uint32_t((plan.m + kTile - 1) / kTile),
+  std::initializer_list<gpu::Arg> args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out)};
+  if (plan.m <= kMatvecRows && !plan.trans_a) {
+    // Few rows (decode): read B once, coalesced, splitting k across lanes.
+    int64_t cols = plan.trans_b ? 8 : 64;
+    launch(out.device(), "matmul", kMatvec, p, args,
+           {uint32_t(ceil_div(plan.n, cols)), 1, uint32_t(plan.batch)}, {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
+    return;
+  }
+  // 128x128 tiles when there are enough of them to occupy the device, else 64x64.
+  int64_t t = ceil_div(plan.m, 128) * ceil_div(plan.n, 128) * plan.batch >= kLargeTileGroups ? 8 : 4;
+  int64_t tile = 16 * t;
+  std::array<uint32_t, 3> groups{uint32_t(ceil_div(plan.n, tile)), uint32_t(ceil_div(plan.m, tile)),
                                  uint32_t(plan.batch)};
-  launch(out.device(), "matmul", kMatmul, p, {arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out)}, groups,
-         {{"TRANS_A", plan.trans_a ? 1.0 : 0.0}, {"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
+  launch(out.device(), "matmul", kMatmul, p, args, groups,
+         {{"TRANS_A", plan.trans_a ? 1.0 : 0.0}, {"TRANS_B", plan.trans_b ? 1.0 : 0.0}, {"T", double(t)}});
 }
 
 }  // namespace forge::webgpu

@@ -79,6 +79,14 @@ TEST(Parity, Matmul) {
       {{7, 9}, {3, 9, 11}, false, false, false, -1},      // A broadcast
       {{2, 5, 16}, {2, 40, 16}, false, true, false, 13},  // q @ K^T over a cache of 40 rows, 13 used
       {{2, 5, 13}, {2, 40, 16}, false, false, false, 13}, // P @ V over the same cache
+      // Few rows take the matrix-vector kernel.
+      {{4, 129}, {129, 200}, false, false, true, -1},
+      {{3, 1, 16}, {3, 40, 16}, false, true, false, 17},  // one query over a cache
+      {{3, 1, 17}, {3, 40, 16}, false, false, false, 17},
+      {{2, 70}, {300, 70}, false, true, true, -1},        // LM-head shape
+      // Enough 128x128 tiles (>= 256) select the large-tile kernel.
+      {{256, 129, 3}, {3, 129}, false, false, true, -1},
+      {{256, 129, 5}, {129, 5}, false, true, false, -1},
   };
   uint32_t seed = 100;
   for (const auto& c : cases) check_matmul(c, seed += 3);

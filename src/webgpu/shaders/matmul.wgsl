@@ -1,13 +1,17 @@
 // Tiled matmul: C[batch, m, n] = alpha * op(A) @ op(B) (+ bias[n]).
-// A workgroup of 16x16 threads computes a 64x64 tile of C, each thread 4x4
-// outputs strided by 16 (coalesced stores, conflict-free shared reads),
-// stepping through k in slices of 16 staged in workgroup memory.
+// A workgroup of 16x16 threads computes a (16T)x(16T) tile of C, each thread
+// TxT outputs strided by 16 (coalesced stores, conflict-free shared reads),
+// stepping through k in slices of BK staged in workgroup memory. T = 4 (64x64
+// tiles, more workgroups for mid-sized products) or 8 (128x128 tiles, more
+// reuse for large ones); every thread stages 4 values of A and 4 of B a slice.
 override TRANS_A: bool = false;  // A stored [k, m] (row stride lda)
 override TRANS_B: bool = false;  // B stored [n, k] (row stride ldb)
+override T: u32 = 4u;            // outputs per thread along each dim: 4 or 8
 
-const BM: u32 = 64u;
-const BN: u32 = 64u;
-const BK: u32 = 16u;
+const MAX_T: u32 = 8u;
+override BM: u32 = 16u * T;
+override BN: u32 = 16u * T;
+override BK: u32 = 64u / T;
 
 struct Params {
   m: u32,
@@ -30,7 +34,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
 
-var<workgroup> As: array<f32, 1024>;  // [BK][BM]
+var<workgroup> As: array<f32, 1024>;  // [BK][BM], BK * BM = 1024
 var<workgroup> Bs: array<f32, 1024>;  // [BK][BN]
 
 // Logical A[row, col] (row < m, col < k), zero outside.
@@ -64,7 +68,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   let a_base = p.a_offset + batch * p.a_batch_stride;
   let b_base = batch * p.b_batch_stride;
 
-  var acc: array<f32, 16>;
+  var acc: array<f32, 64>;  // [T][T] used; T is a pipeline constant, so the rest folds away
   for (var t = 0u; t < p.k; t += BK) {
     // Stage a 64x16 slice of A and a 16x64 slice of B, 4 values per thread,
     // consecutive threads walking the stored layout's contiguous dim.
@@ -93,15 +97,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     }
     workgroupBarrier();
     for (var kk = 0u; kk < BK; kk++) {
-      var av: array<f32, 4>;
-      var bv: array<f32, 4>;
-      for (var i = 0u; i < 4u; i++) {
+      var av: array<f32, MAX_T>;
+      var bv: array<f32, MAX_T>;
+      for (var i = 0u; i < T; i++) {
         av[i] = As[kk * BM + lid.y + 16u * i];
         bv[i] = Bs[kk * BN + lid.x + 16u * i];
       }
-      for (var i = 0u; i < 4u; i++) {
-        for (var j = 0u; j < 4u; j++) {
-          acc[i * 4u + j] = fma(av[i], bv[j], acc[i * 4u + j]);
+      for (var i = 0u; i < T; i++) {
+        for (var j = 0u; j < T; j++) {
+          acc[i * T + j] = fma(av[i], bv[j], acc[i * T + j]);
         }
       }
     }
@@ -109,15 +113,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   }
 
   let c_base = p.c_offset + batch * p.m * p.ldc;
-  for (var i = 0u; i < 4u; i++) {
+  for (var i = 0u; i < T; i++) {
     let row = row0 + lid.y + 16u * i;
     if (row >= p.m) {
       continue;
     }
-    for (var j = 0u; j < 4u; j++) {
+    for (var j = 0u; j < T; j++) {
       let col = col0 + lid.x + 16u * j;
       if (col < p.n) {
-        var v = p.alpha * acc[i * 4u + j];
+        var v = p.alpha * acc[i * T + j];
         if (p.has_bias != 0u) {
           v += bias[col];
         }

@@ -1,0 +1,103 @@
+// Matrix-vector style matmul for few rows (decode steps): C[batch, m, n] =
+// alpha * A @ op(B) (+ bias) with m <= 4 and A not transposed. Same Params
+// as matmul.wgsl. Each workgroup owns a block of
+// output columns and splits the k sum across lanes so that B, the large
+// operand, is read once and coalesced:
+//   B stored [k, n]: 64 columns x 4 lanes, adjacent threads adjacent columns;
+//   B stored [n, k] (TRANS_B): 8 columns x 32 lanes, adjacent threads adjacent k.
+override TRANS_B: bool = false;
+
+const WG: u32 = 256u;
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+  m: u32,
+  n: u32,
+  k: u32,
+  lda: u32,
+  ldb: u32,
+  a_batch_stride: u32,
+  b_batch_stride: u32,
+  alpha: f32,
+  has_bias: u32,
+  ldc: u32,       // row stride of C (n for a dense result)
+  c_offset: u32,  // elements of C before the first output
+  a_offset: u32,  // elements of A before its first element
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> A: array<f32>;
+@group(0) @binding(2) var<storage, read> B: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> C: array<f32>;
+
+var<workgroup> partial: array<f32, 1024>;  // [MAX_ROWS][WG]
+
+fn cols_per_group() -> u32 {
+  if (TRANS_B) {
+    return 8u;
+  }
+  return 64u;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let batch = wg.z;
+  let ncols = cols_per_group();
+  let lanes = WG / ncols;
+  var c: u32;
+  var lane: u32;
+  if (TRANS_B) {
+    lane = lid % lanes;
+    c = lid / lanes;
+  } else {
+    c = lid % ncols;
+    lane = lid / ncols;
+  }
+  let col = wg.x * ncols + c;
+  let a_base = p.a_offset + batch * p.a_batch_stride;
+  let b_base = batch * p.b_batch_stride;
+
+  var acc: array<f32, MAX_ROWS>;
+  if (col < p.n) {
+    for (var kk = lane; kk < p.k; kk += lanes) {
+      var b: f32;
+      if (TRANS_B) {
+        b = B[b_base + col * p.ldb + kk];
+      } else {
+        b = B[b_base + kk * p.ldb + col];
+      }
+      for (var r = 0u; r < MAX_ROWS; r++) {
+        if (r < p.m) {
+          acc[r] = fma(A[a_base + r * p.lda + kk], b, acc[r]);
+        }
+      }
+    }
+  }
+  for (var r = 0u; r < MAX_ROWS; r++) {
+    partial[r * WG + lid] = acc[r];
+  }
+  workgroupBarrier();
+  // Lane 0 of each column adds its lanes in a fixed order.
+  if (lane == 0u && col < p.n) {
+    for (var r = 0u; r < MAX_ROWS; r++) {
+      if (r < p.m) {
+        var s = 0.0;
+        for (var l = 0u; l < lanes; l++) {
+          var idx: u32;
+          if (TRANS_B) {
+            idx = c * lanes + l;
+          } else {
+            idx = l * ncols + c;
+          }
+          s += partial[r * WG + idx];
+        }
+        var v = p.alpha * s;
+        if (p.has_bias != 0u) {
+          v += bias[col];
+        }
+        C[p.c_offset + batch * p.m * p.ldc + r * p.ldc + col] = v;
+      }
+    }
+  }
+}
