@@ -8,3 +8,7 @@
 #include "forge/ops/nn.h"         // activations, layernorm, reductions, dropout, optimizers
 #include "forge/ops/gather.h"     // embeddings, LM head, losses, head reshapes, KV cache
 #include "forge/ops/sample.h"     // drawing the next token: greedy, temperature, top-k, top-p
+#include "forge/ops/attention.h"  // flash attention (GQA, masks, KV cache, window, dropout) and its backward
+#include "forge/ops/llama.h"      // rope, rms_norm, silu gate, elementwise backwards, top_k, conv1d
+#include "forge/ops/quant.h"      // byte and MLX affine dequantization, quantized matmul
+#include "forge/ops/train.h"      // sgd, adamw_update, mse/ce losses, gradient clipping, copies

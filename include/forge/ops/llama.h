@@ -1,0 +1,123 @@
+// The Llama op family: rotary position embeddings, RMS norm (plain and fused
+// with the residual add), the SiLU-gated MLP product, the backwards of the
+// elementwise ops, named matmul layouts, top-k indices and the depthwise
+// convolution (see forge/ops.h for the conventions every op follows). All
+// tensors are f32 and on one device unless stated.
+#pragma once
+#include <cstdint>
+
+#include "forge/ops/nn.h"
+
+namespace forge {
+
+// ---- Rotary position embedding -------------------------------------------
+
+// Rotate-half RoPE (HF Llama), IN PLACE on x's storage. x is one token
+// [hidden], a sequence [seq, hidden], a batch [batch, seq, hidden] or
+// [batch, seq, heads, head_dim]; hidden = heads * head_dim. Every head vector
+// of token s (0-based within its sequence) is rotated by the angles of
+// position pos + s: for i < head_dim / 2, the pair (v[i], v[i + head_dim / 2])
+// becomes (v[i] c - v[i + h] s, v[i + h] c + v[i] s) with c, s = cos, sin of
+// angle(p, i) = f32(f32(p) * inv_freq[i]), inv_freq[i] = f32(theta^(-2i /
+// head_dim)) computed in double (the f32 product mirrors HF, which forms the
+// angle in f32). cos and sin of that angle are evaluated in double on the host
+// and rounded to f32; both backends read the same [seq, head_dim / 2] table,
+// so they differ at most by the rounding of the rotation itself.
+// theta is the checkpoint's rope_theta (100000 for SmolLM2). head_dim must be
+// even and divide hidden; pos >= 0.
+void rope(Tensor& x, int64_t head_dim, int64_t pos, double theta = 10000.0);
+// The backward of rope, IN PLACE: the inverse rotation (angle negated) applied
+// to the output gradient gives the input gradient. Same arguments as rope.
+void rope_backward(Tensor& dy, int64_t head_dim, int64_t pos, double theta = 10000.0);
+
+// ---- RMS norm ---------------------------------------------------------------
+
+// x [.., C], weight [C] -> [.., C]: per row, y = x * r * weight with
+// r = 1 / sqrt(mean(x^2) + eps) (HF LlamaRMSNorm; x * r is rounded before
+// the weight multiplies it).
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps = 1e-5f);
+
+struct RmsNormResidual {
+  Tensor out;  // [.., C]: rms_norm(x + residual, weight, eps)
+  Tensor sum;  // [.., C]: x + residual, the next residual stream
+};
+// The fused pre-norm of a Llama block: h = x + residual (f32, exactly as
+// add()), out = rms_norm(h). Returns both, so one pass yields the normed
+// input of the next sublayer and the residual stream after it.
+RmsNormResidual rms_norm_residual(const Tensor& x, const Tensor& residual, const Tensor& weight,
+                                  float eps = 1e-5f);
+
+struct RmsNormGrads {
+  Tensor dx;       // [.., C]
+  Tensor dweight;  // [C], summed over all leading dims
+};
+// Gradients of rms_norm from its input x [.., C], weight [C] and the output
+// gradient dy [.., C] (r is recomputed from x):
+// dx = r * (dy w - xhat * mean(dy w xhat)), dweight = sum_rows(dy * xhat),
+// xhat = x r.
+RmsNormGrads rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, float eps = 1e-5f);
+
+// ---- Gated MLP --------------------------------------------------------------
+
+// up, gate [..] (one shape) -> silu(up) * gate, in one pass.
+// The HF Llama MLP is down_proj(silu(gate_proj(x)) * up_proj(x)), so the
+// argument named `up` here receives gate_proj(x) (the projection that goes
+// through SiLU) and `gate` receives up_proj(x):
+//   h = silu_gate_fused(/*up=*/gate_proj(x), /*gate=*/up_proj(x)).
+Tensor silu_gate_fused(const Tensor& up, const Tensor& gate);
+
+struct SiluGateGrads {
+  Tensor grad_up;    // dy * gate * silu'(up)
+  Tensor grad_gate;  // dy * silu(up)
+};
+// The backward of silu_gate_fused from its inputs and the output gradient dy
+// (all one shape).
+SiluGateGrads silu_gate_fused_backward(const Tensor& up, const Tensor& gate, const Tensor& dy);
+
+// ---- Elementwise backwards (add, sub, mul live in core.h / nn.h) -------------
+
+struct BinaryGrads {
+  Tensor grad_a;
+  Tensor grad_b;
+};
+// add(a, b): both gradients are `grad` itself (the same storage, no copy:
+// clone one before updating it in place).
+BinaryGrads add_backward(const Tensor& grad);
+// sub(a, b): (grad, -grad); grad_a is `grad` itself, grad_b a new tensor.
+BinaryGrads sub_backward(const Tensor& grad);
+// mul(a, b): (grad * b, grad * a); all three one shape.
+BinaryGrads mul_backward(const Tensor& grad, const Tensor& a, const Tensor& b);
+
+// ---- Matmul layouts -----------------------------------------------------------
+// Thin names over matmul() for the three layouts a training step needs; a and
+// b as matmul() takes them (rank 2 or 3, a rank-2 operand broadcast).
+
+// a [.., m, k] @ b [.., k, n] -> [.., m, n].
+Tensor matmul_nn(const Tensor& a, const Tensor& b);
+// a [.., m, k] @ b[.., n, k]^T -> [.., m, n] (a Linear's forward: x @ W^T).
+Tensor matmul_nt(const Tensor& a, const Tensor& b);
+// a[.., k, m]^T @ b [.., k, n] -> [.., m, n] (a Linear's weight gradient:
+// dy^T @ x).
+Tensor matmul_tn(const Tensor& a, const Tensor& b);
+
+// ---- Top-k -------------------------------------------------------------------------
+
+// x [n] or [B, n] -> u32 [k] or [B, k]: the indices of the k largest values of
+// each row, largest first; equal values are ordered by lower index first.
+// Values are compared by the total order of their f32 bit patterns: -0 ranks
+// below +0 and a NaN with the sign bit clear ranks above +inf. ValueError
+// unless 1 <= k <= n. The result is identical on every backend. On WebGPU
+// each row is reduced by a workgroup with a radix select of the k-th largest
+// key (4 passes of 8 bits), the winners are compacted in index order, then
+// each winner finds its place by counting the winners that precede it (one
+// invocation per winner: O(k) each).
+Tensor top_k(const Tensor& x, int64_t k);
+
+// ---- Depthwise convolution --------------------------------------------------
+
+// x [dim, seq] or [batch, dim, seq], w [dim, 3], b [dim] -> x's shape:
+// out[d, s] = b[d] + w[d, 0] x[d, s - 1] + w[d, 1] x[d, s] + w[d, 2] x[d, s + 1]
+// (kernel 3, zero padding 1), summed in that order in f32.
+Tensor conv1d_depthwise(const Tensor& x, const Tensor& w, const Tensor& b);
+
+}  // namespace forge

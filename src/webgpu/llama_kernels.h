@@ -1,0 +1,23 @@
+// WebGPU host side of the Llama ops (forge/ops/llama.h): parameter blocks,
+// bindings and grids for the WGSL kernels in shaders/. Same contracts as
+// src/cpu/llama_kernels.h; row-wise work is split with for_each_row_chunk so
+// that no binding exceeds the device's storage binding limit.
+#pragma once
+#include <cstdint>
+
+#include "forge/ops/llama.h"
+#include "ops/llama_plan.h"
+
+namespace forge::webgpu {
+
+void rope(Tensor& x, const Tensor& table, const RopePlan& plan);
+void rms_norm(const Tensor& x, const Tensor* residual, const Tensor& weight, const RowsPlan& plan, Tensor& y,
+              Tensor* sum);
+void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const RowsPlan& plan, Tensor& dx,
+                  Tensor& dweight);
+void silu_gate(const Tensor& up, const Tensor& gate, Tensor& out);
+void silu_gate_bwd(const Tensor& up, const Tensor& gate, const Tensor& dy, Tensor& grad_up, Tensor& grad_gate);
+void top_k(const Tensor& x, int64_t rows, int64_t n, int64_t k, Tensor& out);
+void conv1d_depthwise(const Tensor& x, const Tensor& w, const Tensor& b, const Conv1dPlan& plan, Tensor& out);
+
+}  // namespace forge::webgpu

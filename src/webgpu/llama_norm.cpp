@@ -1,0 +1,80 @@
+// Host side of rope, rms_norm (plain and residual) and rms_norm_bwd
+// (shaders/rope.wgsl, rms_norm.wgsl, rms_norm_bwd.wgsl): token rows split
+// under the binding limit.
+#include "forge_shaders.h"
+#include "webgpu/launch.h"
+#include "webgpu/llama_kernels.h"
+#include "webgpu/nn_kernels.h"
+
+namespace forge::webgpu {
+
+namespace {
+
+const gpu::Kernel kRope{"rope", shaders::rope};
+const gpu::Kernel kRmsNorm{"rms_norm", shaders::rms_norm};
+const gpu::Kernel kRmsNormResidual{"rms_norm_residual", shaders::rms_norm, "residual"};
+const gpu::Kernel kRmsNormBwd{"rms_norm_bwd", shaders::rms_norm_bwd};
+
+struct RopeParams {
+  uint32_t pairs, first_token, seq, hidden, head_dim, inverse;
+  uint32_t pad[2];
+};
+static_assert(sizeof(RopeParams) == 32);
+
+struct RowParams {
+  uint32_t rows, cols;
+  float eps;
+  uint32_t pad;
+};
+static_assert(sizeof(RowParams) == 16);
+
+}  // namespace
+
+void rope(Tensor& x, const Tensor& table, const RopePlan& plan) {
+  const Device& dev = x.device();
+  uint64_t row_bytes = uint64_t(plan.hidden) * 4;
+  const char* op = plan.inverse ? "rope_backward" : "rope";
+  for_each_row_chunk(dev.runtime(), op, plan.tokens, row_bytes, [&](int64_t first, int64_t count) {
+    uint64_t pairs = uint64_t(count) * uint64_t(plan.hidden) / 2;
+    RopeParams p{uint32_t(pairs),         uint32_t(first),         uint32_t(plan.seq),
+                 uint32_t(plan.hidden),   uint32_t(plan.head_dim), plan.inverse ? 1u : 0u,
+                 {}};
+    launch(dev, op, kRope, p, {arg(x, uint64_t(first) * row_bytes, uint64_t(count) * row_bytes), arg(table)},
+           grid_1d((pairs + 255) / 256, dev.runtime().limits()));
+  });
+}
+
+void rms_norm(const Tensor& x, const Tensor* residual, const Tensor& weight, const RowsPlan& plan, Tensor& y,
+              Tensor* sum) {
+  const Device& dev = y.device();
+  uint64_t row_bytes = uint64_t(plan.cols) * 4;
+  const char* op = residual ? "rms_norm_residual" : "rms_norm";
+  for_each_row_chunk(dev.runtime(), op, plan.rows, row_bytes, [&](int64_t first, int64_t count) {
+    RowParams p{uint32_t(count), uint32_t(plan.cols), plan.eps, 0};
+    uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
+    auto grid = grid_1d(uint64_t(count), dev.runtime().limits());
+    if (residual)
+      launch(dev, op, kRmsNormResidual, p,
+             {arg(x, off, bytes), arg(weight), arg(y, off, bytes), arg(*residual, off, bytes), arg(*sum, off, bytes)},
+             grid);
+    else
+      launch(dev, op, kRmsNorm, p, {arg(x, off, bytes), arg(weight), arg(y, off, bytes)}, grid);
+  });
+}
+
+void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const RowsPlan& plan, Tensor& dx,
+                  Tensor& dweight) {
+  const Device& dev = dx.device();
+  uint64_t row_bytes = uint64_t(plan.cols) * 4;
+  Tensor dy_xhat = Tensor::empty({plan.rows, plan.cols}, DType::F32, dev);  // [rows, cols]
+  for_each_row_chunk(dev.runtime(), "rms_norm_bwd", plan.rows, row_bytes, [&](int64_t first, int64_t count) {
+    RowParams p{uint32_t(count), uint32_t(plan.cols), plan.eps, 0};
+    uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
+    launch(dev, "rms_norm_bwd", kRmsNormBwd, p,
+           {arg(x, off, bytes), arg(weight), arg(dy, off, bytes), arg(dx, off, bytes), arg(dy_xhat, off, bytes)},
+           grid_1d(uint64_t(count), dev.runtime().limits()));
+  });
+  sum_rows(dy_xhat, plan.rows, plan.cols, dweight);
+}
+
+}  // namespace forge::webgpu

@@ -1,0 +1,349 @@
+// Parity, values and validation for the Llama ops (forge/ops/llama.h): every
+// op on the CPU and on WebGPU over shapes with odd sizes, tolerances stated
+// per op; the chunked paths under a lowered binding limit.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numeric>
+
+#include "parity/parity.h"
+
+using namespace forge;
+using namespace forge::testing;
+
+namespace {
+
+const std::vector<Shape> kElementwiseShapes = {{1}, {3}, {17}, {129}, {3, 17}, {2, 3, 129}, {1000, 3}};
+const std::vector<Shape> kRowShapes = {{1}, {3}, {17, 1}, {3, 17}, {17, 129}, {2, 3, 129}, {5, 300}, {1, 1, 576}};
+
+struct LoweredBindingLimit {
+  explicit LoweredBindingLimit(uint64_t bytes) { gpu_device().runtime().set_binding_limit_for_testing(bytes); }
+  ~LoweredBindingLimit() { gpu_device().runtime().set_binding_limit_for_testing(0); }
+};
+
+template <class E>
+void expect_error(const std::string& op, const std::function<void()>& fn, const std::string& also = "") {
+  try {
+    fn();
+    ADD_FAILURE() << "no error from " << op;
+  } catch (const E& e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("[" + op + "]", 0), 0u) << msg;
+    if (!also.empty()) {
+      EXPECT_NE(msg.find(also), std::string::npos) << msg;
+    }
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << op << ": wrong exception type: " << e.what();
+  }
+}
+
+// ---- RoPE -------------------------------------------------------------------------
+
+struct RopeCase {
+  Shape shape;
+  int64_t head_dim, pos;
+  double theta;
+};
+
+const std::vector<RopeCase> kRopeCases = {
+    {{6}, 6, 0, 1e4},           {{2}, 2, 129, 1e5},          {{3, 12}, 4, 5, 1e5},
+    {{17, 68}, 34, 129, 1e4},   {{2, 3, 2, 64}, 64, 7, 1e5}, {{2, 129, 16}, 8, 1000, 1e5},
+    {{1, 1, 3 * 64}, 64, 4095, 1e5},
+};
+
+TEST(LlamaParity, Rope) {
+  uint32_t seed = 1;
+  for (const RopeCase& c : kRopeCases) {
+    Tensor x = random_tensor(c.shape, seed++);
+    // Both backends read the same host-built cos/sin table; only the
+    // rounding of a * c - b * s (a fused multiply-add or not) may differ:
+    // 1e-6 absolute for |x| <= 1.
+    for (bool inverse : {false, true}) {
+      auto op = [&](auto& t) {
+        Tensor y = t[0].clone();
+        if (inverse) rope_backward(y, c.head_dim, c.pos, c.theta);
+        else rope(y, c.head_dim, c.pos, c.theta);
+        return y;
+      };
+      EXPECT_TRUE(cpu_gpu_parity({x}, op, 1e-6, 1e-6)) << shape_str(c.shape) << " inverse " << inverse;
+    }
+  }
+}
+
+TEST(LlamaValues, RopeKnownRotation) {
+  for (const Device& d : {Device::cpu(), gpu_device()}) {
+    // head_dim 2: one pair, inv_freq 1, so position p rotates by p radians.
+    Tensor x = Tensor::from_vector<float>({1, 0, 0, 1, 2, 0}, {3, 2}, d);
+    rope(x, 2, 1);
+    std::vector<float> want = {std::cos(1.0f), std::sin(1.0f), -std::sin(2.0f), std::cos(2.0f),
+                               2 * std::cos(3.0f), 2 * std::sin(3.0f)};
+    EXPECT_TRUE(all_close(x.to_vector<float>(), want, 1e-6, 0)) << d.name();
+    // head_dim 4, theta 100: pair 1 has inv_freq 100^(-1/2) = 0.1; position 5 -> 0.5 rad.
+    Tensor y = Tensor::from_vector<float>({0, 1, 0, 0}, {4}, d);
+    rope(y, 4, 5, 100.0);
+    EXPECT_TRUE(all_close(y.to_vector<float>(), {0, std::cos(0.5f), 0, std::sin(0.5f)}, 1e-6, 0)) << d.name();
+    // The backward undoes the forward (rotation by the negated angle).
+    Tensor z = random_tensor({2, 5, 3, 8}, 7).to(d);
+    Tensor keep = z.clone();
+    rope(z, 8, 33, 1e5);
+    rope_backward(z, 8, 33, 1e5);
+    EXPECT_TRUE(all_close(z, keep, 1e-6, 1e-6)) << d.name();
+    // Each batch row starts at `pos`: equal batch rows stay equal.
+    std::vector<float> row = random_values(3 * 16, 9);
+    std::vector<float> both = row;
+    both.insert(both.end(), row.begin(), row.end());
+    Tensor b = Tensor::from_vector(both, {2, 3, 16}, d);
+    rope(b, 8, 11);
+    auto v = b.to_vector<float>();
+    EXPECT_TRUE(std::equal(v.begin(), v.begin() + 48, v.begin() + 48)) << d.name();
+  }
+}
+
+// ---- RMS norm -----------------------------------------------------------------------
+
+TEST(LlamaParity, RmsNorm) {
+  uint32_t seed = 100;
+  for (const Shape& s : kRowShapes) {
+    int64_t c = s.back();
+    int64_t rows = numel(s) / c;
+    Tensor x = random_tensor(s, seed++, -2.0f, 3.0f);
+    Tensor r = random_tensor(s, seed++);
+    Tensor w = random_tensor({c}, seed++, 0.5f, 1.5f);
+    Tensor dy = random_tensor(s, seed++);
+    // f32 row reduction on the GPU vs double on the CPU; outputs O(3): 1e-5
+    // absolute and relative.
+    EXPECT_TRUE(cpu_gpu_parity({x, w}, [](auto& t) { return rms_norm(t[0], t[1]); }, 1e-5, 1e-5)) << shape_str(s);
+    EXPECT_TRUE(cpu_gpu_parity({x, r, w}, [](auto& t) { return rms_norm_residual(t[0], t[1], t[2]).out; }, 1e-5,
+                               1e-5))
+        << shape_str(s);
+    // The sum is one f32 add: exact.
+    EXPECT_TRUE(cpu_gpu_parity({x, r, w}, [](auto& t) { return rms_norm_residual(t[0], t[1], t[2]).sum; }, 0, 0))
+        << shape_str(s);
+    // dx: two f32 row reductions, 3e-5 absolute; dweight sums `rows` terms:
+    // 1e-5 (1 + sqrt(rows)) absolute, 1e-5 relative.
+    double sum_atol = 1e-5 * (1 + std::sqrt(double(rows)));
+    EXPECT_TRUE(cpu_gpu_parity({x, w, dy}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2]).dx; }, 3e-5, 1e-5))
+        << shape_str(s);
+    EXPECT_TRUE(cpu_gpu_parity({x, w, dy}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2]).dweight; }, sum_atol,
+                               1e-5))
+        << shape_str(s);
+  }
+}
+
+TEST(LlamaValues, RmsNorm) {
+  for (const Device& d : {Device::cpu(), gpu_device()}) {
+    // Row (3, 4): mean square 12.5, r = 1 / sqrt(12.5 + eps); weight (1, 2).
+    Tensor x = Tensor::from_vector<float>({3, 4}, {1, 2}, d);
+    Tensor w = Tensor::from_vector<float>({1, 2}, {2}, d);
+    double r = 1.0 / std::sqrt(12.5 + 1e-5);
+    EXPECT_TRUE(all_close(rms_norm(x, w).to_vector<float>(), {float(3 * r), float(8 * r)}, 1e-6, 1e-6)) << d.name();
+    // The fused form equals rms_norm of the sum and returns the sum.
+    Tensor res = random_tensor({4, 33}, 3).to(d), h = random_tensor({4, 33}, 4).to(d);
+    Tensor g = random_tensor({33}, 5).to(d);
+    RmsNormResidual f = rms_norm_residual(h, res, g);
+    EXPECT_TRUE(all_close(f.sum, add(h, res), 0, 0)) << d.name();
+    EXPECT_TRUE(all_close(f.out, rms_norm(add(h, res), g), 0, 0)) << d.name();
+  }
+}
+
+// ---- Gated MLP and elementwise backwards ---------------------------------------------
+
+TEST(LlamaParity, SiluGate) {
+  uint32_t seed = 200;
+  for (const Shape& s : kElementwiseShapes) {
+    Tensor u = random_tensor(s, seed++, -6.0f, 6.0f);
+    Tensor g = random_tensor(s, seed++, -2.0f, 2.0f);
+    Tensor dy = random_tensor(s, seed++);
+    // The CPU rounds a double evaluation once; the GPU's f32 exp loses a few
+    // ulps for |u| up to 6, scaled by |gate| <= 2: 4e-6 absolute, 1e-5 relative.
+    EXPECT_TRUE(cpu_gpu_parity({u, g}, [](auto& t) { return silu_gate_fused(t[0], t[1]); }, 4e-6, 1e-5))
+        << shape_str(s);
+    EXPECT_TRUE(cpu_gpu_parity({u, g, dy}, [](auto& t) { return silu_gate_fused_backward(t[0], t[1], t[2]).grad_up; },
+                               1e-5, 2e-5))
+        << shape_str(s);
+    EXPECT_TRUE(cpu_gpu_parity(
+        {u, g, dy}, [](auto& t) { return silu_gate_fused_backward(t[0], t[1], t[2]).grad_gate; }, 1e-5, 2e-5))
+        << shape_str(s);
+  }
+  // Against the unfused form on the CPU: silu rounded, then the product
+  // rounded, vs one rounding: within 2 ulps (3e-7 relative, 1e-12 absolute).
+  Tensor u = random_tensor({5, 77}, 1, -6.0f, 6.0f), g = random_tensor({5, 77}, 2);
+  EXPECT_TRUE(all_close(silu_gate_fused(u, g), mul(silu(u), g), 1e-12, 3e-7));
+}
+
+TEST(LlamaParity, BinaryBackwards) {
+  uint32_t seed = 300;
+  for (const Shape& s : kElementwiseShapes) {
+    Tensor grad = random_tensor(s, seed++), a = random_tensor(s, seed++), b = random_tensor(s, seed++);
+    // Negation and one product: exact.
+    EXPECT_TRUE(cpu_gpu_parity({grad}, [](auto& t) { return sub_backward(t[0]).grad_b; }, 0, 0)) << shape_str(s);
+    EXPECT_TRUE(cpu_gpu_parity({grad, a, b}, [](auto& t) { return mul_backward(t[0], t[1], t[2]).grad_a; }, 0, 0))
+        << shape_str(s);
+    EXPECT_TRUE(cpu_gpu_parity({grad, a, b}, [](auto& t) { return mul_backward(t[0], t[1], t[2]).grad_b; }, 0, 0))
+        << shape_str(s);
+    EXPECT_TRUE(cpu_gpu_parity({grad}, [](auto& t) { return add_backward(t[0]).grad_b; }, 0, 0)) << shape_str(s);
+  }
+  Tensor g = Tensor::from_vector<float>({1, -2}, {2});
+  EXPECT_EQ(sub_backward(g).grad_b.to_vector<float>(), (std::vector<float>{-1, 2}));
+  EXPECT_EQ(sub_backward(g).grad_a.to_vector<float>(), (std::vector<float>{1, -2}));
+  EXPECT_EQ(add_backward(g).grad_a.to_vector<float>(), (std::vector<float>{1, -2}));
+}
+
+TEST(LlamaParity, MatmulLayouts) {
+  struct Case {
+    int64_t m, k, n;
+  };
+  uint32_t seed = 400;
+  for (Case c : {Case{1, 1, 1}, Case{3, 17, 5}, Case{17, 129, 3}, Case{129, 3, 17}}) {
+    Tensor a = random_tensor({c.m, c.k}, seed++), b = random_tensor({c.k, c.n}, seed++);
+    Tensor bt = random_tensor({c.n, c.k}, seed++), at = random_tensor({c.k, c.m}, seed++);
+    MatmulOptions tb, ta;
+    tb.transpose_b = true;
+    ta.transpose_a = true;
+    // The wrappers are the core matmul: bitwise equal to it on the CPU.
+    EXPECT_TRUE(all_close(matmul_nn(a, b), matmul(a, b), 0, 0));
+    EXPECT_TRUE(all_close(matmul_nt(a, bt), matmul(a, bt, tb), 0, 0));
+    EXPECT_TRUE(all_close(matmul_tn(at, b), matmul(at, b, ta), 0, 0));
+    // GPU vs CPU: f32 sums of k <= 129 terms of |x| <= 1: 2e-5 absolute.
+    EXPECT_TRUE(cpu_gpu_parity({a, b}, [](auto& t) { return matmul_nn(t[0], t[1]); }, 2e-5, 1e-5));
+    EXPECT_TRUE(cpu_gpu_parity({a, bt}, [](auto& t) { return matmul_nt(t[0], t[1]); }, 2e-5, 1e-5));
+    EXPECT_TRUE(cpu_gpu_parity({at, b}, [](auto& t) { return matmul_tn(t[0], t[1]); }, 2e-5, 1e-5));
+  }
+  // Batched: [2, 3, 17] @ [2, 5, 17]^T.
+  Tensor a = random_tensor({2, 3, 17}, 1), b = random_tensor({2, 5, 17}, 2);
+  EXPECT_TRUE(cpu_gpu_parity({a, b}, [](auto& t) { return matmul_nt(t[0], t[1]); }, 2e-5, 1e-5));
+  EXPECT_EQ(matmul_nt(a, b).shape(), (Shape{2, 3, 5}));
+}
+
+// ---- Top-k -----------------------------------------------------------------------------
+
+// The reference: indices sorted by value descending (total order of the f32
+// bit patterns), lower index first among equal values.
+std::vector<uint32_t> top_k_reference(const std::vector<float>& x, int64_t rows, int64_t n, int64_t k) {
+  auto key = [](float v) {
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    return b ^ ((b & 0x80000000u) ? 0xFFFFFFFFu : 0x80000000u);
+  };
+  std::vector<uint32_t> out;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<uint32_t> idx(static_cast<size_t>(n));
+    std::iota(idx.begin(), idx.end(), 0u);
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](uint32_t a, uint32_t b) { return key(x[r * n + a]) > key(x[r * n + b]); });
+    out.insert(out.end(), idx.begin(), idx.begin() + k);
+  }
+  return out;
+}
+
+void expect_top_k(const std::vector<float>& values, int64_t rows, int64_t n, int64_t k, const std::string& what) {
+  Shape shape = rows == 1 ? Shape{n} : Shape{rows, n};
+  Tensor x = Tensor::from_vector(values, shape);
+  auto want = top_k_reference(values, rows, n, k);
+  // Indices are exact on both backends.
+  EXPECT_EQ(top_k(x, k).to_vector<uint32_t>(), want) << what << " cpu";
+  EXPECT_EQ(top_k(x.to(gpu_device()), k).to_vector<uint32_t>(), want) << what << " webgpu";
+}
+
+TEST(LlamaParity, TopK) {
+  uint32_t seed = 500;
+  for (int64_t n : {1, 3, 17, 129, 1000, 5003}) {
+    for (int64_t k : {int64_t(1), std::min<int64_t>(n, 5), std::min<int64_t>(n, 64), n}) {
+      if (n == 5003 && k == n) continue;  // O(k^2) placing; covered at 1000
+      auto v = random_values(n, seed++, -3.0f, 3.0f);
+      expect_top_k(v, 1, n, k, "random n " + std::to_string(n) + " k " + std::to_string(k));
+      // Heavy ties: 5 distinct values.
+      for (auto& e : v) e = std::floor(e);
+      expect_top_k(v, 1, n, k, "ties n " + std::to_string(n) + " k " + std::to_string(k));
+    }
+  }
+  // All equal: the lowest indices, in order.
+  expect_top_k(std::vector<float>(300, 2.5f), 1, 300, 7, "all equal");
+  // Signed zeros, infinities, negatives only.
+  float inf = std::numeric_limits<float>::infinity();
+  expect_top_k({0.0f, -0.0f, -inf, inf, -1.0f, 0.0f, inf, -0.0f}, 1, 8, 8, "specials");
+  expect_top_k({-5, -1, -3, -1, -7}, 1, 5, 3, "negatives");
+  // Batched rows.
+  expect_top_k(random_values(7 * 129, 9), 7, 129, 10, "batched");
+}
+
+TEST(LlamaChunked, TopK) {
+  // 200 rows of 129 values (516 bytes; aligned runs of 64 rows): 4 chunks.
+  LoweredBindingLimit limit(40000);
+  auto v = random_values(200 * 129, 77);
+  for (size_t i = 0; i < v.size(); i += 3) v[i] = std::round(v[i]);
+  expect_top_k(v, 200, 129, 5, "chunked");
+}
+
+// ---- Depthwise convolution -------------------------------------------------------
+
+TEST(LlamaParity, Conv1dDepthwise) {
+  uint32_t seed = 600;
+  for (Shape s : std::vector<Shape>{{1, 1}, {3, 1}, {1, 3}, {3, 17}, {17, 129}, {2, 3, 5}, {3, 129, 17}}) {
+    int64_t dim = s[s.size() - 2];
+    Tensor x = random_tensor(s, seed++), w = random_tensor({dim, 3}, seed++), b = random_tensor({dim}, seed++);
+    // Four f32 terms summed in one order on both; a fused multiply-add may
+    // round differently: 1e-6 absolute.
+    EXPECT_TRUE(cpu_gpu_parity({x, w, b}, [](auto& t) { return conv1d_depthwise(t[0], t[1], t[2]); }, 1e-6, 1e-6))
+        << shape_str(s);
+  }
+  for (const Device& d : {Device::cpu(), gpu_device()}) {
+    // One channel, x = (1, 2, 3), w = (1, 10, 100), b = 0.5:
+    // out = (0.5 + 10 + 200, 0.5 + 1 + 20 + 300, 0.5 + 2 + 30).
+    Tensor x = Tensor::from_vector<float>({1, 2, 3}, {1, 3}, d);
+    Tensor w = Tensor::from_vector<float>({1, 10, 100}, {1, 3}, d);
+    Tensor b = Tensor::from_vector<float>({0.5f}, {1}, d);
+    EXPECT_EQ(conv1d_depthwise(x, w, b).to_vector<float>(), (std::vector<float>{210.5f, 321.5f, 32.5f})) << d.name();
+  }
+}
+
+// ---- Chunked paths -------------------------------------------------------------------
+
+TEST(LlamaChunked, RowAndElementwiseOps) {
+  // Rows of 64 values (256 bytes) under a 1 KiB limit: 4 rows per dispatch.
+  Tensor x = random_tensor({50, 64}, 1), r = random_tensor({50, 64}, 2), dy = random_tensor({50, 64}, 3);
+  Tensor w = random_tensor({64}, 4, 0.5f, 1.5f), b = random_tensor({50}, 5), cw = random_tensor({50, 3}, 6);
+  LoweredBindingLimit limit(1024);
+  EXPECT_TRUE(cpu_gpu_parity({x}, [](auto& t) { Tensor y = t[0].clone(); rope(y, 16, 3, 1e5); return y; }, 1e-6, 1e-6));
+  EXPECT_TRUE(cpu_gpu_parity({x, w}, [](auto& t) { return rms_norm(t[0], t[1]); }, 1e-5, 1e-5));
+  EXPECT_TRUE(cpu_gpu_parity({x, r, w}, [](auto& t) { return rms_norm_residual(t[0], t[1], t[2]).out; }, 1e-5, 1e-5));
+  EXPECT_TRUE(cpu_gpu_parity({x, r, w}, [](auto& t) { return rms_norm_residual(t[0], t[1], t[2]).sum; }, 0, 0));
+  EXPECT_TRUE(cpu_gpu_parity({x, w, dy}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2]).dx; }, 3e-5, 1e-5));
+  EXPECT_TRUE(cpu_gpu_parity({x, w, dy}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2]).dweight; }, 1e-4, 1e-5));
+  EXPECT_TRUE(cpu_gpu_parity({x, r}, [](auto& t) { return silu_gate_fused(t[0], t[1]); }, 4e-6, 1e-5));
+  EXPECT_TRUE(cpu_gpu_parity({x, r, dy}, [](auto& t) { return silu_gate_fused_backward(t[0], t[1], t[2]).grad_up; },
+                             1e-5, 2e-5));
+  EXPECT_TRUE(cpu_gpu_parity({x, cw, b}, [](auto& t) { return conv1d_depthwise(t[0], t[1], t[2]); }, 1e-6, 1e-6));
+}
+
+// ---- Validation ------------------------------------------------------------------------
+
+TEST(LlamaValidation, Errors) {
+  Tensor x = random_tensor({3, 12}, 1);
+  expect_error<ShapeError>("rope", [&] { rope(x, 5, 0); }, "f32[3, 12]");
+  expect_error<ShapeError>("rope", [&] { rope(x, 8, 0); }, "hidden");
+  expect_error<ValueError>("rope", [&] { rope(x, 4, -1); });
+  expect_error<ValueError>("rope_backward", [&] { rope_backward(x, 4, 0, 0.0); });
+  Tensor x4 = random_tensor({1, 2, 3, 4}, 2);
+  expect_error<ShapeError>("rope", [&] { rope(x4, 2, 0); }, "rank-4");
+  Tensor w = random_tensor({11}, 3);
+  expect_error<ShapeError>("rms_norm", [&] { rms_norm(x, w); }, "f32[11]");
+  expect_error<ShapeError>("rms_norm_residual", [&] { rms_norm_residual(x, random_tensor({3, 11}, 4), w); },
+                           "f32[3, 11]");
+  expect_error<ShapeError>("rms_norm_bwd", [&] { rms_norm_bwd(x, random_tensor({12}, 5), random_tensor({3}, 6)); });
+  expect_error<ValueError>("rms_norm", [&] { rms_norm(x, random_tensor({12}, 5), -1.0f); });
+  expect_error<ShapeError>("silu_gate_fused", [&] { silu_gate_fused(x, random_tensor({12, 3}, 7)); }, "f32[12, 3]");
+  expect_error<ShapeError>("silu_gate_fused_backward", [&] { silu_gate_fused_backward(x, x, w); });
+  expect_error<ShapeError>("mul_backward", [&] { mul_backward(x, x, w); });
+  expect_error<DeviceError>("silu_gate_fused", [&] { silu_gate_fused(x, x.to(gpu_device())); });
+  expect_error<ValueError>("top_k", [&] { top_k(w, 0); }, "f32[11]");
+  expect_error<ValueError>("top_k", [&] { top_k(w, 12); });
+  expect_error<ShapeError>("top_k", [&] { top_k(x4, 1); });
+  expect_error<ShapeError>("conv1d_depthwise", [&] { conv1d_depthwise(x, random_tensor({3, 2}, 8), random_tensor({3}, 9)); },
+                           "f32[3, 2]");
+  expect_error<DTypeError>("top_k", [&] { top_k(Tensor::zeros({4}, DType::U32), 1); });
+}
+
+}  // namespace
