@@ -1,0 +1,198 @@
+// The GPT-2 backward pass, written out by hand as one explicit backward
+// function per forward stage (the layout of llm.c), not recorded on a tape.
+//
+// Why explicit functions: GPT-2's graph is fixed and small (embeddings, L
+// identical blocks, ln_f, a tied LM head), so a tape would buy generality the
+// model does not use while costing a dynamic graph, type-erased closures and
+// reference-counted intermediates whose lifetimes are hard to see. Written
+// out, every saved activation is a named field with its shape
+// (Gpt2BlockActs), the memory a step needs is visible in one struct, the
+// order of gradient accumulation is fixed (so results are deterministic and
+// a resumed run reproduces an uninterrupted one bit for bit), and each line
+// maps onto one backward op that has its own parity and finite-difference
+// tests. The cost is that a change to the forward must be mirrored here; the
+// golden test against the reference gradients catches a mismatch.
+//
+// The LM head and cross-entropy run over row blocks of the positions so the
+// [N, V] logits, probabilities and their gradient never exist for all N rows
+// at once (GPT-2 124M at B8 x T1024 would need 1.6 GB for each) and no
+// WebGPU binding exceeds the device limit.
+#include <algorithm>
+#include <cmath>
+
+#include "forge/gpt2_train.h"
+#include "gpu/runtime.h"
+#include "models/gpt2/train_util.h"
+
+namespace forge {
+
+namespace {
+
+Tensor maybe_dropout(const Tensor& x, float p, uint64_t seed) { return p > 0 ? dropout(x, p, seed) : x; }
+
+// slot += g, or slot = g when slot holds no gradient yet.
+void acc(Tensor& slot, const Tensor& g) {
+  if (!slot.defined()) slot = g;
+  else gradient_accumulate(slot, g);
+}
+
+MatmulOptions ta() {
+  MatmulOptions o;
+  o.transpose_a = true;
+  return o;
+}
+MatmulOptions tb() {
+  MatmulOptions o;
+  o.transpose_b = true;
+  return o;
+}
+
+// Rows per LM-head block: the [rows, V] logits stay within one binding on
+// WebGPU and 256 MiB on the CPU; blocks other than the whole set are a
+// multiple of 64 rows so their offsets meet WebGPU's alignment.
+int64_t head_block_rows(const Device& dev, int64_t rows, int64_t V) {
+  uint64_t limit = uint64_t(256) << 20;
+  if (dev.is_webgpu()) limit = std::min<uint64_t>(limit, dev.runtime().binding_limit());
+  const int64_t fit = int64_t(limit / (uint64_t(V) * 4));
+  if (fit >= rows) return rows;
+  return std::max<int64_t>(64, fit / 64 * 64);
+}
+
+// The LM head and cross-entropy over the rows of lnf [N, C] that have a
+// target. Returns the NLL sum [1]; with `grads`, also adds grad_scale times
+// its gradient into grads->g.wte and returns dlnf [N, C] through *dlnf.
+Tensor head(const Gpt2& model, const Tensor& lnf, const std::vector<int32_t>& targets, float grad_scale,
+            Gpt2Grads* grads, Tensor* dlnf) {
+  const Tensor& wte = gpt2::whole_wte(model);
+  const Device& dev = model.device();
+  const int64_t N = lnf.dim(0), C = lnf.dim(1), V = wte.dim(0);
+  if (int64_t(targets.size()) != N)
+    throw ShapeError("[gpt2_train] " + std::to_string(targets.size()) + " targets for " + std::to_string(N) +
+                     " positions");
+  std::vector<uint32_t> rows;
+  std::vector<int32_t> tgt;
+  for (int64_t i = 0; i < N; ++i) {
+    const int32_t t = targets[size_t(i)];
+    if (t < 0) continue;
+    if (t >= V)
+      throw ValueError("[gpt2_train] target " + std::to_string(t) + " at position " + std::to_string(i) +
+                       " is out of range for vocab size " + std::to_string(V));
+    rows.push_back(uint32_t(i));
+    tgt.push_back(t);
+  }
+  const int64_t R = int64_t(rows.size());
+  if (R == 0) throw ValueError("[gpt2_train] no position has a target");
+  const bool all = R == N;
+  Tensor row_ids = Tensor::from_vector(rows, {R});
+  Tensor sel = all ? lnf : embedding(row_ids, lnf);  // [R, C]
+
+  const int64_t blk = head_block_rows(dev, R, V);
+  Tensor loss, dsel;
+  if (grads && blk < R) dsel = Tensor::zeros({R, C}, DType::F32, dev);
+  for (int64_t r0 = 0; r0 < R; r0 += blk) {
+    const int64_t r1 = std::min(R, r0 + blk), n = r1 - r0;
+    Tensor x = blk < R ? sel.slice_rows(r0, r1) : sel;  // [n, C]
+    Tensor t = Tensor::from_vector(std::vector<int32_t>(tgt.begin() + r0, tgt.begin() + r1), {n});
+    Tensor probs = softmax(matmul_chunked_transb(x, {wte}));  // [n, V]
+    Tensor s = sum_rows(gather_nll(probs, t).reshape({n, 1}));  // [1]
+    loss = loss.defined() ? add(loss, s) : s;
+    if (!grads) continue;
+    Tensor dlogits = ce_bwd(probs, t, grad_scale);  // [n, V]
+    acc(grads->g.wte.empty() ? grads->g.wte.emplace_back() : grads->g.wte[0], matmul(dlogits, x, ta()));  // [V, C]
+    Tensor dx = matmul(dlogits, wte);  // [n, C]
+    if (blk < R) copy_tensor(dx, dsel, r0 * C);
+    else dsel = dx;
+  }
+  if (grads) {
+    if (all) {
+      *dlnf = dsel;
+    } else {
+      *dlnf = Tensor::zeros({N, C}, DType::F32, dev);
+      scatter_add_rows(*dlnf, row_ids, dsel);
+    }
+  }
+  return loss;
+}
+
+// One block's backward: dx [B, T, C] is the gradient of its output; returns
+// the gradient of its input.
+Tensor block_backward(const Gpt2Config& c, const Gpt2Block& b, const Gpt2BlockActs& s, const Gpt2Dropout& p,
+                      const Tensor& dx, Gpt2Block& g) {
+  const int64_t B = dx.dim(0), T = dx.dim(1), C = c.n_embd, nh = c.n_head, hd = C / nh, N = B * T;
+  const float eps = float(c.layer_norm_epsilon);
+
+  // MLP: x2 = x1 + drop(gelu(ln2 @ fc_w + fc_b) @ mlp_proj_w + mlp_proj_b)
+  Tensor dmlp = maybe_dropout(dx.reshape({N, C}), p.resid, s.seed_resid2);  // [N, C]
+  acc(g.mlp_proj_w, matmul(s.fc_gelu, dmlp, ta()));                          // [I, C]
+  acc(g.mlp_proj_b, sum_rows(dmlp));
+  Tensor dfc = gelu_bwd(s.fc, matmul(dmlp, b.mlp_proj_w, tb()));  // [N, I]
+  acc(g.fc_w, matmul(s.ln2, dfc, ta()));                         // [C, I]
+  acc(g.fc_b, sum_rows(dfc));
+  LayerNormGrads l2 = layernorm_bwd(s.x1, b.ln_2_w, matmul(dfc, b.fc_w, tb()).reshape({B, T, C}), eps);
+  acc(g.ln_2_w, l2.dgamma);
+  acc(g.ln_2_b, l2.dbeta);
+  Tensor dx1 = add(dx, l2.dx);  // [B, T, C]
+
+  // Attention: x1 = x_in + drop(merge(drop(softmax(q k^T / sqrt(hd))) v) @ proj_w + proj_b)
+  Tensor dproj = maybe_dropout(dx1.reshape({N, C}), p.resid, s.seed_resid1);  // [N, C]
+  acc(g.attn_proj_w, matmul(s.y, dproj, ta()));                               // [C, C]
+  acc(g.attn_proj_b, sum_rows(dproj));
+  Tensor dy = unmerge_heads(matmul(dproj, b.attn_proj_w, tb()).reshape({B, T, C}), nh).reshape({B * nh, T, hd});
+  Tensor dv = matmul(s.att_d, dy, ta());                                                 // [B * nh, T, hd]
+  Tensor datt = maybe_dropout(matmul(dy, s.v, tb()), p.attn, s.seed_attn);               // [B * nh, T, T]
+  Tensor dpre = softmax_bwd(s.att, datt);                                                // [B * nh, T, T]
+  MatmulOptions sc;
+  sc.alpha = float(1.0 / std::sqrt(double(hd)));
+  Tensor dq = matmul(dpre, s.k, sc);  // [B * nh, T, hd]
+  sc.transpose_a = true;
+  Tensor dk = matmul(dpre, s.q, sc);  // [B * nh, T, hd]
+  const Shape hs{B, nh, T, hd};
+  Tensor dqkv = unsplit_heads(dq.reshape(hs), dk.reshape(hs), dv.reshape(hs)).reshape({N, 3 * C});
+  acc(g.attn_w, matmul(s.ln1, dqkv, ta()));  // [C, 3C]
+  acc(g.attn_b, sum_rows(dqkv));
+  LayerNormGrads l1 = layernorm_bwd(s.x_in, b.ln_1_w, matmul(dqkv, b.attn_w, tb()).reshape({B, T, C}), eps);
+  acc(g.ln_1_w, l1.dgamma);
+  acc(g.ln_1_b, l1.dbeta);
+  return add(dx1, l1.dx);
+}
+
+}  // namespace
+
+Tensor gpt2_backward(const Gpt2& model, const Gpt2Activations& a, const std::vector<int32_t>& targets,
+                     float grad_scale, Gpt2Grads& grads) {
+  const Gpt2Config& c = model.config();
+  const Gpt2Weights& w = model.weights();
+  const Device& dev = model.device();
+  const int64_t B = a.B, T = a.T, C = c.n_embd, N = B * T;
+  Gpt2Weights& g = grads.g;
+  if (g.h.empty()) g.h.resize(size_t(c.n_layer));
+
+  Tensor dlnf;
+  Tensor loss = head(model, a.lnf, targets, grad_scale, &grads, &dlnf);
+  LayerNormGrads lf = layernorm_bwd(a.x_out, w.ln_f_w, dlnf.reshape({B, T, C}), float(c.layer_norm_epsilon));
+  acc(g.ln_f_w, lf.dgamma);
+  acc(g.ln_f_b, lf.dbeta);
+  Tensor dx = lf.dx;  // [B, T, C]
+  for (int64_t l = c.n_layer - 1; l >= 0; --l)
+    dx = block_backward(c, w.h[size_t(l)], a.h[size_t(l)], a.dropout, dx, g.h[size_t(l)]);
+
+  // Embeddings: x0 = drop(wte[ids] + wpe[t]).
+  Tensor dx0 = maybe_dropout(dx.reshape({N, C}), a.dropout.embd, a.seed_embd).reshape({B, T, C});
+  scatter_add_rows(g.wte[0], a.ids, dx0);
+  if (!g.wpe.defined()) g.wpe = Tensor::zeros(w.wpe.shape(), DType::F32, dev);
+  std::vector<uint32_t> pos(static_cast<size_t>(N));
+  for (int64_t i = 0; i < N; ++i) pos[size_t(i)] = uint32_t(i % T);
+  scatter_add_rows(g.wpe, Tensor::from_vector(pos, {B, T}), dx0);
+  g.wte_chunk_rows = c.vocab_size;
+  return loss;
+}
+
+float gpt2_eval_loss(const Gpt2& model, const Tensor& ids, const std::vector<int32_t>& targets) {
+  Gpt2Activations a = gpt2_forward_train(model, ids, Gpt2Dropout{}, 0);
+  int64_t n = 0;
+  for (int32_t t : targets) n += t >= 0;
+  Tensor loss = head(model, a.lnf, targets, 0.0f, nullptr, nullptr);
+  return float(double(loss.to_vector<float>()[0]) / double(std::max<int64_t>(n, 1)));
+}
+
+}  // namespace forge

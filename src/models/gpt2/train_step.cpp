@@ -1,0 +1,148 @@
+// Gpt2Trainer: gradient accumulation over micro-batches, global-norm
+// clipping, AdamW with per-parameter weight decay, the learning-rate schedule;
+// the parameter list by Hugging Face name.
+#include <cmath>
+#include <numbers>
+
+#include "forge/gpt2_train.h"
+#include "models/gpt2/build.h"
+#include "models/gpt2/train_util.h"
+
+namespace forge {
+
+namespace {
+enum Stream : uint64_t { kDropout = 0x64726f70 };
+}
+
+std::vector<std::pair<std::string, Tensor*>> gpt2_named_params(Gpt2Weights& w) {
+  if (w.wte.size() != 1) throw ValueError("[gpt2_train] the token table must be one tensor, got " +
+                                          std::to_string(w.wte.size()) + " chunks");
+  std::vector<std::pair<std::string, Tensor*>> out = {{"wte.weight", &w.wte[0]}, {"wpe.weight", &w.wpe}};
+  for (size_t l = 0; l < w.h.size(); ++l) {
+    const std::string p = "h." + std::to_string(l) + ".";
+    Gpt2Block& b = w.h[l];
+    out.insert(out.end(), {{p + "ln_1.weight", &b.ln_1_w},
+                           {p + "ln_1.bias", &b.ln_1_b},
+                           {p + "attn.c_attn.weight", &b.attn_w},
+                           {p + "attn.c_attn.bias", &b.attn_b},
+                           {p + "attn.c_proj.weight", &b.attn_proj_w},
+                           {p + "attn.c_proj.bias", &b.attn_proj_b},
+                           {p + "ln_2.weight", &b.ln_2_w},
+                           {p + "ln_2.bias", &b.ln_2_b},
+                           {p + "mlp.c_fc.weight", &b.fc_w},
+                           {p + "mlp.c_fc.bias", &b.fc_b},
+                           {p + "mlp.c_proj.weight", &b.mlp_proj_w},
+                           {p + "mlp.c_proj.bias", &b.mlp_proj_b}});
+  }
+  out.insert(out.end(), {{"ln_f.weight", &w.ln_f_w}, {"ln_f.bias", &w.ln_f_b}});
+  return out;
+}
+
+bool gpt2_decay_matrices(const std::string&, const Shape& shape) { return shape.size() >= 2; }
+
+double Gpt2LrSchedule::at(int64_t step) const {
+  if (warmup > 0 && step < warmup) return lr * double(step + 1) / double(warmup);
+  if (!cosine || total <= warmup) return lr;
+  const double min_lr = lr * min_ratio;
+  if (step >= total) return min_lr;
+  const double progress = double(step - warmup) / double(total - warmup);
+  return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(std::numbers::pi * progress));
+}
+
+Gpt2Trainer::Gpt2Trainer(const Gpt2& model, Gpt2TrainConfig config) : model_(model), config_(std::move(config)) {
+  gpt2::whole_wte(model);
+  w_ = model.weights();  // handles sharing the model's storage
+  m_ = w_;
+  v_ = w_;
+  auto mp = gpt2_named_params(m_), vp = gpt2_named_params(v_);
+  for (size_t i = 0; i < mp.size(); ++i) {
+    *mp[i].second = Tensor::zeros(mp[i].second->shape(), DType::F32, model.device());
+    *vp[i].second = Tensor::zeros(vp[i].second->shape(), DType::F32, model.device());
+  }
+}
+
+Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
+  if (micro.empty()) throw ValueError("[gpt2_train] a step needs at least one micro-batch");
+  int64_t targets = 0;
+  for (const auto& mb : micro)
+    for (int32_t t : mb.targets) targets += t >= 0;
+  if (targets == 0) throw ValueError("[gpt2_train] the step's micro-batches hold no target position");
+  const float scale = float(1.0 / double(targets));
+
+  grads_.clear();
+  Tensor loss_sum;
+  for (size_t i = 0; i < micro.size(); ++i) {
+    const uint64_t key = gpt2::derive_key(config_.seed, kDropout, uint64_t(step_), uint64_t(i));
+    Tensor loss;
+    {
+      Gpt2Activations acts = gpt2_forward_train(model_, micro[i].ids, config_.dropout, key);
+      loss = gpt2_backward(model_, acts, micro[i].targets, scale, grads_);
+    }  // activations freed before the next micro-batch
+    loss_sum = loss_sum.defined() ? add(loss_sum, loss) : loss;
+  }
+
+  auto gp = gpt2_named_params(grads_.g);
+  std::vector<Tensor> all;
+  for (auto& [name, t] : gp) all.push_back(*t);
+  Tensor norm_sq = gradient_norm_squared(all);  // [1], on the device
+  // Loss sum and squared norm side by side: one read back per step.
+  Tensor out = Tensor::zeros({2}, DType::F32, model_.device());
+  copy_tensor(loss_sum, out, 0);
+  copy_tensor(norm_sq, out, 1);
+  Gpt2Grads kept;
+  if (keep_grads) {
+    kept.g = grads_.g;
+    for (auto& [name, t] : gpt2_named_params(kept.g)) *t = t->clone();
+  }
+  if (config_.grad_clip > 0)
+    for (auto& [name, t] : gp) clip_grad_by_norm(*t, norm_sq, config_.grad_clip);
+
+  const double lr = config_.schedule.at(step_);
+  ++step_;
+  auto wp = gpt2_named_params(w_), mp = gpt2_named_params(m_), vp = gpt2_named_params(v_);
+  for (size_t i = 0; i < wp.size(); ++i) {
+    const bool decay = !config_.decays || config_.decays(wp[i].first, wp[i].second->shape());
+    adamw(*wp[i].second, *gp[i].second, *mp[i].second, *vp[i].second, lr, config_.beta1, config_.beta2,
+          config_.eps, decay ? config_.weight_decay : 0.0, step_);
+  }
+  const std::vector<float> host = out.to_vector<float>();
+  if (keep_grads) grads_ = std::move(kept);
+  else grads_.clear();
+  Gpt2StepResult r;
+  r.loss = float(double(host[0]) / double(targets));
+  r.grad_norm = std::sqrt(host[1]);
+  r.lr = lr;
+  return r;
+}
+
+std::vector<Gpt2HostTensor> Gpt2Trainer::host_weights() const {
+  Gpt2Weights w = w_;
+  std::vector<Gpt2HostTensor> out;
+  for (auto& [name, t] : gpt2_named_params(w)) out.push_back({name, t->shape(), t->to_vector<float>()});
+  return out;
+}
+
+std::vector<Gpt2HostTensor> Gpt2Trainer::host_state() const {
+  Gpt2Weights m = m_, v = v_;
+  std::vector<Gpt2HostTensor> out;
+  for (auto& [name, t] : gpt2_named_params(m)) out.push_back({"m." + name, t->shape(), t->to_vector<float>()});
+  for (auto& [name, t] : gpt2_named_params(v)) out.push_back({"v." + name, t->shape(), t->to_vector<float>()});
+  return out;
+}
+
+void Gpt2Trainer::load_state(const std::vector<Gpt2HostTensor>& state, int64_t steps_done) {
+  std::map<std::string, const Gpt2HostTensor*> by;
+  for (const auto& t : state) by[t.name] = &t;
+  for (auto [prefix, w] : {std::pair<const char*, Gpt2Weights*>{"m.", &m_}, {"v.", &v_}})
+    for (auto& [name, t] : gpt2_named_params(*w)) {
+      auto it = by.find(prefix + name);
+      if (it == by.end()) throw ValueError("[gpt2_train] optimizer state has no '" + std::string(prefix) + name + "'");
+      if (it->second->shape != t->shape())
+        throw ShapeError("[gpt2_train] optimizer state '" + it->first + "' is " + shape_str(it->second->shape) +
+                         ", the model needs " + shape_str(t->shape()));
+      *t = Tensor::from_vector(it->second->values, t->shape(), model_.device());
+    }
+  step_ = steps_done;
+}
+
+}  // namespace forge

@@ -1,0 +1,42 @@
+// Helpers shared by the GPT-2 training files: counter-based keys for dropout
+// and batch sampling, the one-piece token table, Conv1D.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "forge/gpt2.h"
+#include "forge/ops.h"
+
+namespace forge::gpt2 {
+
+// SplitMix64 finaliser: a bijective mix of 64 bits.
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// A key that is a pure function of (seed, a, b, c): no generator state to save.
+inline uint64_t derive_key(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
+  return mix64(mix64(mix64(mix64(seed) ^ a) ^ b) ^ c);
+}
+
+// The token table [V, C] in one piece; ValueError when it is chunked.
+inline const Tensor& whole_wte(const Gpt2& model) {
+  const auto& wte = model.weights().wte;
+  if (wte.size() != 1)
+    throw ValueError("[gpt2_train] training needs the token table in one binding; wte is split into " +
+                     std::to_string(wte.size()) + " chunks of " + std::to_string(model.weights().wte_chunk_rows) +
+                     " rows on " + model.device().name());
+  return wte[0];
+}
+
+// Conv1D: x [N, in] @ w [in, out] + b [out] -> [N, out].
+inline Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b) {
+  MatmulOptions o;
+  o.bias = &b;
+  return matmul(x, w, o);
+}
+
+}  // namespace forge::gpt2

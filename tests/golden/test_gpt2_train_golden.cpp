@@ -1,0 +1,198 @@
+// GPT-2 training against the Hugging Face reference (tests/fixtures/gpt2-tiny):
+// the step-0 loss, every parameter's gradient, the global gradient norm, the
+// parameters after one AdamW step and ten losses of training on one batch, on
+// the CPU and on WebGPU; the backward against central finite differences
+// with dropout on; gradient accumulation against one large batch.
+//
+// Tolerances. CPU: loss 1e-5, each gradient within 1e-4 of its tensor's
+// largest reference magnitude (the fixture's bounds), gradient norm 1e-4
+// relative. After one AdamW step a parameter moves by lr * g / (|g| + eps),
+// about lr = 1e-3 times the sign of its gradient, so an element whose
+// reference gradient is within the gradient tolerance of zero may move the
+// other way: step1 is compared at 1e-6 absolute where |g| is above 10x the
+// gradient tolerance and within 2 * lr elsewhere. Ten losses: 2e-5 (errors
+// compound over ten updates). WebGPU: the same with 2e-4 relative on
+// gradients and 5e-5 on losses (tiled matmuls and tree reductions sum in
+// another order; WGSL's exp and tanh may be a few ulp off libm).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "forge/gpt2_train.h"
+#include "forge/safetensors.h"
+#include "parity/parity.h"
+
+using namespace forge;
+using forge::testing::gpu_device;
+
+namespace {
+
+const std::string kDir = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+
+struct Ref {
+  SafetensorsFile f = SafetensorsFile::open(kDir + "/reference.safetensors");
+  std::vector<float> get(const std::string& n) const { return f.get(n).to_f32(); }
+  Tensor ids() const {
+    std::vector<float> v = get("input_ids");
+    return Tensor::from_vector(std::vector<uint32_t>(v.begin(), v.end()), f.get("input_ids").shape());
+  }
+};
+
+struct Tol {
+  double loss, grad_rel, losses10;
+};
+constexpr Tol kCpu{1e-5, 1e-4, 2e-5};
+constexpr Tol kGpu{2e-5, 2e-4, 5e-5};
+
+double max_abs(const std::vector<float>& v) {
+  double m = 0;
+  for (float x : v) m = std::max(m, double(std::fabs(x)));
+  return m;
+}
+
+// |got - want| <= tol elementwise; names the worst element.
+::testing::AssertionResult within(const std::vector<float>& got, const std::vector<float>& want, double tol) {
+  if (got.size() != want.size()) return ::testing::AssertionFailure() << got.size() << " vs " << want.size();
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = std::isnan(got[i]) ? INFINITY : std::fabs(double(got[i]) - want[i]);
+    if (e > worst) worst = e, at = i;
+  }
+  if (worst > tol)
+    return ::testing::AssertionFailure() << "element " << at << ": got " << got[at] << ", want " << want[at]
+                                         << " (|diff| " << worst << " > " << tol << ")";
+  return ::testing::AssertionSuccess();
+}
+
+Gpt2TrainConfig fixture_config() {
+  Gpt2TrainConfig c;
+  c.schedule.lr = 1e-3;
+  c.schedule.cosine = false;
+  c.weight_decay = 0.01;
+  return c;
+}
+
+void check_first_step(const Device& dev, const Tol& tol) {
+  Ref ref;
+  Gpt2 model = Gpt2::load(kDir, dev);
+  Gpt2Trainer trainer(model, fixture_config());
+  trainer.keep_grads = true;
+  const Tensor ids = ref.ids();
+  const Gpt2StepResult r = trainer.step({{ids, gpt2_shifted_targets(ids)}});
+  EXPECT_NEAR(r.loss, ref.get("loss")[0], tol.loss) << dev.name();
+  const double norm = ref.get("grad_norm")[0];
+  EXPECT_NEAR(r.grad_norm, norm, tol.grad_rel * norm) << dev.name();
+
+  Gpt2Grads grads = trainer.last_grads();
+  const std::vector<Gpt2HostTensor> after = trainer.host_weights();
+  size_t i = 0;
+  for (auto& [name, t] : gpt2_named_params(grads.g)) {
+    const std::vector<float> want = ref.get("grad." + name);
+    const double gtol = tol.grad_rel * max_abs(want);
+    EXPECT_TRUE(within(t->to_vector<float>(), want, gtol)) << "grad." << name << " on " << dev.name();
+
+    // step1: exact-ish where the gradient's sign is certain, within 2 lr elsewhere.
+    ASSERT_EQ(after[i].name, name);
+    const std::vector<float> step1 = ref.get("step1." + name);
+    std::vector<float> sure_got, sure_want;
+    for (size_t e = 0; e < want.size(); ++e) {
+      const double d = std::fabs(double(after[i].values[e]) - step1[e]);
+      if (std::fabs(want[e]) > 10 * gtol) {
+        sure_got.push_back(after[i].values[e]);
+        sure_want.push_back(step1[e]);
+      } else {
+        EXPECT_LE(d, 2e-3) << "step1." << name << "[" << e << "] on " << dev.name();
+      }
+    }
+    EXPECT_TRUE(within(sure_got, sure_want, 1e-6)) << "step1." << name << " on " << dev.name();
+    ++i;
+  }
+}
+
+void check_ten_losses(const Device& dev, const Tol& tol) {
+  Ref ref;
+  Gpt2 model = Gpt2::load(kDir, dev);
+  Gpt2Trainer trainer(model, fixture_config());
+  const Tensor ids = ref.ids();
+  const Gpt2MicroBatch mb{ids, gpt2_shifted_targets(ids)};
+  const std::vector<float> want = ref.get("train_losses");
+  for (size_t s = 0; s < want.size(); ++s)
+    EXPECT_NEAR(trainer.step({mb}).loss, want[s], tol.losses10) << "step " << s << " on " << dev.name();
+}
+
+}  // namespace
+
+TEST(Gpt2TrainGolden, FirstStepCpu) { check_first_step(Device::cpu(), kCpu); }
+TEST(Gpt2TrainGolden, FirstStepWebGpu) { check_first_step(gpu_device(), kGpu); }
+TEST(Gpt2TrainGolden, TenLossesCpu) { check_ten_losses(Device::cpu(), kCpu); }
+TEST(Gpt2TrainGolden, TenLossesWebGpu) { check_ten_losses(gpu_device(), kGpu); }
+
+// The backward against central differences of the loss, with every dropout
+// on (its masks are a pure function of the seed, so the loss is a smooth
+// function of the weights). f32 losses of ~7 carry ~5e-7 of rounding, so with
+// a step of 1e-2 the difference quotient is good to ~1e-4 plus the curvature
+// term; elements with the largest gradient are checked at 2e-3 + 2%.
+TEST(Gpt2TrainGolden, GradientsMatchFiniteDifferencesWithDropoutCpu) {
+  Ref ref;
+  const Tensor ids = ref.ids();
+  const std::vector<int32_t> targets = gpt2_shifted_targets(ids);
+  Gpt2Dropout drop{0.1f, 0.1f, 0.1f};
+  const uint64_t seed = 77;
+  int64_t n = 0;
+  for (int32_t t : targets) n += t >= 0;
+
+  Gpt2 model = Gpt2::load(kDir, Device::cpu());
+  Gpt2Grads grads;
+  Gpt2Activations acts = gpt2_forward_train(model, ids, drop, seed);
+  gpt2_backward(model, acts, targets, float(1.0 / double(n)), grads);
+  auto loss_at = [&] {
+    Gpt2Activations a = gpt2_forward_train(model, ids, drop, seed);
+    Gpt2Grads scratch;
+    return double(gpt2_backward(model, a, targets, 0.0f, scratch).to_vector<float>()[0]) / double(n);
+  };
+
+  Gpt2Weights w = model.weights();
+  auto params = gpt2_named_params(w);
+  auto gparams = gpt2_named_params(grads.g);
+  for (const char* name : {"wpe.weight", "h.0.attn.c_attn.weight", "h.1.ln_1.weight", "h.1.mlp.c_fc.bias",
+                           "wte.weight"}) {
+    size_t p = 0;
+    while (params[p].first != name) ++p;
+    const std::vector<float> g = gparams[p].second->to_vector<float>();
+    const size_t e = size_t(std::max_element(g.begin(), g.end(), [](float a, float b) {
+                              return std::fabs(a) < std::fabs(b);
+                            }) - g.begin());
+    float* v = params[p].second->data<float>() + e;
+    const float orig = *v, h = 1e-2f;
+    *v = orig + h;
+    const double up = loss_at();
+    *v = orig - h;
+    const double down = loss_at();
+    *v = orig;
+    const double fd = (up - down) / (2.0 * h);
+    EXPECT_NEAR(g[e], fd, 2e-3 + 0.02 * std::fabs(fd)) << name << "[" << e << "]";
+  }
+}
+
+// Two micro-batches of one sequence each give the step of one batch of two.
+TEST(Gpt2TrainGolden, AccumulationMatchesOneBatchCpu) {
+  Ref ref;
+  const Tensor ids = ref.ids();  // [2, 16]
+  const std::vector<uint32_t> all = ids.to_vector<uint32_t>();
+  auto row = [&](int b) {
+    Tensor r = Tensor::from_vector(std::vector<uint32_t>(all.begin() + b * 16, all.begin() + (b + 1) * 16), {1, 16});
+    return Gpt2MicroBatch{r, gpt2_shifted_targets(r)};
+  };
+  Gpt2 one = Gpt2::load(kDir, Device::cpu()), two = Gpt2::load(kDir, Device::cpu());
+  Gpt2Trainer t1(one, fixture_config()), t2(two, fixture_config());
+  for (int s = 0; s < 3; ++s) {
+    const Gpt2StepResult a = t1.step({{ids, gpt2_shifted_targets(ids)}});
+    const Gpt2StepResult b = t2.step({row(0), row(1)});
+    EXPECT_NEAR(a.loss, b.loss, 1e-6) << "step " << s;
+    EXPECT_NEAR(a.grad_norm, b.grad_norm, 1e-5 * a.grad_norm) << "step " << s;
+  }
+  const auto wa = t1.host_weights(), wb = t2.host_weights();
+  for (size_t i = 0; i < wa.size(); ++i) EXPECT_TRUE(within(wa[i].values, wb[i].values, 1e-5)) << wa[i].name;
+}

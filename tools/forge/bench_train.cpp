@@ -1,0 +1,116 @@
+// forge bench train --preset 124M [--device D] [--steps N] [--json]: training
+// step time (forward, backward, clipping, AdamW; one read back of the loss and
+// gradient norm) and tokens/s of a randomly initialised GPT-2 at B4 x T64 and
+// B8 x T1024. A shape whose estimated memory (activations kept for the
+// backward, weights, gradients, AdamW moments) exceeds what the host reports
+// available is skipped and says so.
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "command.h"
+#include "devices.h"
+#include "forge/gpt2_train.h"
+
+namespace forge::cli {
+namespace {
+
+// MemAvailable of /proc/meminfo in bytes (0 when unknown).
+double available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  while (f >> key) {
+    if (key == "MemAvailable:") {
+      f >> kb;
+      return kb * 1024;
+    }
+    f.ignore(1 << 10, '\n');
+  }
+  return 0;
+}
+
+// Bytes a step holds at its peak, roughly: per layer 16 [N, C] activations and
+// the [B * nh, T, T] probabilities; weights, gradients and two moments; the
+// backward's transient attention gradients and one LM-head block.
+double step_bytes(const Gpt2Config& c, int64_t B, int64_t T) {
+  const double N = double(B * T), C = double(c.n_embd), L = double(c.n_layer);
+  const double att = double(B * c.n_head) * double(T) * double(T);
+  const double params = double(c.vocab_size + c.n_positions) * C + L * 12 * C * C;
+  return 4 * (L * (16 * N * C + att) + 4 * params + 3 * att + 3 * 1335 * double(c.vocab_size));
+}
+
+nlohmann::json bench_shape(Gpt2& model, int64_t B, int64_t T, int steps) {
+  nlohmann::json j = {{"batch", B}, {"seq", T}};
+  const double need = step_bytes(model.config(), B, T), have = available_bytes();
+  if (model.device().is_cpu() && have > 0 && need > 0.9 * have) {
+    char why[128];
+    std::snprintf(why, sizeof why, "needs ~%.1f GB, %.1f GB available", need / 1e9, have / 1e9);
+    j["skipped"] = why;
+    return j;
+  }
+  Gpt2TrainConfig cfg;
+  cfg.schedule.cosine = false;
+  cfg.grad_clip = 1.0f;
+  Gpt2Trainer trainer(model, cfg);
+  std::vector<uint32_t> ids(size_t(B * T));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = uint32_t((i * 7919 + 13) % uint64_t(model.config().vocab_size));
+  const Tensor t = Tensor::from_vector(ids, {B, T});
+  const Gpt2MicroBatch mb{t, gpt2_shifted_targets(t)};
+  trainer.step({mb});  // warm-up: pipelines, allocations
+  double best = 1e30, total = 0;
+  for (int s = 0; s < steps; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    trainer.step({mb});  // ends with the read back of loss and norm
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::min(best, dt);
+    total += dt;
+  }
+  j["step_s"] = total / steps;
+  j["best_step_s"] = best;
+  j["tokens_per_s"] = double(B * T) / (total / steps);
+  return j;
+}
+
+void run(const std::string& device, const std::string& preset, int steps, bool json) {
+  for (const Device& dev : resolve_devices(device)) {
+    Gpt2 model = Gpt2::random(gpt2_preset(preset), 1, dev);
+    nlohmann::json shapes = nlohmann::json::array();
+    for (auto [B, T] : {std::pair<int64_t, int64_t>{4, 64}, {8, 1024}}) {
+      nlohmann::json j = bench_shape(model, B, std::min(T, model.config().n_positions), steps);
+      if (!json) {
+        if (j.contains("skipped"))
+          std::printf("train %s B%lld x T%lld on %s: skipped (%s)\n", preset.c_str(), (long long)B, (long long)T,
+                      dev.name().c_str(), j["skipped"].get<std::string>().c_str());
+        else
+          std::printf("train %s B%lld x T%lld on %s: %.3f s/step, %.0f tokens/s\n", preset.c_str(), (long long)B,
+                      (long long)T, dev.name().c_str(), j["step_s"].get<double>(), j["tokens_per_s"].get<double>());
+        std::fflush(stdout);
+      }
+      shapes.push_back(j);
+    }
+    if (json)
+      std::printf("%s\n", nlohmann::json{{"bench", "train"}, {"preset", preset}, {"device", dev.name()},
+                                         {"steps", steps}, {"shapes", shapes}}
+                              .dump()
+                              .c_str());
+  }
+}
+
+const bool registered = register_bench(
+    {"train", "GPT-2 training step time and tokens/s at B4xT64 and B8xT1024", [](CLI::App& sub) {
+       static std::string device = "auto", preset = "124M";
+       static int steps = 2;
+       static bool json = false;
+       sub.add_option("--preset", preset, "Model size (124M, 355M, 774M, 1.5B, tiny)");
+       sub.add_option("--steps", steps, "Timed steps per shape (after one warm-up)")->check(CLI::PositiveNumber);
+       add_device_option(sub, device, true);
+       sub.add_flag("--json", json, "Print JSON");
+       sub.callback([] { run(device, preset, steps, json); });
+     }});
+
+}  // namespace
+}  // namespace forge::cli
