@@ -294,8 +294,10 @@ TEST(NnValues, AdamWMatchesDoubleReference) {
       EXPECT_TRUE(all_close(m[k].to_vector<float>(), to_f32(ref.m), 1e-7, 1e-6)) << devices[k].name();
       EXPECT_TRUE(all_close(v[k].to_vector<float>(), to_f32(ref.v), 1e-9, 1e-6)) << devices[k].name();
     }
-    // Both backends evaluate the same f32 formula: within 2 ulps of each other.
-    EXPECT_TRUE(all_close(param[1].to_vector<float>(), param[0].to_vector<float>(), 0, 2.5e-7)) << shape_str(s);
+    // Both backends evaluate the same f32 formula, but a GPU's sqrt and division
+    // need not be correctly rounded (WGSL allows 2.5 ulp for division); after
+    // five steps an NVIDIA GPU was seen 3 ulps from the CPU. 8 ulps at 1.0 relative.
+    EXPECT_TRUE(all_close(param[1].to_vector<float>(), param[0].to_vector<float>(), 0, 1e-6)) << shape_str(s);
   }
 }
 
