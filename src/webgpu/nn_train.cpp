@@ -3,12 +3,13 @@
 #include "forge_shaders.h"
 #include "webgpu/launch.h"
 #include "webgpu/nn_kernels.h"
+#include "webgpu/philox.h"
 
 namespace forge::webgpu {
 
 namespace {
 
-const gpu::Kernel kDropout{"dropout", shaders::dropout};
+const ComposedKernel kDropout{"dropout", {shaders::philox, shaders::dropout}};
 const gpu::Kernel kAdamW{"adamw", shaders::adamw};
 
 struct DropoutParams {
@@ -36,7 +37,7 @@ void dropout(const Tensor& x, const DropoutPlan& plan, Tensor& y) {
     DropoutParams p{uint32_t(count), uint32_t(uint64_t(first)), uint32_t(uint64_t(first) >> 32), plan.threshold,
                     uint32_t(plan.seed), uint32_t(plan.seed >> 32), plan.scale, 0};
     uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
-    launch(dev, "dropout", kDropout, p, {arg(x, off, bytes), arg(y, off, bytes)},
+    launch(dev, "dropout", kDropout.kernel(), p, {arg(x, off, bytes), arg(y, off, bytes)},
            grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()));
   });
 }

@@ -1,0 +1,127 @@
+// Host side of flash attention (shaders/flash_*.wgsl): the parameter block,
+// the choice between the prefill kernel and the split-K decode kernel, and
+// the three backward passes.
+#include <algorithm>
+#include <cmath>
+
+#include "forge/error.h"
+#include "forge_shaders.h"
+#include "webgpu/attention_kernels.h"
+#include "webgpu/launch.h"
+#include "webgpu/philox.h"
+
+namespace forge::webgpu {
+
+namespace {
+
+// Every flash kernel opens with the parameter block; those that score keys
+// add the Philox stream and the visibility/mask/dropout helpers.
+const ComposedKernel kForward{"flash_fwd", {shaders::flash_params, shaders::philox, shaders::flash_common,
+                                            shaders::flash_fwd}};
+const ComposedKernel kDecode{"flash_decode", {shaders::flash_params, shaders::philox, shaders::flash_common,
+                                              shaders::flash_decode}};
+const ComposedKernel kCombine{"flash_combine", {shaders::flash_params, shaders::flash_combine}};
+const ComposedKernel kBwdStats{"flash_bwd_stats", {shaders::flash_params, shaders::flash_bwd_stats}};
+const ComposedKernel kBwdDq{"flash_bwd_dq", {shaders::flash_params, shaders::philox, shaders::flash_common,
+                                             shaders::flash_bwd_dq}};
+const ComposedKernel kBwdDkv{"flash_bwd_dkv", {shaders::flash_params, shaders::philox, shaders::flash_common,
+                                               shaders::flash_bwd_dkv}};
+
+// Mirrors `struct Params` of shaders/flash_params.wgsl.
+struct FlashParams {
+  uint32_t batch, seq_q, seq_k, heads;
+  uint32_t kv_heads, head_dim, kv_offset, window;
+  uint32_t causal, has_mask, mask_sb, mask_sh;
+  uint32_t mask_si, mask_sj, dropout, threshold;
+  uint32_t k0, k1;
+  float scale, drop_scale;
+  uint32_t tile, splits, split_len;
+  float neg_inf;
+};
+static_assert(sizeof(FlashParams) == 96);
+
+constexpr uint32_t kBlock = 64;           // queries (or keys) per workgroup
+constexpr uint32_t kTileFloats = 2048;    // TILE_FLOATS of flash_fwd / flash_bwd_dq
+constexpr uint32_t kDkvTileFloats = 1984; // TILE_FLOATS of flash_bwd_dkv
+constexpr int64_t kDecodeMaxQueries = 8;  // up to this many queries use the split-K kernel
+
+uint32_t u32(int64_t x) { return uint32_t(x); }
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+FlashParams params(const AttentionPlan& p) {
+  FlashParams f{};
+  f.batch = u32(p.batch), f.seq_q = u32(p.seq_q), f.seq_k = u32(p.seq_k), f.heads = u32(p.heads);
+  f.kv_heads = u32(p.kv_heads), f.head_dim = u32(p.head_dim), f.kv_offset = u32(p.kv_offset);
+  f.window = u32(p.window), f.causal = p.causal ? 1 : 0, f.has_mask = p.has_mask ? 1 : 0;
+  f.mask_sb = u32(p.mask_sb), f.mask_sh = u32(p.mask_sh), f.mask_si = u32(p.mask_si), f.mask_sj = u32(p.mask_sj);
+  f.dropout = p.dropout ? 1 : 0, f.threshold = p.threshold;
+  f.k0 = uint32_t(p.seed), f.k1 = uint32_t(p.seed >> 32);
+  f.scale = p.scale, f.drop_scale = p.drop_scale;
+  f.tile = std::min<uint32_t>(128, kTileFloats / u32(p.head_dim));
+  f.splits = 1, f.split_len = 64;
+  f.neg_inf = -INFINITY;
+  return f;
+}
+
+// The kernels bind whole tensors and index with u32: both must fit.
+void check_fits(const char* op, const Device& dev, std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts) {
+    if (t->nbytes() > dev.runtime().binding_limit() || t->numel() >= (int64_t(1) << 32))
+      throw DeviceError(std::string("[") + op + "] " + t->describe() +
+                        " exceeds the device's storage binding limit of " +
+                        std::to_string(dev.runtime().binding_limit()) + " bytes");
+  }
+}
+
+}  // namespace
+
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask,
+                       const AttentionPlan& plan, Tensor& out, Tensor& lse) {
+  const char* op = "flash_attention_v2";
+  const Device& dev = out.device();
+  const gpu::Limits& lim = dev.runtime().limits();
+  const Tensor& m = mask ? *mask : q;  // an unused binding when there is no mask
+  check_fits(op, dev, {&q, &k, &v, &m});
+  FlashParams f = params(plan);
+  if (plan.seq_q > kDecodeMaxQueries) {
+    uint64_t groups = uint64_t(plan.batch * plan.heads) * ceil_div(uint64_t(plan.seq_q), kBlock);
+    launch(dev, op, kForward.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(out), arg(lse)}, grid_1d(groups, lim));
+    return;
+  }
+  // Decode: split the keys so that the rows x splits workgroups fill the device.
+  const uint64_t rows = uint64_t(plan.batch * plan.seq_q * plan.heads);
+  const uint64_t key_tiles = std::max<uint64_t>(1, ceil_div(uint64_t(plan.seq_k), 64));
+  uint64_t splits = std::clamp<uint64_t>(ceil_div(512, rows), 1, std::min<uint64_t>(key_tiles, 64));
+  uint64_t split_len = ceil_div(key_tiles, splits) * 64;
+  splits = std::max<uint64_t>(1, ceil_div(uint64_t(plan.seq_k), split_len));
+  f.splits = uint32_t(splits), f.split_len = uint32_t(split_len);
+  Tensor part = Tensor::empty({int64_t(rows * splits), plan.head_dim + 2}, DType::F32, dev);
+  check_fits(op, dev, {&part});
+  launch(dev, op, kDecode.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(part)}, grid_1d(rows * splits, lim));
+  launch(dev, op, kCombine.kernel(), f, {arg(part), arg(out), arg(lse)}, grid_1d(rows, lim));
+}
+
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
+                        const Tensor& grad_out, const Tensor& lse, const AttentionPlan& plan, Tensor& grad_q,
+                        Tensor& grad_k, Tensor& grad_v) {
+  const char* op = "flash_attention_v2_backward";
+  const Device& dev = grad_q.device();
+  const gpu::Limits& lim = dev.runtime().limits();
+  const Tensor& m = mask ? *mask : q;
+  Tensor stats = Tensor::empty({plan.batch, plan.heads, plan.seq_q, 2}, DType::F32, dev);
+  check_fits(op, dev, {&q, &k, &v, &m, &stats});
+  FlashParams f = params(plan);
+  const uint64_t rows = uint64_t(plan.batch * plan.heads * plan.seq_q);
+  launch(dev, op, kBwdStats.kernel(), f, {arg(out), arg(grad_out), arg(lse), arg(stats)},
+         grid_1d(ceil_div(rows, kBlock), lim));
+  uint64_t q_groups = uint64_t(plan.batch * plan.heads) * ceil_div(uint64_t(plan.seq_q), kBlock);
+  launch(dev, op, kBwdDq.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(grad_q)},
+         grid_1d(q_groups, lim));
+  f.tile = std::min<uint32_t>(kBlock, kDkvTileFloats / u32(plan.head_dim));
+  uint64_t k_groups = uint64_t(plan.batch * plan.kv_heads) * ceil_div(uint64_t(plan.seq_k), kBlock);
+  launch(dev, op, kBwdDkv.kernel(), f,
+         {arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(grad_k), arg(grad_v)},
+         grid_1d(k_groups, lim));
+}
+
+}  // namespace forge::webgpu

@@ -1,0 +1,19 @@
+// WebGPU host side of the attention ops (forge/ops/attention.h): flash
+// kernels in shaders/flash_*.wgsl. Inputs are validated by
+// src/ops/attention.cpp; the shapes are as in cpu/attention_kernels.h.
+#pragma once
+#include "forge/tensor.h"
+#include "ops/attention_plan.h"
+
+namespace forge::webgpu {
+
+// The largest head_dim the kernels hold in registers.
+constexpr int64_t kAttentionMaxHeadDim = 128;
+
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask,
+                       const AttentionPlan& plan, Tensor& out, Tensor& lse);
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
+                        const Tensor& grad_out, const Tensor& lse, const AttentionPlan& plan, Tensor& grad_q,
+                        Tensor& grad_k, Tensor& grad_v);
+
+}  // namespace forge::webgpu

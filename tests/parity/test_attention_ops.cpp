@@ -1,0 +1,298 @@
+// Flash attention on the CPU and on WebGPU against a naive double-precision
+// attention written here, over GQA ratios 1, 2, 4 and MQA, causal or not,
+// KV-cache offsets, sliding windows, masks broadcast along each dim, dropout,
+// head_dim 16..128 and sequences of 1, 7, 129 and 1000; then the WebGPU
+// backward against the CPU backward (itself checked against finite
+// differences in tests/unit/test_attention_grad.cpp); then validation.
+#include <chrono>
+#include <cmath>
+#include <functional>
+
+#include "parity/parity.h"
+
+namespace forge::testing {
+namespace {
+
+struct Case {
+  std::string name;
+  int64_t batch, seq_q, seq_k, heads, kv_heads, dim;
+  AttentionOptions o;
+  Shape mask;  // empty = no mask; else [batch|1, heads|1, seq_q|1, seq_k|1]
+};
+
+Case make(std::string name, int64_t b, int64_t sq, int64_t sk, int64_t h, int64_t hkv, int64_t d,
+          AttentionOptions o = {}, Shape mask = {}) {
+  return {std::move(name), b, sq, sk, h, hkv, d, o, std::move(mask)};
+}
+
+AttentionOptions opts(bool causal, int64_t offset = 0, int64_t window = 0, float p = 0.0f, uint64_t seed = 0) {
+  AttentionOptions o;
+  o.causal = causal;
+  o.kv_offset = offset;
+  o.window = window;
+  o.dropout_p = p;
+  o.dropout_seed = seed;
+  return o;
+}
+
+std::vector<Case> cases() {
+  return {
+      make("mha d16", 2, 7, 7, 2, 2, 16),
+      make("gqa2 causal d32 prefill", 1, 129, 129, 4, 2, 32, opts(true)),
+      make("gqa4 d64", 1, 129, 129, 8, 2, 64),
+      make("mqa causal offset d80", 2, 7, 20, 3, 1, 80, opts(true, 13)),
+      make("decode gqa2 d128", 2, 1, 129, 4, 2, 128, opts(true, 128)),
+      make("decode mqa d64 no cache", 1, 1, 1, 4, 1, 64, opts(true)),
+      make("prefill d128 causal offset", 1, 129, 140, 2, 1, 128, opts(true, 11)),
+      make("window causal", 1, 129, 129, 2, 1, 32, opts(true, 0, 16)),
+      make("window non-causal", 2, 7, 7, 2, 2, 16, opts(false, 0, 3)),
+      make("window decode", 1, 1, 129, 2, 2, 64, opts(true, 128, 50)),
+      make("mask full", 2, 7, 9, 4, 2, 16, {}, {2, 4, 7, 9}),
+      make("mask b-broadcast", 2, 129, 129, 2, 1, 32, opts(true), {1, 2, 129, 129}),
+      make("mask h-broadcast", 2, 7, 9, 4, 1, 16, {}, {2, 1, 7, 9}),
+      make("mask q-broadcast", 2, 7, 9, 2, 2, 16, {}, {2, 2, 1, 9}),
+      make("mask k-broadcast", 1, 7, 9, 2, 2, 16, {}, {1, 2, 7, 1}),
+      make("mask all-broadcast decode", 2, 1, 129, 4, 2, 32, opts(true, 128), {1, 1, 1, 129}),
+      make("dropout prefill", 1, 129, 129, 4, 2, 32, opts(true, 0, 0, 0.25f, 7)),
+      make("dropout decode", 2, 1, 129, 2, 1, 64, opts(false, 0, 0, 0.5f, 99)),
+      make("dropout mask window", 1, 7, 7, 2, 1, 16, opts(true, 0, 4, 0.1f, 3), {1, 2, 7, 7}),
+  };
+}
+
+// Additive mask values in [-2, 2) with every 5th entry -inf (so that some
+// rows of the broadcast masks are fully masked).
+Tensor make_mask(const Shape& s, uint32_t seed) {
+  std::vector<float> m = random_values(numel(s), seed, -2.0f, 2.0f);
+  for (size_t e = 0; e < m.size(); e += 5) m[e] = -INFINITY;
+  return Tensor::from_vector(m, s);
+}
+
+// Naive attention in double: out [B, Sq, H, D].
+std::vector<float> reference(const Case& c, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask) {
+  std::vector<float> pq = q.to_f32(), pk = k.to_f32(), pv = v.to_f32(), pm;
+  if (mask) pm = mask->to_f32();
+  std::vector<float> keep;
+  if (c.o.dropout_p > 0) {
+    Tensor ones = Tensor::from_vector(std::vector<float>(size_t(c.batch * c.heads * c.seq_q * c.seq_k), 1.0f),
+                                      {c.batch, c.heads, c.seq_q, c.seq_k});
+    keep = dropout(ones, c.o.dropout_p, c.o.dropout_seed).to_f32();
+  }
+  const int64_t D = c.dim, group = c.heads / c.kv_heads;
+  const double scale = c.o.scale > 0 ? c.o.scale : 1.0 / std::sqrt(double(D));
+  std::vector<float> out(size_t(numel({c.batch, c.seq_q, c.heads, D})));
+  std::vector<double> s(size_t(c.seq_k));
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t h = 0; h < c.heads; ++h)
+      for (int64_t i = 0; i < c.seq_q; ++i) {
+        const int64_t pos = c.o.kv_offset + i, g = h / group;
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < c.seq_k; ++j) {
+          double x = -INFINITY;
+          if ((!c.o.causal || j <= pos) && (c.o.window == 0 || pos - j < c.o.window)) {
+            double dot = 0;
+            for (int64_t d = 0; d < D; ++d)
+              dot += double(pq[size_t(((b * c.seq_q + i) * c.heads + h) * D + d)]) *
+                     double(pk[size_t(((b * c.seq_k + j) * c.kv_heads + g) * D + d)]);
+            x = scale * dot;
+            if (mask) {
+              const Shape& m = c.mask;
+              int64_t idx = (((m[0] == 1 ? 0 : b) * m[1] + (m[1] == 1 ? 0 : h)) * m[2] + (m[2] == 1 ? 0 : i)) * m[3] +
+                            (m[3] == 1 ? 0 : j);
+              x += double(pm[size_t(idx)]);
+            }
+            if (!(x > -1e30)) x = -INFINITY;
+          }
+          s[size_t(j)] = x;
+          mx = std::max(mx, x);
+        }
+        float* o = &out[size_t(((b * c.seq_q + i) * c.heads + h) * D)];
+        if (mx == -INFINITY) continue;  // zeros
+        double sum = 0;
+        for (double x : s) sum += std::exp(x - mx);
+        for (int64_t d = 0; d < D; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < c.seq_k; ++j) {
+            double w = std::exp(s[size_t(j)] - mx) / sum;
+            if (!keep.empty()) w *= double(keep[size_t(((b * c.heads + h) * c.seq_q + i) * c.seq_k + j)]);
+            acc += w * double(pv[size_t(((b * c.seq_k + j) * c.kv_heads + g) * D + d)]);
+          }
+          o[d] = float(acc);
+        }
+      }
+  return out;
+}
+
+struct Operands {
+  Tensor q, k, v, mask, g;
+  const Tensor* m() const { return mask.defined() ? &mask : nullptr; }
+  Operands to(const Device& d) const {
+    Operands r{q.to(d), k.to(d), v.to(d), Tensor(), g.to(d)};
+    if (mask.defined()) r.mask = mask.to(d);
+    return r;
+  }
+};
+
+Operands operands(const Case& c) {
+  Operands x;
+  x.q = random_tensor({c.batch, c.seq_q, c.heads, c.dim}, 11);
+  x.k = random_tensor({c.batch, c.seq_k, c.kv_heads, c.dim}, 12);
+  x.v = random_tensor({c.batch, c.seq_k, c.kv_heads, c.dim}, 13);
+  x.g = random_tensor({c.batch, c.seq_q, c.heads, c.dim}, 14);
+  if (!c.mask.empty()) x.mask = make_mask(c.mask, 15);
+  return x;
+}
+
+// Forward: |got - ref| <= 2e-5 + 1e-4 |ref| on the CPU, 1e-4 + 1e-3 |ref| on
+// WebGPU (f32 accumulation over up to 1000 keys).
+TEST(AttentionParity, ForwardAgainstDoubleReference) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    Operands cpu = operands(c);
+    std::vector<float> want = reference(c, cpu.q, cpu.k, cpu.v, cpu.m());
+    EXPECT_TRUE(all_close(flash_attention_v2(cpu.q, cpu.k, cpu.v, c.o, cpu.m()).to_f32(), want, 2e-5, 1e-4));
+    Operands gpu = cpu.to(gpu_device());
+    Tensor got = flash_attention_v2(gpu.q, gpu.k, gpu.v, c.o, gpu.m());
+    ASSERT_TRUE(got.device().is_webgpu());
+    EXPECT_TRUE(all_close(got.to_f32(), want, 1e-4, 1e-3));
+  }
+}
+
+// Backward: WebGPU against the CPU, |got - cpu| <= 5e-4 + 5e-3 |cpu|; lse
+// from the forward of each backend, and (decode cases) recomputed.
+TEST(AttentionParity, BackwardAgainstCpu) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    Operands cpu = operands(c);
+    AttentionForward fc = flash_attention_v2_lse(cpu.q, cpu.k, cpu.v, c.o, cpu.m());
+    AttentionGrads want = flash_attention_v2_backward(cpu.q, cpu.k, cpu.v, fc.out, cpu.g, c.o, cpu.m(), &fc.lse);
+    Operands gpu = cpu.to(gpu_device());
+    AttentionForward fg = flash_attention_v2_lse(gpu.q, gpu.k, gpu.v, c.o, gpu.m());
+    EXPECT_TRUE(all_close(fg.lse, fc.lse, 1e-4, 1e-4)) << "lse";
+    const Tensor* lse = c.seq_q == 1 ? nullptr : &fg.lse;
+    AttentionGrads got = flash_attention_v2_backward(gpu.q, gpu.k, gpu.v, fg.out, gpu.g, c.o, gpu.m(), lse);
+    EXPECT_TRUE(all_close(got.grad_q, want.grad_q, 5e-4, 5e-3)) << "grad_q";
+    EXPECT_TRUE(all_close(got.grad_k, want.grad_k, 5e-4, 5e-3)) << "grad_k";
+    EXPECT_TRUE(all_close(got.grad_v, want.grad_v, 5e-4, 5e-3)) << "grad_v";
+  }
+}
+
+// A long sequence on one small head: 1000 queries, causal, forward and
+// backward (kept small: SwiftShader is slow).
+TEST(AttentionParity, Sequence1000) {
+  Case c = make("seq 1000", 1, 1000, 1000, 1, 1, 16, opts(true));
+  Operands cpu = operands(c);
+  std::vector<float> want = reference(c, cpu.q, cpu.k, cpu.v, nullptr);
+  Operands gpu = cpu.to(gpu_device());
+  AttentionForward fg = flash_attention_v2_lse(gpu.q, gpu.k, gpu.v, c.o);
+  EXPECT_TRUE(all_close(fg.out.to_f32(), want, 1e-4, 1e-3));
+  AttentionForward fc = flash_attention_v2_lse(cpu.q, cpu.k, cpu.v, c.o);
+  AttentionGrads wg = flash_attention_v2_backward(cpu.q, cpu.k, cpu.v, fc.out, cpu.g, c.o, nullptr, &fc.lse);
+  AttentionGrads gg = flash_attention_v2_backward(gpu.q, gpu.k, gpu.v, fg.out, gpu.g, c.o, nullptr, &fg.lse);
+  EXPECT_TRUE(all_close(gg.grad_q, wg.grad_q, 5e-4, 5e-3));
+  EXPECT_TRUE(all_close(gg.grad_k, wg.grad_k, 5e-4, 5e-3));
+  EXPECT_TRUE(all_close(gg.grad_v, wg.grad_v, 5e-4, 5e-3));
+}
+
+TEST(AttentionParity, SingleHeadFlashAttention) {
+  for (bool causal : {false, true}) {
+    Tensor q = random_tensor({7, 16}, 1), k = random_tensor({9, 16}, 2), v = random_tensor({9, 16}, 3);
+    AttentionOptions o = opts(causal);
+    Tensor want = flash_attention_v2(q.reshape({1, 7, 1, 16}), k.reshape({1, 9, 1, 16}), v.reshape({1, 9, 1, 16}), o);
+    Tensor cpu = flash_attention(q, k, v, causal);
+    ASSERT_EQ(cpu.shape(), (Shape{7, 16}));
+    EXPECT_TRUE(all_close(cpu.to_f32(), want.to_f32(), 0, 0));
+    EXPECT_TRUE(cpu_gpu_parity({q, k, v}, [&](const std::vector<Tensor>& t) { return flash_attention(t[0], t[1], t[2], causal); },
+                               1e-4, 1e-3));
+  }
+}
+
+// With v one-hot per key (D = Sk), out[i, j] = P_ij * z_ij: the dropout
+// decisions are visible. They match forge::dropout of the probability
+// tensor, repeat per seed, change with the seed, keep ~(1 - p) of the
+// entries, and the backward uses the same ones.
+TEST(AttentionValues, DropoutMaskKeepRateAndDeterminism) {
+  const int64_t sq = 129, sk = 128;
+  const float p = 0.25f;
+  std::vector<float> eye(size_t(sk * sk), 0.0f);
+  for (int64_t j = 0; j < sk; ++j) eye[size_t(j * sk + j)] = 1.0f;
+  Tensor v = Tensor::from_vector(eye, {1, sk, 1, sk});
+  Tensor q = random_tensor({1, sq, 1, sk}, 21), k = random_tensor({1, sk, 1, sk}, 22);
+  for (const Device& d : {Device::cpu(), gpu_device()}) {
+    SCOPED_TRACE(d.name());
+    Tensor qd = q.to(d), kd = k.to(d), vd = v.to(d);
+    auto run = [&](uint64_t seed) { return flash_attention_v2(qd, kd, vd, opts(false, 0, 0, p, seed)).to_f32(); };
+    std::vector<float> a = run(5), b = run(5), c = run(6);
+    EXPECT_EQ(a, b) << "same seed, same output";
+    EXPECT_NE(a, c) << "another seed, another mask";
+    Tensor ones = Tensor::from_vector(std::vector<float>(size_t(sq * sk), 1.0f), {1, 1, sq, sk});
+    std::vector<float> keep = dropout(ones, p, 5).to_f32();
+    int64_t kept = 0;
+    for (size_t e = 0; e < a.size(); ++e) {
+      EXPECT_EQ(a[e] != 0.0f, keep[e] != 0.0f) << "entry " << e;
+      kept += a[e] != 0.0f;
+    }
+    double rate = double(kept) / double(a.size());
+    EXPECT_NEAR(rate, 1.0 - p, 0.02) << "keep rate over " << a.size() << " probabilities";
+  }
+}
+
+TEST(AttentionValues, FullyMaskedRowsAreZeros) {
+  Tensor q = random_tensor({1, 3, 2, 16}, 1), k = random_tensor({1, 4, 1, 16}, 2), v = random_tensor({1, 4, 1, 16}, 3);
+  std::vector<float> m(size_t(3 * 4), 0.0f);
+  for (int j = 0; j < 4; ++j) m[size_t(4 + j)] = -INFINITY;  // query 1 sees nothing
+  Tensor mask = Tensor::from_vector(m, {1, 1, 3, 4});
+  for (const Device& d : {Device::cpu(), gpu_device()}) {
+    SCOPED_TRACE(d.name());
+    Tensor md = mask.to(d);
+    std::vector<float> out = flash_attention_v2(q.to(d), k.to(d), v.to(d), {}, &md).to_f32();
+    for (int64_t e = 0; e < 2 * 16; ++e) EXPECT_EQ(out[size_t(32 + e)], 0.0f);
+    for (float x : out) EXPECT_FALSE(std::isnan(x));
+    // A window of 1 on a non-causal query past every key sees nothing either.
+    std::vector<float> w = flash_attention_v2(q.to(d), k.to(d), v.to(d), opts(false, 10, 1)).to_f32();
+    for (float x : w) EXPECT_EQ(x, 0.0f);
+  }
+}
+
+template <class E>
+void expect_attention_error(const std::string& op, const std::function<void()>& fn) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error from " << op;
+  } catch (const E& e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("[" + op + "]", 0), 0u) << msg;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << op << ": wrong exception type: " << e.what();
+  }
+}
+
+TEST(AttentionValidation, ShapesTypesOptionsDevices) {
+  const std::string op = "flash_attention_v2", bop = "flash_attention_v2_backward";
+  Tensor q = random_tensor({1, 3, 4, 8}, 1), k = random_tensor({1, 5, 2, 8}, 2), v = random_tensor({1, 5, 2, 8}, 3);
+  expect_attention_error<ShapeError>(op, [&] { flash_attention_v2(q.reshape({3, 4, 8}), k, v); });
+  expect_attention_error<ShapeError>(op, [&] { flash_attention_v2(q, k, random_tensor({1, 4, 2, 8}, 4)); });
+  expect_attention_error<ShapeError>(op, [&] { flash_attention_v2(q, random_tensor({1, 5, 3, 8}, 4), random_tensor({1, 5, 3, 8}, 5)); });
+  expect_attention_error<ShapeError>(op, [&] { flash_attention_v2(q, random_tensor({2, 5, 2, 8}, 4), random_tensor({2, 5, 2, 8}, 5)); });
+  expect_attention_error<ShapeError>(op, [&] { flash_attention_v2(q, random_tensor({1, 5, 2, 4}, 4), random_tensor({1, 5, 2, 4}, 5)); });
+  Tensor bad_mask = random_tensor({1, 2, 3, 5}, 6);  // 2 heads, q has 4
+  expect_attention_error<ShapeError>(op, [&] { flash_attention_v2(q, k, v, {}, &bad_mask); });
+  Tensor mask3 = random_tensor({3, 5}, 6);
+  expect_attention_error<ShapeError>(op, [&] { flash_attention_v2(q, k, v, {}, &mask3); });
+  Tensor qi = Tensor::zeros({1, 3, 4, 8}, DType::I32);
+  expect_attention_error<DTypeError>(op, [&] { flash_attention_v2(qi, k, v); });
+  expect_attention_error<ValueError>(op, [&] { flash_attention_v2(q, k, v, opts(false, 0, 0, 1.0f)); });
+  expect_attention_error<ValueError>(op, [&] { flash_attention_v2(q, k, v, opts(false, -1)); });
+  expect_attention_error<ValueError>(op, [&] { flash_attention_v2(q, k, v, opts(false, 0, -2)); });
+  expect_attention_error<DeviceError>(op, [&] { flash_attention_v2(q, k.to(gpu_device()), v); });
+  Tensor big = random_tensor({1, 2, 1, 160}, 7).to(gpu_device());
+  expect_attention_error<ShapeError>(op, [&] { flash_attention_v2(big, big, big); });
+  expect_attention_error<ShapeError>("flash_attention", [&] { flash_attention(q, k, v, false); });
+  Tensor out = flash_attention_v2(q, k, v);
+  expect_attention_error<ShapeError>(bop, [&] { flash_attention_v2_backward(q, k, v, out.reshape({1, 3, 2, 16}), out); });
+  Tensor lse = Tensor::zeros({1, 4, 2});
+  expect_attention_error<ShapeError>(bop, [&] { flash_attention_v2_backward(q, k, v, out, out, {}, nullptr, &lse); });
+  expect_attention_error<ValueError>(bop, [&] { flash_attention_v2_backward(q, k, v, out, out, opts(false, 0, 0, -0.5f)); });
+}
+
+}  // namespace
+}  // namespace forge::testing

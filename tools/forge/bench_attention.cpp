@@ -1,0 +1,108 @@
+// forge bench attention: flash attention forward and backward at GPT-2 124M
+// (12 heads, head_dim 64) and SmolLM2-360M (15 query heads, 5 KV heads,
+// head_dim 64) shapes: a causal 1024-token prefill and a one-token decode
+// over a 1024-entry KV cache. Reports ms and TFLOP/s counting 4 * D flops
+// per visible (query, key) pair forward and 10 * D backward (the two and five
+// matmul-equivalents; the backward's recomputation of P is not counted).
+// bench/torch_attention.py measures the same shapes with PyTorch.
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <random>
+
+#include "command.h"
+#include "devices.h"
+#include "forge/ops.h"
+#include "gpu/runtime.h"
+
+namespace forge::cli {
+namespace {
+
+void sync(const Device& d) {
+  if (d.is_webgpu()) d.runtime().sync();
+}
+
+// Seconds per call of fn after one warm-up, over at least `min_iters` calls and ~0.5 s.
+template <class Fn>
+double time_per_call(const Device& d, Fn fn, int min_iters) {
+  fn();
+  sync(d);
+  int iters = 0;
+  auto start = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  while (iters < min_iters || elapsed < 0.5) {
+    fn();
+    ++iters;
+    sync(d);
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  return elapsed / iters;
+}
+
+struct Model {
+  const char* name;
+  int64_t heads, kv_heads, dim;
+};
+
+struct Shape4 {
+  const char* phase;
+  int64_t seq_q, seq_k, offset;
+};
+
+Tensor random(const Shape& s, std::mt19937& rng, const Device& d) {
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(size_t(numel(s)));
+  for (auto& x : v) x = dist(rng);
+  return Tensor::from_vector(v, s, d);
+}
+
+void run(const std::string& device, int64_t seq, bool json) {
+  const Model models[] = {{"gpt2-124m", 12, 12, 64}, {"smollm2-360m", 15, 5, 64}};
+  const Shape4 shapes[] = {{"prefill", seq, seq, 0}, {"decode", 1, seq + 1, seq}};
+  nlohmann::json results = nlohmann::json::array();
+  std::mt19937 rng(7);
+  for (const Device& d : resolve_devices(device)) {
+    for (const Model& m : models) {
+      for (const Shape4& s : shapes) {
+        Tensor q = random({1, s.seq_q, m.heads, m.dim}, rng, d);
+        Tensor k = random({1, s.seq_k, m.kv_heads, m.dim}, rng, d);
+        Tensor v = random({1, s.seq_k, m.kv_heads, m.dim}, rng, d);
+        Tensor g = random({1, s.seq_q, m.heads, m.dim}, rng, d);
+        AttentionOptions o;
+        o.causal = true;
+        o.kv_offset = s.offset;
+        // Visible (query, key) pairs: query i sees offset + i + 1 keys.
+        double pairs = 0;
+        for (int64_t i = 0; i < s.seq_q; ++i) pairs += double(std::min(s.seq_k, s.offset + i + 1));
+        pairs *= double(m.heads);
+        AttentionForward f = flash_attention_v2_lse(q, k, v, o);
+        double fwd = time_per_call(d, [&] { flash_attention_v2(q, k, v, o); }, 2);
+        double bwd = time_per_call(d, [&] { flash_attention_v2_backward(q, k, v, f.out, g, o, nullptr, &f.lse); }, 2);
+        double fwd_tf = 4.0 * double(m.dim) * pairs / fwd / 1e12, bwd_tf = 10.0 * double(m.dim) * pairs / bwd / 1e12;
+        results.push_back({{"device", d.name()}, {"model", m.name}, {"phase", s.phase}, {"heads", m.heads},
+                           {"kv_heads", m.kv_heads}, {"head_dim", m.dim}, {"seq_q", s.seq_q}, {"seq_k", s.seq_k},
+                           {"causal", true}, {"fwd_ms", fwd * 1e3}, {"fwd_tflops", fwd_tf}, {"bwd_ms", bwd * 1e3},
+                           {"bwd_tflops", bwd_tf}});
+        if (!json)
+          std::printf("%-28s %-13s %-7s q %4lld k %4lld  fwd %9.3f ms %8.4f TFLOP/s  bwd %9.3f ms %8.4f TFLOP/s\n",
+                      d.name().c_str(), m.name, s.phase, (long long)s.seq_q, (long long)s.seq_k, fwd * 1e3, fwd_tf,
+                      bwd * 1e3, bwd_tf);
+      }
+    }
+  }
+  if (json) std::printf("%s\n", nlohmann::json{{"bench", "attention"}, {"results", results}}.dump(2).c_str());
+}
+
+const bool registered = register_bench(
+    {"attention", "flash attention forward/backward at GPT-2 124M and SmolLM2-360M shapes", [](CLI::App& sub) {
+       static std::string device = "auto";
+       static int64_t seq = 1024;
+       static bool json = false;
+       add_device_option(sub, device, true);
+       sub.add_option("--seq", seq, "Prefill length and decode cache length");
+       sub.add_flag("--json", json, "Print JSON");
+       sub.callback([] { run(device, seq, json); });
+     }});
+
+}  // namespace
+}  // namespace forge::cli
