@@ -11,6 +11,12 @@
 // kernels handle an out-of-range id without reading out of bounds: a gather
 // writes NaN into that id's output row (embedding, gather_nll, ce_bwd), so the
 // error shows in every result computed from it; scatter_add_rows skips it.
+//
+// On WebGPU the gathers, the LM head, the losses and scatter_add_rows split
+// their work so that no storage binding exceeds the device's limit (wte and
+// the logits may be larger than one binding); the ids, wpe, the LM head's
+// input `a`, and the operands of the head reshapes and kv_append are bound
+// whole and must each fit one binding.
 #pragma once
 #include <cstdint>
 #include <vector>
