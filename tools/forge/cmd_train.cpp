@@ -40,7 +40,7 @@ struct TrainArgs {
   std::vector<std::string> data;
   std::string model, init, out, tokenizer, fixed_batch, device = "auto", decay = "all";
   int64_t steps = 100, batch = 8, seq = 128, micro = 0, warmup = 0, eval_every = 50, save_every = 0;
-  int64_t eval_batches = 4, sample_tokens = 32;
+  int64_t eval_batches = 4, sample_tokens = 32, stop_at = 0;
   double lr = 6e-4, min_lr_ratio = 0.1, weight_decay = 0.01, val_fraction = 0.1;
   float grad_clip = 1.0f, dropout = 0.0f;
   uint64_t seed = 1234;
@@ -220,11 +220,12 @@ void run(TrainArgs a) {
                   fmt_time(eta).c_str());
     if (tty) std::fprintf(stderr, "\r%s\x1b[K", line);
     else std::fprintf(stderr, "%s\n", line);
-    const bool last = step + 1 == a.steps;
+    const bool last = step + 1 == a.steps || step + 1 == a.stop_at;
     if ((a.eval_every > 0 && (step + 1) % a.eval_every == 0) || last) last_val = evaluate(step + 1);
     if ((a.save_every > 0 && (step + 1) % a.save_every == 0) || last)
       save_train_checkpoint(ckpt, model, trainer, tok_file,
                             {{"tokenizer", tok.name()}, {"batch", std::to_string(a.batch)}, {"seq", std::to_string(T)}});
+    if (last) break;
   }
   if (tty) std::fprintf(stderr, "\n");
   if (a.json)
@@ -272,6 +273,9 @@ const bool registered = register_command(
        sub.add_option("--save-every", a.save_every, "Checkpoint every N steps (0: at the end)")
            ->check(CLI::NonNegativeNumber);
        sub.add_option("--val-fraction", a.val_fraction, "Held-out tail of the tokens")->check(CLI::Range(0.0, 0.5));
+       sub.add_option("--stop-at", a.stop_at, "Stop (with a checkpoint) after this step, as if interrupted; "
+                                              "the schedule still spans --steps")
+           ->check(CLI::NonNegativeNumber);
        sub.add_flag("--resume", a.resume, "Continue from OUT/checkpoint");
        sub.add_option("--seed", a.seed, "Seed of initialisation, batches, dropout and samples");
        add_device_option(sub, a.device);
