@@ -1,5 +1,5 @@
 // Host side of silu_gate_fused and its backward, top_k and conv1d_depthwise
-// (shaders/silu_gate.wgsl, top_k_select.wgsl, top_k_place.wgsl,
+// (shaders/silu_gate.wgsl, silu_gate_bwd.wgsl, top_k_select.wgsl, top_k_place.wgsl,
 // conv1d_depthwise.wgsl).
 #include "forge_shaders.h"
 #include "webgpu/launch.h"
@@ -10,8 +10,8 @@ namespace forge::webgpu {
 
 namespace {
 
-const gpu::Kernel kSiluGate{"silu_gate", shaders::silu_gate, "forward"};
-const gpu::Kernel kSiluGateBwd{"silu_gate_bwd", shaders::silu_gate, "backward"};
+const gpu::Kernel kSiluGate{"silu_gate", shaders::silu_gate};
+const gpu::Kernel kSiluGateBwd{"silu_gate_bwd", shaders::silu_gate_bwd};
 const gpu::Kernel kTopKSelect{"top_k_select", shaders::top_k_select};
 const gpu::Kernel kTopKPlace{"top_k_place", shaders::top_k_place};
 const gpu::Kernel kConv1d{"conv1d_depthwise", shaders::conv1d_depthwise};
@@ -56,8 +56,8 @@ void silu_gate_bwd(const Tensor& up, const Tensor& gate, const Tensor& dy, Tenso
   for_each_row_chunk(dev.runtime(), op, dy.numel(), 4, [&](int64_t first, int64_t count) {
     uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
     launch(dev, op, kSiluGateBwd, CountParams{uint32_t(count), {}},
-           {arg(up, off, bytes), arg(gate, off, bytes), arg(grad_up, off, bytes), arg(grad_gate, off, bytes),
-            arg(dy, off, bytes)},
+           {arg(up, off, bytes), arg(gate, off, bytes), arg(dy, off, bytes), arg(grad_up, off, bytes),
+            arg(grad_gate, off, bytes)},
            grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()));
   });
 }

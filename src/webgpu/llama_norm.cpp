@@ -1,6 +1,7 @@
 // Host side of rope, rms_norm (plain and residual) and rms_norm_bwd
-// (shaders/rope.wgsl, rms_norm.wgsl, rms_norm_bwd.wgsl): token rows split
-// under the binding limit.
+// (shaders/rope.wgsl, rms_norm.wgsl, rms_norm_residual.wgsl, rms_norm_bwd.wgsl):
+// token rows split under the binding limit (rope binds its [seq, head_dim / 2]
+// cos/sin table whole).
 #include "forge_shaders.h"
 #include "webgpu/launch.h"
 #include "webgpu/llama_kernels.h"
@@ -12,7 +13,7 @@ namespace {
 
 const gpu::Kernel kRope{"rope", shaders::rope};
 const gpu::Kernel kRmsNorm{"rms_norm", shaders::rms_norm};
-const gpu::Kernel kRmsNormResidual{"rms_norm_residual", shaders::rms_norm, "residual"};
+const gpu::Kernel kRmsNormResidual{"rms_norm_residual", shaders::rms_norm_residual};
 const gpu::Kernel kRmsNormBwd{"rms_norm_bwd", shaders::rms_norm_bwd};
 
 struct RopeParams {

@@ -1,5 +1,5 @@
 // Host side of dequantize, affine_dequantize and quantized_matmul
-// (shaders/dequantize_bytes.wgsl, quant.wgsl). Rows of W are split so that
+// (shaders/dequantize_bytes.wgsl, affine_dequantize.wgsl, quantized_matmul.wgsl). Rows of W are split so that
 // its words, scales and biases each fit one binding at aligned offsets; the
 // matmul also splits the rows of x and of the output.
 #include "forge_shaders.h"
@@ -12,8 +12,8 @@ namespace forge::webgpu {
 namespace {
 
 const gpu::Kernel kBytes{"dequantize", shaders::dequantize_bytes};
-const gpu::Kernel kAffine{"affine_dequantize", shaders::quant, "dequantize"};
-const gpu::Kernel kQMatmul{"quantized_matmul", shaders::quant, "matmul"};
+const gpu::Kernel kAffine{"affine_dequantize", shaders::affine_dequantize};
+const gpu::Kernel kQMatmul{"quantized_matmul", shaders::quantized_matmul};
 
 struct BytesParams {
   uint32_t count;

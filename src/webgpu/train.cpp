@@ -1,5 +1,5 @@
 // Host side of the elementwise training updates and the MSE loss
-// (shaders/train.wgsl), split as rows of one element under the binding limit.
+// (shaders/train.wgsl, train_scale.wgsl, mse_loss.wgsl), split as rows of one element under the binding limit.
 #include "forge_shaders.h"
 #include "webgpu/launch.h"
 #include "webgpu/train_kernels.h"
@@ -9,9 +9,9 @@ namespace forge::webgpu {
 namespace {
 
 const gpu::Kernel kAxpy{"axpy", shaders::train, "axpy"};
-const gpu::Kernel kScale{"scale_inplace", shaders::train, "scale"};
+const gpu::Kernel kScale{"gradient_scale", shaders::train_scale};
 const gpu::Kernel kClip{"clip", shaders::train, "clip"};
-const gpu::Kernel kMse{"mse", shaders::train, "mse"};
+const gpu::Kernel kMse{"mse_loss", shaders::mse_loss};
 
 struct TrainParams {
   uint32_t count;

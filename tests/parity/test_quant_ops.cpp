@@ -75,6 +75,10 @@ Quantized make_quantized(int64_t out, int64_t in, int bits, int group, DType dty
   return r;
 }
 
+// A CPU tensor uploaded with from_data, which pads an odd number of 16-bit
+// values to whole words (Tensor::to needs a multiple of 4 bytes).
+Tensor to_gpu(const Tensor& t) { return Tensor::from_data(t.raw_data(), t.shape(), t.dtype(), gpu_device()); }
+
 TEST(QuantValues, DequantizeBytes) {
   Tensor words = Tensor::from_vector<uint32_t>({0x04030201u, 0xFF00807Fu}, {2});
   std::vector<float> want = {1, 2, 3, 4, 127, 128, 0, 255};
@@ -108,8 +112,7 @@ TEST(QuantValues, AffineDequantizeHandPacked) {
               << what;
           // The GPU may fuse the multiply-add (one rounding instead of two):
           // half an ulp of q * scale <= 7.65: 1e-6 absolute.
-          Tensor got = affine_dequantize(q.w.to(gpu_device()), q.scales.to(gpu_device()), q.biases.to(gpu_device()),
-                                         bits, group);
+          Tensor got = affine_dequantize(to_gpu(q.w), to_gpu(q.scales), to_gpu(q.biases), bits, group);
           EXPECT_TRUE(all_close(got.to_vector<float>(), q.dense, 1e-6, 0)) << what;
         }
 }

@@ -149,7 +149,7 @@ TEST(TrainParity, GradientNormAndClip) {
     // differ by an ulp: 1e-6 relative.
     float coef = std::min(1.0f, max_norm / (std::sqrt(float(want)) + 1e-6f));
     for (const Device& d : {Device::cpu(), gpu_device()}) {
-      Tensor g = grads[0].to(d);
+      Tensor g = grads[0].clone().to(d);
       Tensor n = Tensor::from_vector<float>({float(want)}, {1}, d);
       clip_grad_by_norm(g, n, max_norm);
       std::vector<float> expect = grads[0].to_vector<float>();

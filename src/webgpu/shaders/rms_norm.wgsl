@@ -1,7 +1,6 @@
 // RMS norm over the last dim: one workgroup per row of `cols` values,
-// y = (h * inverseSqrt(mean(h^2) + eps)) * w. Entry `main` normalises h = x;
-// entry `residual` first forms h = x + r and writes it to `sum` (the next
-// residual stream of a Llama block), then normalises it.
+// y = (x * inverseSqrt(mean(x^2) + eps)) * w. rms_norm_residual.wgsl is the
+// same with the residual add fused in front.
 struct Params {
   rows: u32,
   cols: u32,
@@ -13,8 +12,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read> x: array<f32>;        // [rows, cols]
 @group(0) @binding(2) var<storage, read> w: array<f32>;        // [cols]
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;  // [rows, cols]
-@group(0) @binding(4) var<storage, read> r: array<f32>;        // [rows, cols] (residual only)
-@group(0) @binding(5) var<storage, read_write> sum: array<f32>;  // [rows, cols] (residual only)
 
 const WG: u32 = 256u;
 var<workgroup> red: array<f32, WG>;
@@ -49,25 +46,5 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.cols) + p.eps);
   for (var j = lid; j < p.cols; j += WG) {
     y[base + j] = (x[base + j] * rstd) * w[j];
-  }
-}
-
-@compute @workgroup_size(WG)
-fn residual(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
-            @builtin(local_invocation_index) lid: u32) {
-  let row = wg.y * nwg.x + wg.x;
-  if (row >= p.rows) {
-    return;
-  }
-  let base = row * p.cols;
-  var sq = 0.0;
-  for (var j = lid; j < p.cols; j += WG) {
-    let v = x[base + j] + r[base + j];
-    sum[base + j] = v;
-    sq += v * v;
-  }
-  let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.cols) + p.eps);
-  for (var j = lid; j < p.cols; j += WG) {
-    y[base + j] = (sum[base + j] * rstd) * w[j];
   }
 }

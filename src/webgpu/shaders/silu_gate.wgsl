@@ -1,6 +1,5 @@
-// out = silu(up) * gate (entry `forward`) and its gradients (entry
-// `backward`): grad_up = dy gate s (1 + up (1 - s)), grad_gate = dy up s with
-// s = sigmoid(up). Elementwise, one invocation per element.
+// out = silu(up) * gate, elementwise, one invocation per element
+// (silu_gate_bwd.wgsl is its gradient).
 struct Params {
   count: u32,
   _pad0: u32,
@@ -11,35 +10,19 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> up: array<f32>;
 @group(0) @binding(2) var<storage, read> gate: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;        // forward: out; backward: grad_up
-@group(0) @binding(4) var<storage, read_write> grad_gate: array<f32>;  // backward only
-@group(0) @binding(5) var<storage, read> dy: array<f32>;               // backward only
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
 
 fn index(wg: vec3u, nwg: vec3u, lid: u32) -> u32 {
   return (wg.y * nwg.x + wg.x) * 256u + lid;
 }
 
 @compute @workgroup_size(256)
-fn forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
-           @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
   let i = index(wg, nwg, lid);
   if (i >= p.count) {
     return;
   }
   let u = up[i];
   out[i] = u / (1.0 + exp(-u)) * gate[i];
-}
-
-@compute @workgroup_size(256)
-fn backward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
-            @builtin(local_invocation_index) lid: u32) {
-  let i = index(wg, nwg, lid);
-  if (i >= p.count) {
-    return;
-  }
-  let u = up[i];
-  let s = 1.0 / (1.0 + exp(-u));
-  let g = dy[i];
-  out[i] = g * gate[i] * (s * (1.0 + u * (1.0 - s)));
-  grad_gate[i] = g * (u * s);
 }

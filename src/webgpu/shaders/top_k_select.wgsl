@@ -38,8 +38,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     state = vec2u(0u, p.k);
   }
   var mask = 0u;
-  for (var pass = 0u; pass < 4u; pass++) {
-    let shift = 24u - 8u * pass;
+  for (var round = 0u; round < 4u; round++) {
+    let shift = 24u - 8u * round;
     atomicStore(&hist[lid], 0u);
     workgroupBarrier();
     let prefix = state.x;

@@ -1,11 +1,9 @@
-// MLX affine-quantized weights W [out, in]: BITS-bit values packed 32 / BITS
-// to a u32 word (value j of a word in bits [BITS j, BITS (j + 1))), one scale
-// and bias per GROUP inputs: W[o, i] = f32(q) * scale + bias. Scales and
-// biases are f32 (SCALE_KIND 0) or 16-bit values read two to a word: bf16 (1,
-// widened by a 16-bit shift) or f16 (2, unpack2x16float); both exact.
-// Entry `dequantize` writes W; entry `matmul` computes x @ W^T with W
+// x @ W^T for an MLX affine-quantized W [out, in] (the layout of
+// affine_dequantize.wgsl: BITS-bit values, 32 / BITS to a word, a scale and
+// bias per GROUP inputs stored as f32, bf16 or f16 per SCALE_KIND), W
 // unpacked in registers: one workgroup per (output feature, tile of 4 rows of
-// x), its 64 invocations striding over the words of the weight row.
+// x), its 64 invocations striding over the words of the weight row, the
+// partial sums reduced in workgroup memory.
 override BITS: u32 = 8u;
 override GROUP: u32 = 64u;
 override SCALE_KIND: u32 = 0u;
@@ -15,9 +13,9 @@ struct Params {
   cols: u32,        // in
   words: u32,       // words per row of W
   groups: u32,      // scale groups per row of W
-  x_rows: u32,      // matmul: rows of x in this dispatch
-  out_stride: u32,  // matmul: elements per output row (out)
-  out_first: u32,   // matmul: output column of the dispatch's first W row
+  x_rows: u32,      // rows of x in this dispatch
+  out_stride: u32,  // elements per output row (out)
+  out_first: u32,   // output column of the dispatch's first W row
   _pad0: u32,
 }
 
@@ -25,8 +23,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> w: array<u32>;       // [w_rows, words]
 @group(0) @binding(2) var<storage, read> scales: array<u32>;  // [w_rows, groups] as f32 or 16-bit pairs
 @group(0) @binding(3) var<storage, read> biases: array<u32>;  // like scales
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;  // dequantize: [w_rows, cols]; matmul: [x_rows, out_stride]
-@group(0) @binding(5) var<storage, read> x: array<f32>;       // matmul: [x_rows, cols]
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;  // [x_rows, out_stride]
+@group(0) @binding(5) var<storage, read> x: array<f32>;       // [x_rows, cols]
 
 override PER: u32 = 32u / BITS;
 override MASK: u32 = (1u << BITS) - 1u;
@@ -57,28 +55,13 @@ fn bias_at(j: u32) -> f32 {
   return widen(biases[word_index(j)], j);
 }
 
-@compute @workgroup_size(256)
-fn dequantize(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
-              @builtin(local_invocation_index) lid: u32) {
-  let i = (wg.y * nwg.x + wg.x) * 256u + lid;
-  if (i >= p.w_rows * p.cols) {
-    return;
-  }
-  let o = i / p.cols;
-  let c = i % p.cols;
-  let q = (w[o * p.words + c / PER] >> (BITS * (c % PER))) & MASK;
-  let g = o * p.groups + c / GROUP;
-  let prod = f32(q) * scale_at(g);
-  out[i] = prod + bias_at(g);
-}
-
 const WG: u32 = 64u;
 const TM: u32 = 4u;
 var<workgroup> red: array<f32, 256>;  // [TM, WG]
 
 @compute @workgroup_size(WG)
-fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
-          @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
   let g = wg.y * nwg.x + wg.x;
   let o = g % p.w_rows;
   let m0 = (g / p.w_rows) * TM;

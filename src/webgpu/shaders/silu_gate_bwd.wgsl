@@ -1,0 +1,33 @@
+// The gradients of out = silu(up) * gate, elementwise: with s = sigmoid(up),
+// grad_up = dy gate s (1 + up (1 - s)) and grad_gate = dy up s.
+struct Params {
+  count: u32,
+  _pad0: u32,
+  _pad1: u32,
+  _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> up: array<f32>;
+@group(0) @binding(2) var<storage, read> gate: array<f32>;
+@group(0) @binding(3) var<storage, read> dy: array<f32>;
+@group(0) @binding(4) var<storage, read_write> grad_up: array<f32>;
+@group(0) @binding(5) var<storage, read_write> grad_gate: array<f32>;
+
+fn index(wg: vec3u, nwg: vec3u, lid: u32) -> u32 {
+  return (wg.y * nwg.x + wg.x) * 256u + lid;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = index(wg, nwg, lid);
+  if (i >= p.count) {
+    return;
+  }
+  let u = up[i];
+  let s = 1.0 / (1.0 + exp(-u));
+  let g = dy[i];
+  grad_up[i] = g * gate[i] * (s * (1.0 + u * (1.0 - s)));
+  grad_gate[i] = g * (u * s);
+}
