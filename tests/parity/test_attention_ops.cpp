@@ -43,6 +43,9 @@ std::vector<Case> cases() {
       make("mqa causal offset d80", 2, 7, 20, 3, 1, 80, opts(true, 13)),
       make("decode gqa2 d128", 2, 1, 129, 4, 2, 128, opts(true, 128)),
       make("decode mqa d64 no cache", 1, 1, 1, 4, 1, 64, opts(true)),
+      // Splits of several 64-key tiles: a long cache, and rows enough for one split.
+      make("decode long cache d128", 1, 1, 5000, 2, 1, 128, opts(true, 4999)),
+      make("decode 8 queries one split d128", 1, 8, 200, 64, 8, 128, opts(true, 192)),
       make("prefill d128 causal offset", 1, 129, 140, 2, 1, 128, opts(true, 11)),
       make("window causal", 1, 129, 129, 2, 1, 32, opts(true, 0, 16)),
       make("window non-causal", 2, 7, 7, 2, 2, 16, opts(false, 0, 3)),
