@@ -89,13 +89,13 @@ void check_first_step(const Device& dev, const Tol& tol) {
   const std::vector<Gpt2HostTensor> after = trainer.host_weights();
   size_t i = 0;
   for (auto& [name, t] : gpt2_named_params(grads.g)) {
-    const std::vector<float> want = ref.get("grad." + name);
+    const std::vector<float> want = ref.get("grad.transformer." + name);
     const double gtol = tol.grad_rel * max_abs(want);
     EXPECT_TRUE(within(t->to_vector<float>(), want, gtol)) << "grad." << name << " on " << dev.name();
 
     // step1: exact-ish where the gradient's sign is certain, within 2 lr elsewhere.
     ASSERT_EQ(after[i].name, name);
-    const std::vector<float> step1 = ref.get("step1." + name);
+    const std::vector<float> step1 = ref.get("step1.transformer." + name);
     std::vector<float> sure_got, sure_want;
     for (size_t e = 0; e < want.size(); ++e) {
       const double d = std::fabs(double(after[i].values[e]) - step1[e]);

@@ -189,8 +189,10 @@ void run(TrainArgs a) {
     const std::string text = tok.decode(gen);
     if (tty) std::fprintf(stderr, "\n");
     std::fprintf(stderr, "eval step %lld val_loss %.4f sample: %s\n", (long long)step, val,
-                 nlohmann::json(text).dump().c_str());
-    log << nlohmann::json{{"step", step}, {"val_loss", val}, {"sample", text}}.dump() << "\n";
+                 nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    log << nlohmann::json{{"step", step}, {"val_loss", val}, {"sample", text}}.dump(
+               -1, ' ', false, nlohmann::json::error_handler_t::replace)
+        << "\n";
     return val;
   };
 
