@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "forge/error.h"
+#include "webgpu/dawn/wgsl_bindings.h"
 
 namespace forge::webgpu {
 
@@ -43,6 +44,7 @@ DawnRuntime::~DawnRuntime() {
   pass_.reset();
   encoder_.reset();
   fence_.reset();
+  bind_groups_.clear();
   pipelines_.clear();
   free_buffers_.clear();
   free_staging_.clear();
@@ -294,17 +296,68 @@ void DawnRuntime::clear(const gpu::Buffer& dst, uint64_t offset, uint64_t bytes)
 
 size_t DawnRuntime::PipelineKeyHash::operator()(const PipelineKey& k) const {
   size_t h = std::hash<const void*>()(k.kernel);
-  for (double v : k.constants) h = h * 31 + std::hash<double>()(v);
+  for (uint32_t i = 0; i < k.count; ++i) h = h * 31 + std::hash<double>()(k.values[i]);
+  return h;
+}
+
+bool DawnRuntime::BindKey::operator==(const BindKey& o) const {
+  if (layout != o.layout || count != o.count) return false;
+  for (uint32_t i = 0; i < count; ++i)
+    if (!(ranges[i] == o.ranges[i])) return false;
+  return true;
+}
+
+size_t DawnRuntime::BindKeyHash::operator()(const BindKey& k) const {
+  size_t h = std::hash<const void*>()(k.layout);
+  for (uint32_t i = 0; i < k.count; ++i) {
+    h = h * 1000003u ^ std::hash<const void*>()(k.ranges[i].buffer);
+    h = h * 1000003u ^ std::hash<uint64_t>()(k.ranges[i].offset);
+    h = h * 1000003u ^ std::hash<uint64_t>()(k.ranges[i].size);
+  }
   return h;
 }
 
 const DawnRuntime::Pipeline& DawnRuntime::pipeline(const gpu::Dispatch& d) {
-  PipelineKey key{d.kernel, {}};
-  for (const auto& c : d.constants) key.constants.push_back(c.value);
+  if (d.constants.size() > kMaxConstants)
+    throw GpuError(std::string("[") + d.op + "] kernel '" + std::string(d.kernel->name) + "' has more than " +
+                   std::to_string(kMaxConstants) + " override constants");
+  PipelineKey key;
+  key.kernel = d.kernel;
+  for (const auto& c : d.constants) key.values[key.count++] = c.value;
   auto it = pipelines_.find(key);
   if (it != pipelines_.end()) return it->second;
 
+  // The layout, from the kernel's declarations.
+  std::vector<WGPUBindGroupLayoutEntry> layout_entries;
+  for (const WgslBinding& b : wgsl_bindings(d.kernel->source, d.kernel->name)) {
+    WGPUBindGroupLayoutEntry e{};
+    e.binding = b.binding;
+    e.visibility = WGPUShaderStage_Compute;
+    switch (b.kind) {
+      case WgslBinding::Kind::Uniform:
+        e.buffer.type = WGPUBufferBindingType_Uniform;
+        e.buffer.hasDynamicOffset = 1;
+        break;
+      case WgslBinding::Kind::ReadOnlyStorage: e.buffer.type = WGPUBufferBindingType_ReadOnlyStorage; break;
+      case WgslBinding::Kind::Storage: e.buffer.type = WGPUBufferBindingType_Storage; break;
+    }
+    layout_entries.push_back(e);
+  }
+
   wgpuDevicePushErrorScope(device_.get(), WGPUErrorFilter_Validation);
+  Pipeline p;
+  WGPUBindGroupLayoutDescriptor bgl{};
+  bgl.label = view(d.kernel->name);
+  bgl.entryCount = layout_entries.size();
+  bgl.entries = layout_entries.data();
+  p.layout = BindGroupLayoutHandle(wgpuDeviceCreateBindGroupLayout(device_.get(), &bgl));
+  WGPUBindGroupLayout layouts[] = {p.layout.get()};
+  WGPUPipelineLayoutDescriptor pl{};
+  pl.label = view(d.kernel->name);
+  pl.bindGroupLayoutCount = 1;
+  pl.bindGroupLayouts = layouts;
+  p.pipeline_layout = PipelineLayoutHandle(wgpuDeviceCreatePipelineLayout(device_.get(), &pl));
+
   WGPUShaderSourceWGSL wgsl{};
   wgsl.chain.sType = WGPUSType_ShaderSourceWGSL;
   wgsl.code = view(d.kernel->source);
@@ -322,11 +375,12 @@ const DawnRuntime::Pipeline& DawnRuntime::pipeline(const gpu::Dispatch& d) {
   }
   WGPUComputePipelineDescriptor pd{};
   pd.label = view(d.kernel->name);
+  pd.layout = p.pipeline_layout.get();
   pd.compute.module = module.get();
   pd.compute.entryPoint = view(d.kernel->entry);
   pd.compute.constantCount = constants.size();
   pd.compute.constants = constants.data();
-  ComputePipelineHandle pipe(wgpuDeviceCreateComputePipeline(device_.get(), &pd));
+  p.pipeline = ComputePipelineHandle(wgpuDeviceCreateComputePipeline(device_.get(), &pd));
 
   struct Scope {
     bool done = false;
@@ -347,65 +401,70 @@ const DawnRuntime::Pipeline& DawnRuntime::pipeline(const gpu::Dispatch& d) {
   if (scope.type != WGPUErrorType_NoError)
     throw GpuError("[" + std::string(d.op) + "] kernel '" + std::string(d.kernel->name) +
                    "' failed to compile: " + scope.message);
-
-  Pipeline p;
-  p.layout = BindGroupLayoutHandle(wgpuComputePipelineGetBindGroupLayout(pipe.get(), 0));
-  p.pipeline = std::move(pipe);
-  return pipelines_.emplace(std::move(key), std::move(p)).first->second;
+  return pipelines_.emplace(key, std::move(p)).first->second;
 }
 
 void DawnRuntime::dispatch(const gpu::Dispatch& d) {
   check_alive();
   current_op_ = d.op;
   const Pipeline& p = pipeline(d);
+  if (d.args.size() + 1 > kMaxBindings)
+    throw GpuError(std::string("[") + d.op + "] more than " + std::to_string(kMaxBindings - 1) + " storage bindings");
 
-  uint64_t slot = 0;
+  // Parameters go to this batch's arena; the bind group takes the slot as a
+  // dynamic offset, so it does not depend on the slot.
+  uint32_t slot = 0;
   if (d.params_size) {
     uint64_t aligned = (uniform_host_.size() + uniform_alignment_ - 1) / uniform_alignment_ * uniform_alignment_;
     if (aligned + d.params_size > uniform_capacity_) {
       flush();
       aligned = 0;
     }
-    slot = aligned;
+    slot = uint32_t(aligned);
     uniform_host_.resize(slot + d.params_size);
     std::memcpy(uniform_host_.data() + slot, d.params, d.params_size);
   }
 
-  std::vector<WGPUBindGroupEntry> entries;
-  entries.reserve(d.args.size() + 1);
+  BindKey key;
+  key.layout = p.layout.get();
+  std::array<uint32_t, kMaxBindings> binding_of{};
   if (d.params_size) {
-    WGPUBindGroupEntry e{};
-    e.binding = 0;
-    e.buffer = uniform_buffer_.get();
-    e.offset = slot;
-    e.size = (d.params_size + 15) / 16 * 16;
-    entries.push_back(e);
+    binding_of[key.count] = 0;
+    key.ranges[key.count++] = {uniform_buffer_.get(), 0, (d.params_size + 15) / 16 * 16};
   }
   for (size_t i = 0; i < d.args.size(); ++i) {
     const gpu::Arg& a = d.args[i];
-    WGPUBindGroupEntry e{};
-    e.binding = uint32_t(i + 1);
-    e.buffer = handle_of(*a.buffer);
-    e.offset = a.offset;
-    e.size = a.size ? (a.size + 3) / 4 * 4 : a.buffer->size() - a.offset;
-    if (e.size > binding_limit())
+    uint64_t size = a.size ? (a.size + 3) / 4 * 4 : a.buffer->size() - a.offset;
+    if (size > binding_limit())
       throw GpuError(std::string("[") + d.op + "] binding " + std::to_string(i + 1) + " spans " +
-                     std::to_string(e.size) + " bytes, over the device's storage binding limit of " +
+                     std::to_string(size) + " bytes, over the device's storage binding limit of " +
                      std::to_string(binding_limit()));
-    entries.push_back(e);
+    binding_of[key.count] = uint32_t(i + 1);
+    key.ranges[key.count++] = {handle_of(*a.buffer), a.offset, size};
   }
-  WGPUBindGroupDescriptor bd{};
-  bd.layout = p.layout.get();
-  bd.entryCount = entries.size();
-  bd.entries = entries.data();
-  BindGroupHandle group(wgpuDeviceCreateBindGroup(device_.get(), &bd));
+  auto found = bind_groups_.find(key);
+  if (found == bind_groups_.end()) {
+    std::array<WGPUBindGroupEntry, kMaxBindings> entries{};
+    for (uint32_t i = 0; i < key.count; ++i) {
+      entries[i].binding = binding_of[i];
+      entries[i].buffer = key.ranges[i].buffer;
+      entries[i].offset = key.ranges[i].offset;
+      entries[i].size = key.ranges[i].size;
+    }
+    WGPUBindGroupDescriptor bd{};
+    bd.layout = p.layout.get();
+    bd.entryCount = key.count;
+    bd.entries = entries.data();
+    if (bind_groups_.size() >= 16384) bind_groups_.clear();  // bound the cache; it refills as needed
+    found = bind_groups_.emplace(key, BindGroupHandle(wgpuDeviceCreateBindGroup(device_.get(), &bd))).first;
+  }
 
   if (!pass_) {
     WGPUComputePassDescriptor cp{};
     pass_ = ComputePassHandle(wgpuCommandEncoderBeginComputePass(encoder(), &cp));
   }
   wgpuComputePassEncoderSetPipeline(pass_.get(), p.pipeline.get());
-  wgpuComputePassEncoderSetBindGroup(pass_.get(), 0, group.get(), 0, nullptr);
+  wgpuComputePassEncoderSetBindGroup(pass_.get(), 0, found->second.get(), d.params_size ? 1 : 0, &slot);
   wgpuComputePassEncoderDispatchWorkgroups(pass_.get(), d.groups[0], d.groups[1], d.groups[2]);
   batch_ops_.push_back(d.op);
   current_op_.clear();
@@ -419,7 +478,7 @@ void DawnRuntime::flush() {
     wgpuQueueWriteBuffer(queue_.get(), uniform_buffer_.get(), 0, uniform_host_.data(),
                          (uniform_host_.size() + 3) / 4 * 4);
   std::string ops;
-  for (size_t i = 0; i < batch_ops_.size() && i < 8; ++i) ops += (i ? ", " : "") + batch_ops_[i];
+  for (size_t i = 0; i < batch_ops_.size() && i < 8; ++i) ops += std::string(i ? ", " : "") + batch_ops_[i];
   if (batch_ops_.size() > 8) ops += ", ...";
   current_op_ = "batch of " + ops;
   CommandBufferHandle cmd(wgpuCommandEncoderFinish(encoder_.get(), nullptr));

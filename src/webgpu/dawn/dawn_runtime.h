@@ -1,5 +1,6 @@
 // The native WebGPU runtime: Dawn through webgpu.h.
 #pragma once
+#include <array>
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -55,16 +56,38 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
 
  private:
   struct Pipeline {
+    BindGroupLayoutHandle layout;  // explicit: binding 0 (parameters) takes a dynamic offset
+    PipelineLayoutHandle pipeline_layout;
     ComputePipelineHandle pipeline;
-    BindGroupLayoutHandle layout;
   };
+  static constexpr size_t kMaxConstants = 6;
+  // A kernel and the values of its override constants.
   struct PipelineKey {
-    const gpu::Kernel* kernel;
-    std::vector<double> constants;
-    bool operator==(const PipelineKey& o) const { return kernel == o.kernel && constants == o.constants; }
+    const gpu::Kernel* kernel = nullptr;
+    uint32_t count = 0;
+    std::array<double, kMaxConstants> values{};
+    bool operator==(const PipelineKey& o) const { return kernel == o.kernel && count == o.count && values == o.values; }
   };
   struct PipelineKeyHash {
     size_t operator()(const PipelineKey& k) const;
+  };
+  // A bind group's layout and buffer ranges. Pooled buffers live as long as
+  // the runtime, so a bind group made once serves every later dispatch that
+  // binds the same ranges (a decode loop binds the same ones every token).
+  static constexpr size_t kMaxBindings = 10;
+  struct BindKey {
+    struct Range {
+      WGPUBuffer buffer;
+      uint64_t offset, size;
+      bool operator==(const Range& o) const { return buffer == o.buffer && offset == o.offset && size == o.size; }
+    };
+    WGPUBindGroupLayout layout = nullptr;
+    uint32_t count = 0;
+    std::array<Range, kMaxBindings> ranges{};
+    bool operator==(const BindKey& o) const;
+  };
+  struct BindKeyHash {
+    size_t operator()(const BindKey& k) const;
   };
 
   const Pipeline& pipeline(const gpu::Dispatch& d);
@@ -97,11 +120,12 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   std::unordered_map<uint64_t, std::vector<BufferHandle>> free_staging_;
 
   std::unordered_map<PipelineKey, Pipeline, PipelineKeyHash> pipelines_;
+  std::unordered_map<BindKey, BindGroupHandle, BindKeyHash> bind_groups_;
 
   // The open batch.
   CommandEncoderHandle encoder_;
   ComputePassHandle pass_;
-  std::vector<std::string> batch_ops_;
+  std::vector<const char*> batch_ops_;  // op names (static strings) of the open batch
   std::vector<std::byte> uniform_host_;  // parameter blocks of this batch
   BufferHandle uniform_buffer_;
   uint64_t uniform_capacity_ = 0;

@@ -42,6 +42,7 @@ using ShaderModuleHandle = Handle<WGPUShaderModule, wgpuShaderModuleRelease>;
 using ComputePipelineHandle = Handle<WGPUComputePipeline, wgpuComputePipelineRelease>;
 using BindGroupLayoutHandle = Handle<WGPUBindGroupLayout, wgpuBindGroupLayoutRelease>;
 using BindGroupHandle = Handle<WGPUBindGroup, wgpuBindGroupRelease>;
+using PipelineLayoutHandle = Handle<WGPUPipelineLayout, wgpuPipelineLayoutRelease>;
 using CommandEncoderHandle = Handle<WGPUCommandEncoder, wgpuCommandEncoderRelease>;
 using ComputePassHandle = Handle<WGPUComputePassEncoder, wgpuComputePassEncoderRelease>;
 using CommandBufferHandle = Handle<WGPUCommandBuffer, wgpuCommandBufferRelease>;

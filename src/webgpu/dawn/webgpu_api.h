@@ -316,6 +316,66 @@ typedef struct WGPUComputePipelineDescriptor {
   WGPUComputeState compute;
 } WGPUComputePipelineDescriptor;
 
+typedef enum WGPUBufferBindingType : uint32_t {
+  WGPUBufferBindingType_BindingNotUsed = 0,
+  WGPUBufferBindingType_Uniform = 2,
+  WGPUBufferBindingType_Storage = 3,
+  WGPUBufferBindingType_ReadOnlyStorage = 4,
+} WGPUBufferBindingType;
+
+typedef struct WGPUBufferBindingLayout {
+  const WGPUChainedStruct* nextInChain;
+  WGPUBufferBindingType type;
+  WGPUBool hasDynamicOffset;
+  uint64_t minBindingSize;
+} WGPUBufferBindingLayout;
+
+// Zero (BindingNotUsed) in the sampler and texture members of a buffer entry.
+typedef struct WGPUSamplerBindingLayout {
+  const WGPUChainedStruct* nextInChain;
+  uint32_t type;
+} WGPUSamplerBindingLayout;
+
+typedef struct WGPUTextureBindingLayout {
+  const WGPUChainedStruct* nextInChain;
+  uint32_t sampleType;
+  uint32_t viewDimension;
+  WGPUBool multisampled;
+} WGPUTextureBindingLayout;
+
+typedef struct WGPUStorageTextureBindingLayout {
+  const WGPUChainedStruct* nextInChain;
+  uint32_t access;
+  uint32_t format;
+  uint32_t viewDimension;
+} WGPUStorageTextureBindingLayout;
+
+typedef struct WGPUBindGroupLayoutEntry {
+  const WGPUChainedStruct* nextInChain;
+  uint32_t binding;
+  WGPUShaderStage visibility;
+  uint32_t bindingArraySize;
+  WGPUBufferBindingLayout buffer;
+  WGPUSamplerBindingLayout sampler;
+  WGPUTextureBindingLayout texture;
+  WGPUStorageTextureBindingLayout storageTexture;
+} WGPUBindGroupLayoutEntry;
+
+typedef struct WGPUBindGroupLayoutDescriptor {
+  const WGPUChainedStruct* nextInChain;
+  WGPUStringView label;
+  size_t entryCount;
+  const WGPUBindGroupLayoutEntry* entries;
+} WGPUBindGroupLayoutDescriptor;
+
+typedef struct WGPUPipelineLayoutDescriptor {
+  const WGPUChainedStruct* nextInChain;
+  WGPUStringView label;
+  size_t bindGroupLayoutCount;
+  const WGPUBindGroupLayout* bindGroupLayouts;
+  uint32_t immediateSize;
+} WGPUPipelineLayoutDescriptor;
+
 typedef struct WGPUBindGroupEntry {
   const WGPUChainedStruct* nextInChain;
   uint32_t binding;
@@ -377,6 +437,9 @@ WGPUShaderModule wgpuDeviceCreateShaderModule(WGPUDevice device, const WGPUShade
 WGPUComputePipeline wgpuDeviceCreateComputePipeline(WGPUDevice device,
                                                     const WGPUComputePipelineDescriptor* descriptor);
 WGPUBindGroup wgpuDeviceCreateBindGroup(WGPUDevice device, const WGPUBindGroupDescriptor* descriptor);
+WGPUBindGroupLayout wgpuDeviceCreateBindGroupLayout(WGPUDevice device,
+                                                    const WGPUBindGroupLayoutDescriptor* descriptor);
+WGPUPipelineLayout wgpuDeviceCreatePipelineLayout(WGPUDevice device, const WGPUPipelineLayoutDescriptor* descriptor);
 WGPUCommandEncoder wgpuDeviceCreateCommandEncoder(WGPUDevice device,
                                                   const WGPUCommandEncoderDescriptor* descriptor);
 void wgpuDevicePushErrorScope(WGPUDevice device, WGPUErrorFilter filter);
@@ -402,6 +465,7 @@ WGPUBindGroupLayout wgpuComputePipelineGetBindGroupLayout(WGPUComputePipeline pi
 void wgpuComputePipelineRelease(WGPUComputePipeline pipeline);
 void wgpuBindGroupLayoutRelease(WGPUBindGroupLayout layout);
 void wgpuBindGroupRelease(WGPUBindGroup group);
+void wgpuPipelineLayoutRelease(WGPUPipelineLayout layout);
 void wgpuShaderModuleRelease(WGPUShaderModule module);
 
 WGPUComputePassEncoder wgpuCommandEncoderBeginComputePass(WGPUCommandEncoder encoder,
