@@ -264,6 +264,13 @@ TEST(LlamaParity, TopK) {
   // Signed zeros, infinities, negatives only.
   float inf = std::numeric_limits<float>::infinity();
   expect_top_k({0.0f, -0.0f, -inf, inf, -1.0f, 0.0f, inf, -0.0f}, 1, 8, 8, "specials");
+  // A quiet NaN (sign bit clear) ranks above +inf on both backends.
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  expect_top_k({1.0f, nan, inf, -2.0f}, 1, 4, 2, "nan");
+  {
+    std::vector<uint32_t> want = {1, 2};
+    EXPECT_EQ(top_k(Tensor::from_vector<float>({1.0f, nan, inf, -2.0f}, {4}), 2).to_vector<uint32_t>(), want);
+  }
   expect_top_k({-5, -1, -3, -1, -7}, 1, 5, 3, "negatives");
   // Batched rows.
   expect_top_k(random_values(7 * 129, 9), 7, 129, 10, "batched");
@@ -342,7 +349,8 @@ TEST(LlamaValidation, Errors) {
   expect_error<ValueError>("top_k", [&] { top_k(w, 0); }, "f32[11]");
   expect_error<ValueError>("top_k", [&] { top_k(w, 12); });
   expect_error<ShapeError>("top_k", [&] { top_k(x4, 1); });
-  expect_error<ShapeError>("conv1d_depthwise", [&] { conv1d_depthwise(x, random_tensor({3, 2}, 8), random_tensor({3}, 9)); },
+  expect_error<ShapeError>(
+      "conv1d_depthwise", [&] { conv1d_depthwise(x, random_tensor({3, 2}, 8), random_tensor({3}, 9)); },
                            "f32[3, 2]");
   expect_error<DTypeError>("top_k", [&] { top_k(Tensor::zeros({4}, DType::U32), 1); });
 }

@@ -52,7 +52,8 @@ Quantized make_quantized(int64_t out, int64_t in, int bits, int group, DType dty
   }
   int64_t groups = in / group;
   // Scales in (0, 0.03] and biases in [-1, 1), rounded to the storage dtype.
-  std::vector<float> s = random_values(out * groups, seed + 1, 0.001f, 0.03f), b = random_values(out * groups, seed + 2);
+  std::vector<float> s = random_values(out * groups, seed + 1, 0.001f, 0.03f);
+  std::vector<float> b = random_values(out * groups, seed + 2);
   Quantized r;
   auto store = [&](std::vector<float>& v) {
     if (dtype == DType::F32) return Tensor::from_vector(v, {out, groups});
@@ -129,8 +130,10 @@ TEST(QuantValues, AffineDequantizeFixture) {
     std::string weight, reference;
     int64_t rows;  // rows of the reference (a prefix of the weight's rows)
   };
-  for (const Case& c : {Case{"model.layers.0.self_attn.q_proj", "dequantized.model.layers.0.self_attn.q_proj.weight", 128},
-                        Case{"model.embed_tokens", "dequantized.model.embed_tokens.weight.rows0_7", 8}}) {
+  const std::vector<Case> cases = {
+      {"model.layers.0.self_attn.q_proj", "dequantized.model.layers.0.self_attn.q_proj.weight", 128},
+      {"model.embed_tokens", "dequantized.model.embed_tokens.weight.rows0_7", 8}};
+  for (const Case& c : cases) {
     Tensor w = load(c.weight + ".weight", DType::U32), s = load(c.weight + ".scales", DType::BF16),
            b = load(c.weight + ".biases", DType::BF16);
     std::vector<float> want = ref.get(c.reference).to_f32();
@@ -150,7 +153,8 @@ TEST(QuantParity, QuantizedMatmul) {
   for (int bits : {4, 8})
     for (int group : {32, 64, 128})
       for (DType dt : {DType::F32, DType::BF16})
-        for (Shape xs : std::vector<Shape>{{1, 2 * group}, {3, 2 * group}, {17, 2 * group}, {2, 3, 2 * group}}) {
+        for (Shape xs :
+             std::vector<Shape>{{2 * group}, {1, 2 * group}, {3, 2 * group}, {17, 2 * group}, {2, 3, 2 * group}}) {
           int64_t in = xs.back(), out = 17;
           Quantized q = make_quantized(out, in, bits, group, dt, seed++);
           Tensor x = random_tensor(xs, seed++);
@@ -169,7 +173,8 @@ TEST(QuantParity, QuantizedMatmul) {
             Shape want_shape = xs;
             want_shape.back() = out;
             EXPECT_EQ(got.shape(), want_shape);
-            EXPECT_TRUE(all_close(got.to_vector<float>(), want.to_vector<float>(), 2e-5, 1e-5)) << what << " " << d.name();
+            EXPECT_TRUE(all_close(got.to_vector<float>(), want.to_vector<float>(), 2e-5, 1e-5))
+                << what << " " << d.name();
           }
           EXPECT_TRUE(cpu_gpu_parity({x, q.w, q.scales, q.biases}, op, 2e-5, 1e-5)) << what;
         }
