@@ -196,3 +196,59 @@ TEST(Gpt2TrainGolden, AccumulationMatchesOneBatchCpu) {
   const auto wa = t1.host_weights(), wb = t2.host_weights();
   for (size_t i = 0; i < wa.size(); ++i) EXPECT_TRUE(within(wa[i].values, wb[i].values, 1e-5)) << wa[i].name;
 }
+
+namespace {
+
+// A WebGPU runtime that forwards to the suite's device and counts reads back.
+class CountingRuntime : public gpu::Runtime {
+ public:
+  explicit CountingRuntime(gpu::Runtime& inner) : inner_(inner) {}
+  const gpu::AdapterInfo& adapter() const override { return inner_.adapter(); }
+  const gpu::Limits& limits() const override { return inner_.limits(); }
+  std::shared_ptr<gpu::Buffer> allocate(uint64_t bytes) override { return inner_.allocate(bytes); }
+  void upload(const gpu::Buffer& dst, uint64_t offset, const void* src, uint64_t bytes) override {
+    inner_.upload(dst, offset, src, bytes);
+  }
+  void download(const gpu::Buffer& src, uint64_t offset, void* dst, uint64_t bytes) override {
+    ++downloads;
+    downloaded_bytes += bytes;
+    inner_.download(src, offset, dst, bytes);
+  }
+  void copy(const gpu::Buffer& s, uint64_t so, const gpu::Buffer& d, uint64_t dof, uint64_t n) override {
+    inner_.copy(s, so, d, dof, n);
+  }
+  void clear(const gpu::Buffer& dst, uint64_t offset, uint64_t bytes) override { inner_.clear(dst, offset, bytes); }
+  void dispatch(const gpu::Dispatch& d) override { inner_.dispatch(d); }
+  void flush() override { inner_.flush(); }
+  void sync() override {
+    ++syncs;
+    inner_.sync();
+  }
+  int downloads = 0, syncs = 0;
+  uint64_t downloaded_bytes = 0;
+
+ private:
+  gpu::Runtime& inner_;
+};
+
+}  // namespace
+
+// A training step on WebGPU reads back the loss and the gradient norm (one
+// download of two floats) and nothing else.
+TEST(Gpt2TrainGolden, WebGpuStepReadsBackOnlyLossAndNorm) {
+  auto counting = std::make_shared<CountingRuntime>(gpu_device().runtime());
+  const Device dev(counting);
+  Ref ref;
+  Gpt2 model = Gpt2::load(kDir, dev);
+  Gpt2TrainConfig cfg = fixture_config();
+  cfg.grad_clip = 1.0f;
+  cfg.dropout = {0.1f, 0.1f, 0.1f};
+  Gpt2Trainer trainer(model, cfg);
+  const Tensor ids = ref.ids();
+  counting->downloads = counting->syncs = 0;
+  counting->downloaded_bytes = 0;
+  trainer.step({{ids, gpt2_shifted_targets(ids)}});
+  EXPECT_EQ(counting->downloads, 1);
+  EXPECT_EQ(counting->downloaded_bytes, 8u);
+  EXPECT_EQ(counting->syncs, 0);
+}
