@@ -90,6 +90,23 @@ TEST(LlamaValues, RopeKnownRotation) {
     rope(z, 8, 33, 1e5);
     rope_backward(z, 8, 33, 1e5);
     EXPECT_TRUE(all_close(z, keep, 1e-6, 1e-6)) << d.name();
+    // The head-major layout [h, T, hd] as a batch of h sequences: the same
+    // values as the token-major [T, h * hd] call, bitwise.
+    {
+      const int64_t h = 3, t = 5, hd = 8;
+      std::vector<float> tm = random_values(t * h * hd, 12), hm(tm.size());
+      for (int64_t i = 0; i < t; ++i)
+        for (int64_t j = 0; j < h; ++j)
+          for (int64_t e = 0; e < hd; ++e) hm[(j * t + i) * hd + e] = tm[(i * h + j) * hd + e];
+      Tensor a = Tensor::from_vector(tm, {t, h * hd}, d), b = Tensor::from_vector(hm, {h, t, hd}, d);
+      rope(a, hd, 17, 1e5);
+      rope(b, hd, 17, 1e5);
+      auto av = a.to_vector<float>(), bv = b.to_vector<float>();
+      for (int64_t i = 0; i < t; ++i)
+        for (int64_t j = 0; j < h; ++j)
+          for (int64_t e = 0; e < hd; ++e)
+            ASSERT_EQ(bv[(j * t + i) * hd + e], av[(i * h + j) * hd + e]) << d.name();
+    }
     // Each batch row starts at `pos`: equal batch rows stay equal.
     std::vector<float> row = random_values(3 * 16, 9);
     std::vector<float> both = row;

@@ -24,7 +24,9 @@ namespace forge {
 // and rounded to f32; both backends read the same [seq, head_dim / 2] table,
 // so they differ at most by the rounding of the rotation itself.
 // theta is the checkpoint's rope_theta (100000 for SmolLM2). head_dim must be
-// even and divide hidden; pos >= 0.
+// even and divide hidden; pos >= 0. Head-major tensors (split_heads' layout)
+// are the rank-3 case: [h, T, hd] is a batch of h sequences of hidden = hd
+// (pass head_dim = hd); view [B, h, T, hd] as [B * h, T, hd].
 void rope(Tensor& x, int64_t head_dim, int64_t pos, double theta = 10000.0);
 // The backward of rope, IN PLACE: the inverse rotation (angle negated) applied
 // to the output gradient gives the input gradient. Same arguments as rope.
