@@ -83,9 +83,11 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
   const Tensor& m = mask ? *mask : q;  // an unused binding when there is no mask
   check_fits(op, dev, {&q, &k, &v, &m});
   FlashParams f = params(plan);
+  const double dim = double(plan.head_dim);
   if (plan.seq_q > kDecodeMaxQueries) {
     uint64_t groups = uint64_t(plan.batch * plan.heads) * ceil_div(uint64_t(plan.seq_q), kBlock);
-    launch(dev, op, kForward.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(out), arg(lse)}, grid_1d(groups, lim));
+    launch(dev, op, kForward.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(out), arg(lse)}, grid_1d(groups, lim),
+           {{"HEAD_DIM", dim}});
     return;
   }
   // Decode: split the keys so that the rows x splits workgroups fill the device.
@@ -97,8 +99,9 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
   f.splits = uint32_t(splits), f.split_len = uint32_t(split_len);
   Tensor part = Tensor::empty({int64_t(rows * splits), plan.head_dim + 2}, DType::F32, dev);
   check_fits(op, dev, {&part});
-  launch(dev, op, kDecode.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(part)}, grid_1d(rows * splits, lim));
-  launch(dev, op, kCombine.kernel(), f, {arg(part), arg(out), arg(lse)}, grid_1d(rows, lim));
+  launch(dev, op, kDecode.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(part)}, grid_1d(rows * splits, lim),
+         {{"HEAD_DIM", dim}});
+  launch(dev, op, kCombine.kernel(), f, {arg(part), arg(out), arg(lse)}, grid_1d(rows, lim), {{"HEAD_DIM", dim}});
 }
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
@@ -111,17 +114,18 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   Tensor stats = Tensor::empty({plan.batch, plan.heads, plan.seq_q, 2}, DType::F32, dev);
   check_fits(op, dev, {&q, &k, &v, &m, &stats});
   FlashParams f = params(plan);
+  const double dim = double(plan.head_dim);
   const uint64_t rows = uint64_t(plan.batch * plan.heads * plan.seq_q);
   launch(dev, op, kBwdStats.kernel(), f, {arg(out), arg(grad_out), arg(lse), arg(stats)},
-         grid_1d(ceil_div(rows, kBlock), lim));
+         grid_1d(ceil_div(rows, kBlock), lim), {{"HEAD_DIM", dim}});
   uint64_t q_groups = uint64_t(plan.batch * plan.heads) * ceil_div(uint64_t(plan.seq_q), kBlock);
   launch(dev, op, kBwdDq.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(grad_q)},
-         grid_1d(q_groups, lim));
+         grid_1d(q_groups, lim), {{"HEAD_DIM", dim}});
   f.tile = std::min<uint32_t>(kBlock, kDkvTileFloats / u32(plan.head_dim));
   uint64_t k_groups = uint64_t(plan.batch * plan.kv_heads) * ceil_div(uint64_t(plan.seq_k), kBlock);
   launch(dev, op, kBwdDkv.kernel(), f,
          {arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(grad_k), arg(grad_v)},
-         grid_1d(k_groups, lim));
+         grid_1d(k_groups, lim), {{"HEAD_DIM", dim}});
 }
 
 }  // namespace forge::webgpu

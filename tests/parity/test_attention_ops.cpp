@@ -45,9 +45,11 @@ std::vector<Case> cases() {
       make("decode mqa d64 no cache", 1, 1, 1, 4, 1, 64, opts(true)),
       // Splits of several 64-key tiles: a long cache, and rows enough for one split.
       make("decode long cache d128", 1, 1, 5000, 2, 1, 128, opts(true, 4999)),
-      make("decode 8 queries one split d128", 1, 8, 200, 64, 8, 128, opts(true, 192)),
+      make("decode 8 queries two tiles per split d128", 1, 8, 200, 32, 8, 128, opts(true, 192)),
       make("prefill d128 causal offset", 1, 129, 140, 2, 1, 128, opts(true, 11)),
       make("window causal", 1, 129, 129, 2, 1, 32, opts(true, 0, 16)),
+      make("prefill d80 gqa2 window offset", 1, 129, 150, 2, 1, 80, opts(true, 21, 40)),
+      make("prefill d16 two blocks non-causal", 2, 129, 70, 2, 2, 16),
       make("window non-causal", 2, 7, 7, 2, 2, 16, opts(false, 0, 3)),
       make("window decode", 1, 1, 129, 2, 2, 64, opts(true, 128, 50)),
       make("mask full", 2, 7, 9, 4, 2, 16, {}, {2, 4, 7, 9}),

@@ -51,7 +51,9 @@ Tensor flash_attention_v2(const Tensor& q, const Tensor& k, const Tensor& v, con
 
 struct AttentionForward {
   Tensor out;  // [batch, seq_q, num_heads, head_dim]
-  Tensor lse;  // [batch, num_heads, seq_q]: log-sum-exp of each query's scaled scores (before dropout); -inf when none is visible
+  // [batch, num_heads, seq_q]: log-sum-exp of each query's visible scaled
+  // scores (before dropout); -inf when none is visible.
+  Tensor lse;
 };
 // flash_attention_v2 that also returns the log-sum-exp the backward uses.
 AttentionForward flash_attention_v2_lse(const Tensor& q, const Tensor& k, const Tensor& v,

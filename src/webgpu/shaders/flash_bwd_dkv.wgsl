@@ -33,7 +33,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let b = bg / p.kv_heads;
   let g = bg % p.kv_heads;
   let group = p.heads / p.kv_heads;
-  let dim = p.head_dim;
+  let dim = HEAD_DIM;
   let j0 = (w % ktiles) * BK;
   let j = j0 + lid;
   let live = j < p.seq_k;

@@ -17,9 +17,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let i = rr % p.seq_q;
   let h = (rr / p.seq_q) % p.heads;
   let b = rr / (p.seq_q * p.heads);
-  let base = ((b * p.seq_q + i) * p.heads + h) * p.head_dim;
+  let base = ((b * p.seq_q + i) * p.heads + h) * HEAD_DIM;
   var delta = 0.0;
-  for (var d = 0u; d < p.head_dim; d++) {
+  for (var d = 0u; d < HEAD_DIM; d++) {
     delta += dout[base + d] * out[base + d];
   }
   stats[2u * rr] = lse[rr];

@@ -14,7 +14,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (r >= p.batch * p.seq_q * p.heads) {
     return;
   }
-  let dim = p.head_dim;
+  let dim = HEAD_DIM;
   let stride = dim + 2u;
   let base = r * p.splits * stride;
   var mx = NEG;

@@ -29,7 +29,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let i = (r / p.heads) % p.seq_q;
   let b = r / (p.heads * p.seq_q);
   let g = h / (p.heads / p.kv_heads);
-  let dim = p.head_dim;
+  let dim = HEAD_DIM;
   for (var d = lid; d < dim; d += 64u) {
     qs[d] = q[r * dim + d] * p.scale;
   }

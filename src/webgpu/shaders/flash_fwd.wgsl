@@ -28,7 +28,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let b = bh / p.heads;
   let h = bh % p.heads;
   let g = h / (p.heads / p.kv_heads);
-  let dim = p.head_dim;
+  let dim = HEAD_DIM;
   let i0 = (w % qtiles) * BQ;
   let i = i0 + lid;
   let live = i < p.seq_q;

@@ -29,6 +29,10 @@ struct Params {
   neg_inf: f32,     // -inf, passed in (WGSL has no infinite literal)
 }
 
-const MAX_D: u32 = 128u;        // head_dim held in registers
+// head_dim (= Params.head_dim) as a pipeline constant, so that the loops
+// over it have a fixed trip count the compiler can unroll, keeping the
+// per-invocation rows in registers.
+override HEAD_DIM: u32;
+const MAX_D: u32 = 128u;        // largest HEAD_DIM: the register rows' size
 const MASKED: f32 = -1e30;      // scores at or below are masked out
 const NEG: f32 = -3.0e38;       // finite stand-in for -inf in running maxima
