@@ -234,7 +234,9 @@ class CountingRuntime : public gpu::Runtime {
 }  // namespace
 
 // A training step on WebGPU reads back the loss and the gradient norm (one
-// download of two floats) and nothing else.
+// download of two floats) and nothing else. Its dropout masks are the CPU's
+// (Philox on the flat index), so the step also matches the CPU's within the
+// WebGPU tolerances.
 TEST(Gpt2TrainGolden, WebGpuStepReadsBackOnlyLossAndNorm) {
   auto counting = std::make_shared<CountingRuntime>(gpu_device().runtime());
   const Device dev(counting);
@@ -247,8 +249,15 @@ TEST(Gpt2TrainGolden, WebGpuStepReadsBackOnlyLossAndNorm) {
   const Tensor ids = ref.ids();
   counting->downloads = counting->syncs = 0;
   counting->downloaded_bytes = 0;
-  trainer.step({{ids, gpt2_shifted_targets(ids)}});
+  const Gpt2StepResult r = trainer.step({{ids, gpt2_shifted_targets(ids)}});
   EXPECT_EQ(counting->downloads, 1);
   EXPECT_EQ(counting->downloaded_bytes, 8u);
   EXPECT_EQ(counting->syncs, 0);
+
+  Gpt2 cpu_model = Gpt2::load(kDir, Device::cpu());
+  Gpt2Trainer cpu_trainer(cpu_model, cfg);
+  const Gpt2StepResult c = cpu_trainer.step({{ids, gpt2_shifted_targets(ids)}});
+  EXPECT_NEAR(r.loss, c.loss, kGpu.loss);
+  EXPECT_NEAR(r.grad_norm, c.grad_norm, kGpu.grad_rel * c.grad_norm);
+  EXPECT_GT(std::fabs(c.loss - ref.get("loss")[0]), 1e-3);  // dropout did change the loss
 }
