@@ -1,6 +1,7 @@
 // flash attention: validation, the resolved plan (scale and dropout threshold
 // in double on the host) and dispatch.
 #include <cmath>
+#include <vector>
 
 #include "cpu/attention_kernels.h"
 #include "forge/ops/attention.h"
@@ -91,9 +92,14 @@ AttentionForward flash_attention_v2_lse(const Tensor& q, const Tensor& k, const 
   const char* op = "flash_attention_v2";
   AttentionPlan p = make_plan(op, q, k, v, options, mask);
   AttentionForward r;
-  r.out = Tensor::zeros(q.shape(), DType::F32, q.device());
   r.lse = Tensor::empty({p.batch, p.heads, p.seq_q}, DType::F32, q.device());
-  if (empty(p)) return r;
+  if (empty(p) || p.seq_k == 0) {  // nothing to attend to: zeros, lse -inf
+    r.out = Tensor::zeros(q.shape(), DType::F32, q.device());
+    r.lse = Tensor::from_vector(std::vector<float>(size_t(p.batch * p.heads * p.seq_q), -INFINITY),
+                                {p.batch, p.heads, p.seq_q}, q.device());
+    return r;
+  }
+  r.out = Tensor::empty(q.shape(), DType::F32, q.device());  // every element written by the backend
   if (q.device().is_cpu()) cpu::attention_forward(q, k, v, mask, p, r.out, r.lse);
   else webgpu::attention_forward(q, k, v, mask, p, r.out, r.lse);
   return r;
@@ -137,10 +143,14 @@ AttentionGrads flash_attention_v2_backward(const Tensor& q, const Tensor& k, con
                        check::operands({{"q", &q}, {"lse", lse}}));
   }
   AttentionGrads g;
-  g.grad_q = Tensor::zeros(q.shape(), DType::F32, q.device());
-  g.grad_k = Tensor::zeros(k.shape(), DType::F32, q.device());
-  g.grad_v = Tensor::zeros(v.shape(), DType::F32, q.device());
-  if (empty(p) || p.seq_k == 0) return g;
+  const bool none = empty(p) || p.seq_k == 0;
+  auto grad = [&](const Shape& s) {  // every element written by the backend unless `none`
+    return none ? Tensor::zeros(s, DType::F32, q.device()) : Tensor::empty(s, DType::F32, q.device());
+  };
+  g.grad_q = grad(q.shape());
+  g.grad_k = grad(k.shape());
+  g.grad_v = grad(v.shape());
+  if (none) return g;
   if (!lse) {
     lse_owned = flash_attention_v2_lse(q, k, v, options, mask).lse;
     lse = &lse_owned;

@@ -255,6 +255,13 @@ TEST(AttentionValues, FullyMaskedRowsAreZeros) {
     // A window of 1 on a non-causal query past every key sees nothing either.
     std::vector<float> w = flash_attention_v2(q.to(d), k.to(d), v.to(d), opts(false, 10, 1)).to_f32();
     for (float x : w) EXPECT_EQ(x, 0.0f);
+    // No keys at all: zeros, and zero gradients.
+    Tensor none = Tensor::zeros({1, 0, 1, 16}).to(d);
+    AttentionForward f = flash_attention_v2_lse(q.to(d), none, none);
+    for (float x : f.out.to_f32()) EXPECT_EQ(x, 0.0f);
+    for (float x : f.lse.to_f32()) EXPECT_EQ(x, -INFINITY);
+    AttentionGrads g = flash_attention_v2_backward(q.to(d), none, none, f.out, q.to(d));
+    for (float x : g.grad_q.to_f32()) EXPECT_EQ(x, 0.0f);
   }
 }
 
