@@ -44,7 +44,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   std::initializer_list<gpu::Arg> args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out)};
   if (plan.m <= kMatvecRows && !plan.trans_a) {
     // Few rows (decode): read B once, coalesced, splitting k across lanes.
-    int64_t cols = plan.trans_b ? 8 : 64;
+    const int64_t cols = 8;  // matvec.wgsl's COLS
     launch(out.device(), "matmul", kMatvec, p, args,
            {uint32_t(ceil_div(plan.n, cols)), 1, uint32_t(plan.batch)}, {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
     return;

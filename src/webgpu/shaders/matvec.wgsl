@@ -1,10 +1,12 @@
 // Matrix-vector style matmul for few rows (decode steps): C[batch, m, n] =
 // alpha * A @ op(B) (+ bias) with m <= 4 and A not transposed. Same Params
 // as matmul.wgsl. Each workgroup owns a block of
-// output columns and splits the k sum across lanes so that B, the large
-// operand, is read once and coalesced:
-//   B stored [k, n]: 64 columns x 4 lanes, adjacent threads adjacent columns;
-//   B stored [n, k] (TRANS_B): 8 columns x 32 lanes, adjacent threads adjacent k.
+// output columns, 8 columns x 32 lanes: the k sum is split across lanes, so
+// each thread's serial loop is short (latency, not bandwidth, bounds these
+// small products) and there are n / 8 workgroups to fill the device. B, the
+// large operand, is read once:
+//   B stored [k, n]: adjacent threads read adjacent columns (32-byte runs);
+//   B stored [n, k] (TRANS_B): adjacent threads read adjacent k.
 override TRANS_B: bool = false;
 
 const WG: u32 = 256u;
@@ -33,34 +35,28 @@ struct Params {
 
 var<workgroup> partial: array<f32, 1024>;  // [MAX_ROWS][WG]
 
-fn cols_per_group() -> u32 {
-  if (TRANS_B) {
-    return 8u;
-  }
-  return 64u;
-}
+const COLS: u32 = 8u;
+const LANES: u32 = 32u;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let batch = wg.z;
-  let ncols = cols_per_group();
-  let lanes = WG / ncols;
   var c: u32;
   var lane: u32;
   if (TRANS_B) {
-    lane = lid % lanes;
-    c = lid / lanes;
+    lane = lid % LANES;
+    c = lid / LANES;
   } else {
-    c = lid % ncols;
-    lane = lid / ncols;
+    c = lid % COLS;
+    lane = lid / COLS;
   }
-  let col = wg.x * ncols + c;
+  let col = wg.x * COLS + c;
   let a_base = p.a_offset + batch * p.a_batch_stride;
   let b_base = batch * p.b_batch_stride;
 
   var acc: array<f32, MAX_ROWS>;
   if (col < p.n) {
-    for (var kk = lane; kk < p.k; kk += lanes) {
+    for (var kk = lane; kk < p.k; kk += LANES) {
       var b: f32;
       if (TRANS_B) {
         b = B[b_base + col * p.ldb + kk];
@@ -83,12 +79,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     for (var r = 0u; r < MAX_ROWS; r++) {
       if (r < p.m) {
         var s = 0.0;
-        for (var l = 0u; l < lanes; l++) {
+        for (var l = 0u; l < LANES; l++) {
           var idx: u32;
           if (TRANS_B) {
-            idx = c * lanes + l;
+            idx = c * LANES + l;
           } else {
-            idx = l * ncols + c;
+            idx = l * COLS + c;
           }
           s += partial[r * WG + idx];
         }
