@@ -92,14 +92,15 @@ AttentionForward flash_attention_v2_lse(const Tensor& q, const Tensor& k, const 
   const char* op = "flash_attention_v2";
   AttentionPlan p = make_plan(op, q, k, v, options, mask);
   AttentionForward r;
-  r.lse = Tensor::empty({p.batch, p.heads, p.seq_q}, DType::F32, q.device());
   if (empty(p) || p.seq_k == 0) {  // nothing to attend to: zeros, lse -inf
     r.out = Tensor::zeros(q.shape(), DType::F32, q.device());
     r.lse = Tensor::from_vector(std::vector<float>(size_t(p.batch * p.heads * p.seq_q), -INFINITY),
                                 {p.batch, p.heads, p.seq_q}, q.device());
     return r;
   }
-  r.out = Tensor::empty(q.shape(), DType::F32, q.device());  // every element written by the backend
+  // Every element of both is written by the backend.
+  r.out = Tensor::empty(q.shape(), DType::F32, q.device());
+  r.lse = Tensor::empty({p.batch, p.heads, p.seq_q}, DType::F32, q.device());
   if (q.device().is_cpu()) cpu::attention_forward(q, k, v, mask, p, r.out, r.lse);
   else webgpu::attention_forward(q, k, v, mask, p, r.out, r.lse);
   return r;
