@@ -92,9 +92,12 @@ TEST(TrainCli, ParityModeMatchesReferenceLosses) {
 TEST(TrainCli, ResumeReproducesUninterruptedRunAndCheckpointLoads) {
   TempDir dir("resume");
   write_text(dir.path / "text.txt");
-  const std::string common = "train --data " + (dir.path / "text.txt").string() + " --model " + kTiny +
-                             " --tokenizer bytes --steps 6 --batch 4 --micro-batch 2 --seq 16 --dropout 0.1 "
-                             "--warmup 2 --lr 3e-3 --eval-every 3 --eval-batches 1 --device cpu --seed 5 --out ";
+  auto command = [&](const std::string& seed) {
+    return "train --data " + (dir.path / "text.txt").string() + " --model " + kTiny +
+           " --tokenizer bytes --steps 6 --batch 4 --micro-batch 2 --seq 16 --dropout 0.1 "
+           "--warmup 2 --lr 3e-3 --eval-every 3 --eval-batches 1 --device cpu --seed " + seed + " --out ";
+  };
+  const std::string common = command("5");
   CliResult full = run(common + (dir.path / "full").string() + " --json");
   ASSERT_EQ(full.code, 0) << full.out;
   const auto summary = nlohmann::json::parse(last_line(full.out));
@@ -102,6 +105,9 @@ TEST(TrainCli, ResumeReproducesUninterruptedRunAndCheckpointLoads) {
   CliResult part = run(common + (dir.path / "part").string() + " --stop-at 3");
   ASSERT_EQ(part.code, 0) << part.out;
   EXPECT_TRUE(std::filesystem::exists(dir.path / "part/checkpoint/optimizer.safetensors"));
+  CliResult wrong = run(command("6") + (dir.path / "part").string() + " --resume");
+  EXPECT_EQ(wrong.code, 1);
+  EXPECT_NE(wrong.out.find("checkpoint's seed is 5"), std::string::npos) << wrong.out;
   CliResult resumed = run(common + (dir.path / "part").string() + " --resume");
   ASSERT_EQ(resumed.code, 0) << resumed.out;
 

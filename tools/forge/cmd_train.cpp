@@ -165,7 +165,18 @@ void run(TrainArgs a) {
   const TrainSplit split = split_tokens(tokens, a.val_fraction, T);
 
   Gpt2Trainer trainer(model, make_config(a, false));
-  if (a.resume) read_gpt2_train_state(ckpt, trainer);
+  if (a.resume) {
+    const auto meta = read_gpt2_train_state(ckpt, trainer);
+    for (auto [key, value] : {std::pair<const char*, int64_t>{"batch", a.batch}, {"seq", T}}) {
+      auto it = meta.find(key);
+      if (it != meta.end() && it->second != std::to_string(value))
+        throw ValueError("[train] --resume: the checkpoint was trained with " + std::string(key) + " " + it->second +
+                         ", this run asks for " + std::to_string(value));
+    }
+    if (meta.count("seed") && meta.at("seed") != std::to_string(a.seed))
+      throw ValueError("[train] --resume: the checkpoint's seed is " + meta.at("seed") + ", this run's " +
+                       std::to_string(a.seed) + " (pass --seed " + meta.at("seed") + ")");
+  }
   std::ofstream log(out / "log.jsonl", a.resume ? std::ios::app : std::ios::trunc);
   const bool tty = isatty(fileno(stderr));
   std::fprintf(stderr, "train: %lld train / %lld val tokens, B %lld x T %lld (micro %lld), %s, tokenizer %s\n",
