@@ -92,9 +92,11 @@ Gpt2Activations gpt2_forward_train(const Gpt2& model, const Tensor& ids, const G
 // The LM head, cross-entropy and the whole backward of one micro-batch: adds
 // the gradients of grad_scale * (sum of the target positions' NLL) into
 // `grads` (assigning the tensors that are still undefined). Returns the NLL sum
-// as f32 [1] on the model's device (no read back).
+// as f32 [1] on the model's device (no read back). The LM head runs over
+// blocks of `head_rows` positions (rounded up to a multiple of 64; 0: as many
+// as keep the [rows, V] logits within 256 MiB and one WebGPU binding).
 Tensor gpt2_backward(const Gpt2& model, const Gpt2Activations& acts, const std::vector<int32_t>& targets,
-                     float grad_scale, Gpt2Grads& grads);
+                     float grad_scale, Gpt2Grads& grads, int64_t head_rows = 0);
 
 // Mean NLL over the target positions without gradients (evaluation), read back.
 float gpt2_eval_loss(const Gpt2& model, const Tensor& ids, const std::vector<int32_t>& targets);
@@ -123,6 +125,7 @@ struct Gpt2TrainConfig {
   float grad_clip = 0.0f;         // max global L2 norm; 0 = no clipping
   Gpt2Dropout dropout;
   uint64_t seed = 0;              // dropout keys: a pure function of (seed, step, micro-batch, site)
+  int64_t head_rows = 0;          // LM-head block rows (gpt2_backward); 0: automatic
 };
 
 bool gpt2_decay_matrices(const std::string& name, const Shape& shape);

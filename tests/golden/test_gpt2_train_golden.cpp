@@ -261,3 +261,30 @@ TEST(Gpt2TrainGolden, WebGpuStepReadsBackOnlyLossAndNorm) {
   EXPECT_NEAR(r.grad_norm, c.grad_norm, kGpu.grad_rel * c.grad_norm);
   EXPECT_GT(std::fabs(c.loss - ref.get("loss")[0]), 1e-3);  // dropout did change the loss
 }
+
+// The LM head over blocks of 64 positions (B2 x T64: 126 target rows, two
+// blocks, the second partial) gives the step of the head in one piece: the
+// blocks only change the order in which wte's gradient is summed.
+TEST(Gpt2TrainGolden, BlockedLmHeadMatchesWholeCpuAndWebGpu) {
+  std::vector<uint32_t> v(128);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = uint32_t((i * 7919 + 11) % 1000);
+  const Tensor ids = Tensor::from_vector(v, {2, 64});
+  const Gpt2MicroBatch mb{ids, gpt2_shifted_targets(ids)};
+  auto run = [&](const Device& dev, int64_t head_rows) {
+    Gpt2 model = Gpt2::load(kDir, dev);
+    Gpt2TrainConfig cfg = fixture_config();
+    cfg.head_rows = head_rows;
+    Gpt2Trainer t(model, cfg);
+    t.keep_grads = true;
+    const Gpt2StepResult r = t.step({mb});
+    Gpt2Grads g = t.last_grads();
+    return std::make_pair(r, gpt2_named_params(g.g)[0].second->to_vector<float>());  // wte's gradient
+  };
+  const auto whole = run(Device::cpu(), 0), blocked = run(Device::cpu(), 64);
+  EXPECT_NEAR(whole.first.loss, blocked.first.loss, 1e-6);
+  EXPECT_NEAR(whole.first.grad_norm, blocked.first.grad_norm, 1e-6 * whole.first.grad_norm);
+  EXPECT_TRUE(within(blocked.second, whole.second, 1e-6 * max_abs(whole.second)));
+  const auto gpu = run(gpu_device(), 64);
+  EXPECT_NEAR(gpu.first.loss, whole.first.loss, kGpu.loss);
+  EXPECT_TRUE(within(gpu.second, whole.second, kGpu.grad_rel * max_abs(whole.second)));
+}

@@ -50,7 +50,8 @@ MatmulOptions tb() {
 // Rows per LM-head block: the [rows, V] logits stay within one binding on
 // WebGPU and 256 MiB on the CPU; blocks other than the whole set are a
 // multiple of 64 rows so their offsets meet WebGPU's alignment.
-int64_t head_block_rows(const Device& dev, int64_t rows, int64_t V) {
+int64_t head_block_rows(const Device& dev, int64_t rows, int64_t V, int64_t asked) {
+  if (asked > 0) return asked >= rows ? rows : (asked + 63) / 64 * 64;
   uint64_t limit = uint64_t(256) << 20;
   if (dev.is_webgpu()) limit = std::min<uint64_t>(limit, dev.runtime().binding_limit());
   const int64_t fit = int64_t(limit / (uint64_t(V) * 4));
@@ -62,7 +63,7 @@ int64_t head_block_rows(const Device& dev, int64_t rows, int64_t V) {
 // target. Returns the NLL sum [1]; with `grads`, also adds grad_scale times
 // its gradient into grads->g.wte and returns dlnf [N, C] through *dlnf.
 Tensor head(const Gpt2& model, const Tensor& lnf, const std::vector<int32_t>& targets, float grad_scale,
-            Gpt2Grads* grads, Tensor* dlnf) {
+            Gpt2Grads* grads, Tensor* dlnf, int64_t head_rows) {
   const Tensor& wte = gpt2::whole_wte(model);
   const Device& dev = model.device();
   const int64_t N = lnf.dim(0), C = lnf.dim(1), V = wte.dim(0);
@@ -86,7 +87,7 @@ Tensor head(const Gpt2& model, const Tensor& lnf, const std::vector<int32_t>& ta
   Tensor row_ids = Tensor::from_vector(rows, {R});
   Tensor sel = all ? lnf : embedding(row_ids, lnf);  // [R, C]
 
-  const int64_t blk = head_block_rows(dev, R, V);
+  const int64_t blk = std::min(R, head_block_rows(dev, R, V, head_rows));
   Tensor loss, dsel;
   if (grads && blk < R) dsel = Tensor::zeros({R, C}, DType::F32, dev);
   for (int64_t r0 = 0; r0 < R; r0 += blk) {
@@ -159,7 +160,7 @@ Tensor block_backward(const Gpt2Config& c, const Gpt2Block& b, const Gpt2BlockAc
 }  // namespace
 
 Tensor gpt2_backward(const Gpt2& model, const Gpt2Activations& a, const std::vector<int32_t>& targets,
-                     float grad_scale, Gpt2Grads& grads) {
+                     float grad_scale, Gpt2Grads& grads, int64_t head_rows) {
   const Gpt2Config& c = model.config();
   const Gpt2Weights& w = model.weights();
   const Device& dev = model.device();
@@ -168,7 +169,7 @@ Tensor gpt2_backward(const Gpt2& model, const Gpt2Activations& a, const std::vec
   if (g.h.empty()) g.h.resize(size_t(c.n_layer));
 
   Tensor dlnf;
-  Tensor loss = head(model, a.lnf, targets, grad_scale, &grads, &dlnf);
+  Tensor loss = head(model, a.lnf, targets, grad_scale, &grads, &dlnf, head_rows);
   LayerNormGrads lf = layernorm_bwd(a.x_out, w.ln_f_w, dlnf.reshape({B, T, C}), float(c.layer_norm_epsilon));
   acc(g.ln_f_w, lf.dgamma);
   acc(g.ln_f_b, lf.dbeta);
@@ -191,7 +192,7 @@ float gpt2_eval_loss(const Gpt2& model, const Tensor& ids, const std::vector<int
   Gpt2Activations a = gpt2_forward_train(model, ids, Gpt2Dropout{}, 0);
   int64_t n = 0;
   for (int32_t t : targets) n += t >= 0;
-  Tensor loss = head(model, a.lnf, targets, 0.0f, nullptr, nullptr);
+  Tensor loss = head(model, a.lnf, targets, 0.0f, nullptr, nullptr, 0);
   return float(double(loss.to_vector<float>()[0]) / double(std::max<int64_t>(n, 1)));
 }
 

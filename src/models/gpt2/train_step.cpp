@@ -76,7 +76,7 @@ Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
     Tensor loss;
     {
       Gpt2Activations acts = gpt2_forward_train(model_, micro[i].ids, config_.dropout, key);
-      loss = gpt2_backward(model_, acts, micro[i].targets, scale, grads_);
+      loss = gpt2_backward(model_, acts, micro[i].targets, scale, grads_, config_.head_rows);
     }  // activations freed before the next micro-batch
     loss_sum = loss_sum.defined() ? add(loss_sum, loss) : loss;
   }
