@@ -138,6 +138,7 @@ struct Gpt2StepResult {
 
 class Gpt2Trainer {
  public:
+  // `model` must outlive the trainer; its weights are updated in place.
   Gpt2Trainer(const Gpt2& model, Gpt2TrainConfig config);
 
   // One optimizer step over micro-batches of equal size (gradient
