@@ -181,11 +181,17 @@ void Tensor::copy_from(const Tensor& src) {
   } else if (dst_cpu) {
     src.read_bytes(raw_data());
   } else if (src_cpu) {
-    size_t padded = (n + 3) / 4 * 4;
-    if (padded == n && offset_ % 4 == 0) {
-      device().runtime().upload(buffer(), offset_, src.raw_data(), n);
-    } else {
-      throw DeviceError("[copy_from] unaligned upload into " + describe());
+    // Uploads move whole words: a tail of 1-3 bytes is merged with the bytes
+    // that follow it in the buffer (read back first), so nothing else changes.
+    if (offset_ % 4) throw DeviceError("[copy_from] upload into " + describe() + " at an unaligned byte offset");
+    size_t whole = n / 4 * 4;
+    auto* bytes = static_cast<const std::byte*>(src.raw_data());
+    if (whole) device().runtime().upload(buffer(), offset_, bytes, whole);
+    if (whole < n) {
+      std::byte word[4];
+      device().runtime().download(buffer(), offset_ + whole, word, 4);
+      std::memcpy(word, bytes + whole, n - whole);
+      device().runtime().upload(buffer(), offset_ + whole, word, 4);
     }
   } else if (src.device() == device()) {
     if (n % 4 || offset_ % 4 || src.offset_ % 4) throw DeviceError("[copy_from] unaligned copy into " + describe());

@@ -109,3 +109,16 @@ TEST(WebGpuRuntime, BindingOverTheLimitIsRefused) {
   EXPECT_THROW(matmul(a, a, MatmulOptions{false, true}), GpuError);
   gpu_device().runtime().set_binding_limit_for_testing(0);
 }
+
+TEST(WebGpuRuntime, OddSizedCopyToTheDeviceKeepsNeighbours) {
+  // Five bytes copied into the start of an 8-byte buffer.
+  std::vector<uint8_t> all{1, 2, 3, 4, 5, 6, 7, 8};
+  Tensor dst = Tensor::from_vector(all, {8}, gpu_device());
+  Tensor src = Tensor::from_vector<uint8_t>({9, 9, 9, 9, 9}, {5});
+  Tensor head = dst.reshape({8}).slice_rows(0, 5);
+  head.copy_from(src);
+  EXPECT_EQ(dst.to_vector<uint8_t>(), (std::vector<uint8_t>{9, 9, 9, 9, 9, 6, 7, 8}));
+  // And a whole odd-sized tensor through to().
+  Tensor odd = Tensor::from_vector<uint8_t>({1, 2, 3}, {3}).to(gpu_device());
+  EXPECT_EQ(odd.to_vector<uint8_t>(), (std::vector<uint8_t>{1, 2, 3}));
+}
