@@ -151,3 +151,14 @@ TEST(TrainCli, ErrorCases) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("no checkpoint"), std::string::npos) << r.out;
 }
+
+TEST(TrainCli, BenchTrainReportsJson) {
+  const CliResult r = run("bench train --preset tiny --device cpu --steps 1 --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(last_line(r.out));
+  EXPECT_EQ(j["bench"], "train");
+  ASSERT_EQ(j["shapes"].size(), 2u);
+  EXPECT_EQ(j["shapes"][0]["batch"], 4);
+  EXPECT_EQ(j["shapes"][1]["seq"], 128);  // B8 x T1024 capped at the preset's context length
+  EXPECT_GT(j["shapes"][0]["tokens_per_s"].get<double>(), 0.0);
+}
