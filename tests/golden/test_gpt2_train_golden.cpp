@@ -10,7 +10,9 @@
 // about lr = 1e-3 times the sign of its gradient, so an element whose
 // reference gradient is within the gradient tolerance of zero may move the
 // other way: step1 is compared at 1e-6 absolute where |g| is above 10x the
-// gradient tolerance and within 2 * lr elsewhere. Ten losses: 2e-5 (errors
+// gradient tolerance or exactly zero (wpe rows beyond T), on at least a
+// quarter of each tensor's elements, and within 2 * lr elsewhere (the key
+// bias's gradient, for one, is zero up to rounding: softmax ignores it). Ten losses: 2e-5 (errors
 // compound over ten updates). WebGPU: the same with 2e-4 relative on
 // gradients and 5e-5 on losses (tiled matmuls and tree reductions sum in
 // another order; WGSL's exp and tanh may be a few ulp off libm).
@@ -99,7 +101,7 @@ void check_first_step(const Device& dev, const Tol& tol) {
     std::vector<float> sure_got, sure_want;
     for (size_t e = 0; e < want.size(); ++e) {
       const double d = std::fabs(double(after[i].values[e]) - step1[e]);
-      if (std::fabs(want[e]) > 10 * gtol) {
+      if (std::fabs(want[e]) > 10 * gtol || want[e] == 0.0f) {  // zero: no position touches it (wpe beyond T)
         sure_got.push_back(after[i].values[e]);
         sure_want.push_back(step1[e]);
       } else {
@@ -107,6 +109,7 @@ void check_first_step(const Device& dev, const Tol& tol) {
       }
     }
     EXPECT_TRUE(within(sure_got, sure_want, 1e-6)) << "step1." << name << " on " << dev.name();
+    EXPECT_GT(sure_got.size(), want.size() / 4) << "step1." << name << ": too few elements checked tightly";
     ++i;
   }
 }
