@@ -34,7 +34,8 @@ std::vector<Gpt2HostTensor> gpt2_random_tensors(const Gpt2Config& c, uint64_t se
   std::vector<Gpt2HostTensor> out;
   for (auto& [name, shape] : gpt2::tensor_shapes(c)) {
     Gpt2HostTensor t{name, shape, std::vector<float>(size_t(numel(shape)))};
-    auto ends_with = [&](const char* s) { return name.size() >= std::strlen(s) && name.ends_with(s); };
+    // (t.name, not the structured binding: clang before 16 cannot capture bindings.)
+    auto ends_with = [&t](const char* s) { return t.name.ends_with(s); };
     if (ends_with(".bias")) {
       // zeros already
     } else if (name.find("ln_") != std::string::npos) {
