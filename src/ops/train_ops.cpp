@@ -104,6 +104,14 @@ void gradient_accumulate(Tensor& acc, const Tensor& g) {
   else webgpu::axpy_inplace(acc, g, 1.0f);
 }
 
+void clip_grad_by_norm(Tensor& grad, float scale) {
+  if (!(scale >= 0.0f && scale <= 1.0f))
+    throw ValueError("[clip_grad_by_norm] scale must be in [0, 1], got " + std::to_string(scale) + " for " +
+                     grad.describe());
+  check::dtype("clip_grad_by_norm", "grad", grad, DType::F32);
+  gradient_scale(grad, scale);
+}
+
 void gradient_scale(Tensor& g, float s) {
   check::same_device("gradient_scale", {&g});
   check::dtype("gradient_scale", "g", g, DType::F32);

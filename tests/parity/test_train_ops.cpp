@@ -215,3 +215,19 @@ TEST(TrainValidation, Errors) {
 }
 
 }  // namespace
+
+TEST(TrainParity, ClipGradByFactor) {
+  // The factor form scales in place on both devices: one multiplication, exact.
+  Tensor g = random_tensor({3, 17}, 41);
+  EXPECT_TRUE(cpu_gpu_parity({g}, [](auto& t) { Tensor y = t[0].clone(); clip_grad_by_norm(y, 0.25f); return y; },
+                             0, 0));
+  Tensor h = Tensor::from_vector<float>({2, -4}, {2});
+  clip_grad_by_norm(h, 0.5f);
+  EXPECT_EQ(h.to_vector<float>(), (std::vector<float>{1, -2}));
+  try {
+    clip_grad_by_norm(h, 1.5f);
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("[clip_grad_by_norm]"), std::string::npos) << e.what();
+  }
+}

@@ -54,6 +54,9 @@ Tensor gradient_norm_squared(const std::vector<Tensor>& grads);
 // device (gradient_norm_squared of all the gradients clipped together), read
 // by the kernel: no sync point. max_norm > 0 (ValueError otherwise).
 void clip_grad_by_norm(Tensor& grad, const Tensor& norm_sq, float max_norm);
+// grad *= scale, IN PLACE, with a clip factor the caller computed from the
+// global norm (min(1, max_norm / norm)): scale in [0, 1] (ValueError otherwise).
+void clip_grad_by_norm(Tensor& grad, float scale);
 // acc += g, IN PLACE (one shape).
 void gradient_accumulate(Tensor& acc, const Tensor& g);
 // g *= s, IN PLACE.
