@@ -3,11 +3,14 @@
 // scatter_add.wgsl and strided_copy.wgsl. Inputs are validated by the op
 // layer; ids resident on the device may be out of range (see gather.h for
 // what the kernels do then). Work that can grow with the vocabulary or the
-// row count is split so that no binding exceeds the device's limit.
+// row count, and the operands of the strided copy and wpe, are split so that
+// no binding exceeds the device's limit.
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "forge/ops/gather.h"
+#include "gpu/runtime.h"
 #include "ops/gather_plan.h"
 #include "ops/matmul_plan.h"
 
@@ -27,6 +30,22 @@ void ce_bwd(const Tensor& probs, const Tensor& ids, float scale, const RowsPlan&
 // dst [vocab, cols]; ids [rows]; src [rows, cols].
 void scatter_add_rows(Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p);
 // f32 strided copy (see CopyPlan); `op` names the calling op in errors.
+// Operands over the binding limit are copied in boxes of the index space
+// (runs over d0, else d1, else d2) whose source and destination ranges each
+// fit one binding.
 void strided_copy(const char* op, const Tensor& src, const CopyPlan& p, Tensor& dst);
+
+// Bytes [begin, end) of the data of `t` (an f32 tensor), bound from the
+// aligned offset at or below `begin`. Adding `shift` (mod 2^32, as WGSL u32
+// arithmetic does) to an element index into `t` gives the index into the
+// binding.
+struct AlignedRange {
+  gpu::Arg arg;
+  uint32_t shift = 0;
+};
+AlignedRange aligned_range(const Tensor& t, uint64_t begin, uint64_t end);
+// The bytes of the binding aligned_range(t, begin, ...) would start below
+// `begin`: what it spans beyond the range asked for.
+uint64_t alignment_slack(const Tensor& t, uint64_t begin);
 
 }  // namespace forge::webgpu

@@ -180,6 +180,33 @@ TEST(Chunked, EmbeddingUnderLoweredBindingLimit) {
   }
 }
 
+TEST(Chunked, EmbeddingWpeOverBindingLimit) {
+  struct Case {
+    Shape ids;
+    int64_t v, c, p, pos;
+  };
+  // wpe over the 4 KiB limit: [300, 16] with T = 40 binds the rows used
+  // ([pos, pos + T)); [300, 17] with T = 100 (6800 bytes of positions) gathers
+  // in runs within one sequence, as do T = 200 ([400, 6]) and T = 150 ([160, 9]).
+  const uint64_t limit = 4096;
+  BindingLimit bound(limit);
+  std::vector<Case> cases = {{{3, 40}, 300, 16, 300, 200}, {{3, 100}, 50, 17, 300, 150},
+                             {{200}, 50, 6, 400, 13}, {{2, 150}, 7, 9, 160, 10}};
+  uint32_t seed = 1150;
+  for (const auto& c : cases) {
+    Tensor ids = random_ids(c.ids, c.v, seed++);
+    Tensor wte = random_tensor({c.v, c.c}, seed++), wpe = random_tensor({c.p, c.c}, seed++);
+    ASSERT_GT(wpe.nbytes(), limit);
+    Tensor want = embedding(ids, wte, &wpe, c.pos);
+    Tensor gwte = wte.to(gpu_device()), gwpe = wpe.to(gpu_device());
+    EXPECT_TRUE(all_close(embedding(ids.to(gpu_device()), gwte, &gwpe, c.pos), want, 0, 0)) << shape_str(c.ids);
+    std::vector<Tensor> chunks;
+    for (const auto& h : split_rows_for_binding(wte, gpu_device())) chunks.push_back(h.to(gpu_device()));
+    EXPECT_TRUE(all_close(embedding_chunked(ids, chunks, chunks[0].dim(0), &gwpe, c.pos), want, 0, 0))
+        << shape_str(c.ids);
+  }
+}
+
 // ---- LM head ------------------------------------------------------------------
 
 std::vector<Tensor> random_chunks(const std::vector<int64_t>& rows, int64_t k, uint32_t seed) {
@@ -466,6 +493,34 @@ TEST(Validation, GatherHeads) {
       "unsplit_heads"));
 }
 
+TEST(Chunked, HeadsUnderLoweredBindingLimit) {
+  // 4 KiB bindings: every operand is several bindings, and odd widths make
+  // runs start between aligned offsets. T = 37 with 3C = 45 splits inside a
+  // batch row (a run over T); T = 5 fits whole batch rows (a run over B).
+  const uint64_t limit = 4096;
+  BindingLimit bound(limit);
+  const std::vector<HeadCase> cases = {{{3, 37, 45}, 3}, {{67, 45}, 5}, {{13, 5, 129}, 43}, {{200, 9}, 1}};
+  uint32_t seed = 1850;
+  for (const auto& c : cases) {
+    Tensor qkv = random_tensor(c.qkv, seed++);
+    ASSERT_GT(qkv.nbytes(), limit);
+    QKV want = split_heads(qkv, c.h);
+    QKV got = split_heads(qkv.to(gpu_device()), c.h);
+    EXPECT_TRUE(all_close(got.q, want.q, 0, 0)) << shape_str(c.qkv);
+    EXPECT_TRUE(all_close(got.k, want.k, 0, 0)) << shape_str(c.qkv);
+    EXPECT_TRUE(all_close(got.v, want.v, 0, 0)) << shape_str(c.qkv);
+    EXPECT_TRUE(all_close(merge_heads(got.v), merge_heads(want.v), 0, 0)) << shape_str(c.qkv);
+    Tensor merged = merge_heads(want.q);
+    EXPECT_TRUE(all_close(unmerge_heads(merged.to(gpu_device()), c.h), unmerge_heads(merged, c.h), 0, 0));
+    for (int w = 0; w < 3; ++w)
+      EXPECT_TRUE(all_close(unsplit_head(got.k, w), unsplit_head(want.k, w), 0, 0)) << shape_str(c.qkv) << " " << w;
+    EXPECT_TRUE(all_close(unsplit_heads(got.q, got.k, got.v), qkv, 0, 0)) << shape_str(c.qkv);
+  }
+  // One run of hd elements over the limit cannot be split.
+  Tensor wide = Tensor::zeros({2, 1, 2048}).to(gpu_device());
+  EXPECT_TRUE(throws_named<DeviceError>([&] { merge_heads(wide); }, "merge_heads"));
+}
+
 // ---- KV cache ---------------------------------------------------------------------------
 
 TEST(Parity, GatherKvAppend) {
@@ -510,6 +565,30 @@ TEST(Validation, GatherKvAppend) {
   Tensor one = Tensor::zeros({1, 128, 4}).to(gpu_device());
   Tensor src = one.reshape({128, 1, 4}).slice_rows(64, 66).reshape({1, 2, 4});  // a view into the cache
   EXPECT_TRUE(throws_named<DeviceError>([&] { kv_append(one, src, 0); }, op));
+}
+
+TEST(Chunked, KvAppendUnderLoweredBindingLimit) {
+  struct Case {
+    Shape cache;
+    int64_t t, len;
+  };
+  // A cache over the limit: runs over heads ([2, 3, 100, 7]: 2800 bytes a
+  // head), over rows within one head ([1, 2, 300, 5]), and over batches.
+  const uint64_t limit = 4096;
+  BindingLimit bound(limit);
+  std::vector<Case> cases = {{{2, 3, 100, 7}, 20, 50}, {{1, 2, 300, 5}, 250, 30}, {{5, 1, 40, 9}, 3, 37},
+                             {{3, 129, 3}, 129, 0}};
+  uint32_t seed = 1950;
+  for (const auto& c : cases) {
+    Shape src_shape = c.cache;
+    src_shape[src_shape.size() - 2] = c.t;
+    Tensor cache = random_tensor(c.cache, seed++), src = random_tensor(src_shape, seed++);
+    ASSERT_GT(cache.nbytes(), limit);
+    Tensor want = cache.clone(), got = cache.to(gpu_device());
+    kv_append(want, src, c.len);
+    kv_append(got, src.to(gpu_device()), c.len);
+    EXPECT_TRUE(all_close(got, want, 0, 0)) << shape_str(c.cache);
+  }
 }
 
 }  // namespace

@@ -12,11 +12,13 @@
 // writes NaN into that id's output row (embedding, gather_nll, ce_bwd), so the
 // error shows in every result computed from it; scatter_add_rows skips it.
 //
-// On WebGPU the gathers, the LM head, the losses and scatter_add_rows split
-// their work so that no storage binding exceeds the device's limit (wte and
-// the logits may be larger than one binding); the ids, wpe, the LM head's
-// input `a`, and the operands of the head reshapes and kv_append are bound
-// whole and must each fit one binding.
+// On WebGPU the gathers, the LM head, the losses, scatter_add_rows, the head
+// reshapes and kv_append split their work so that no storage binding exceeds
+// the device's limit (wte, wpe, the logits, qkv and the KV cache may each be
+// larger than one binding; the reshapes and kv_append copy in runs over the
+// batch, else the heads, else the rows, and throw DeviceError only when one
+// head row of hd floats does not fit a binding). The ids and the LM head's
+// input `a` are bound whole and must each fit one binding.
 #pragma once
 #include <cstdint>
 #include <vector>

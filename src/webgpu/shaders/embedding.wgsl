@@ -3,7 +3,10 @@
 // [id_first, id_first + id_count). One thread per output element; a dispatch
 // per (output row block, table chunk), so every row is written once. The
 // dispatch with `poison` set writes NaN rows for ids >= vocab (ids on the GPU
-// are not range checked on the host).
+// are not range checked on the host). wpe and out may be bound from an
+// aligned offset below the range used: wpe_shift and out_shift (added mod
+// 2^32) turn indices into wpe and into this dispatch's rows into binding
+// indices.
 struct Params {
   rows: u32,      // output rows in this binding
   cols: u32,      // C
@@ -15,15 +18,15 @@ struct Params {
   vocab: u32,
   has_wpe: u32,
   poison: u32,
-  _pad0: u32,
-  _pad1: u32,
+  wpe_shift: u32,
+  out_shift: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> ids: array<u32>;     // [B * T], all rows
 @group(0) @binding(2) var<storage, read> table: array<f32>;   // [id_count, C]
-@group(0) @binding(3) var<storage, read> wpe: array<f32>;     // [P, C]
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;  // [rows, C]
+@group(0) @binding(3) var<storage, read> wpe: array<f32>;     // rows of [P, C]
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;  // [rows, C] from out_shift
 
 // A quiet NaN marking the output of an out-of-range id. Built from a runtime
 // value: WGSL rejects a NaN constant expression.
@@ -46,10 +49,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (slot < p.id_count) {
     var v = table[slot * p.cols + c];
     if (p.has_wpe != 0u) {
-      v += wpe[(p.pos + g % p.seq) * p.cols + c];
+      v += wpe[(p.pos + g % p.seq) * p.cols + c + p.wpe_shift];
     }
-    out[i] = v;
+    out[i + p.out_shift] = v;
   } else if (p.poison != 0u && id >= p.vocab) {
-    out[i] = nan_f32(id & 0u);
+    out[i + p.out_shift] = nan_f32(id & 0u);
   }
 }

@@ -1,6 +1,8 @@
 // Strided f32 copy over a logical [d0, d1, d2, d3] index space (d3
 // contiguous on both sides): the attention head reshapes and the KV append.
-// One thread per element, in the order of the index space.
+// One thread per element, in the order of the index space. Operands over
+// the binding limit are copied as boxes of the index space, each dispatch
+// binding the ranges its box touches; the offsets then index into those.
 struct Params {
   count: u32,  // d0 * d1 * d2 * d3
   d1: u32,
