@@ -1,8 +1,11 @@
 // Adapter choice for the native runtime: a hardware GPU when there is one;
 // SwiftShader (a Vulkan driver on the CPU, shipped by Chromium) when asked for.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -50,6 +53,33 @@ const char* adapter_type_name(WGPUAdapterType t) {
     default: return "unknown";
   }
 }
+
+// Silences stderr for its lifetime: probing for a hardware adapter on a
+// machine without one makes the Vulkan loader and Dawn print errors about the
+// drivers they skipped, which say nothing useful to a user there.
+// FORGE_WEBGPU_VERBOSE=1 keeps them.
+class QuietStderr {
+ public:
+  QuietStderr() {
+    if (std::getenv("FORGE_WEBGPU_VERBOSE")) return;
+    std::fflush(stderr);
+    saved_ = ::dup(2);
+    int null = ::open("/dev/null", O_WRONLY);
+    if (saved_ >= 0 && null >= 0) ::dup2(null, 2);
+    if (null >= 0) ::close(null);
+  }
+  ~QuietStderr() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+  }
+  QuietStderr(const QuietStderr&) = delete;
+  QuietStderr& operator=(const QuietStderr&) = delete;
+
+ private:
+  int saved_ = -1;
+};
 
 AdapterHandle request_adapter(WGPUInstance instance) {
   WGPURequestAdapterOptions opts{};
@@ -110,9 +140,14 @@ std::shared_ptr<Runtime> create_runtime(AdapterPreference pref, std::string* not
     ::setenv("VK_LOADER_DRIVERS_DISABLE", "*lvp_icd*", 0);
 
   if (pref != AdapterPreference::Software) {
-    InstanceHandle instance(wgpuCreateInstance(nullptr));
+    InstanceHandle instance;
+    AdapterHandle adapter;
+    {
+      QuietStderr quiet;
+      instance = InstanceHandle(wgpuCreateInstance(nullptr));
+      if (instance) adapter = request_adapter(instance.get());
+    }
     if (instance) {
-      AdapterHandle adapter = request_adapter(instance.get());
       if (adapter) {
         WGPUAdapterType type = WGPUAdapterType_Unknown;
         WGPUBackendType backend = WGPUBackendType_Null;
