@@ -195,6 +195,25 @@ uint64_t DawnRuntime::bucket(uint64_t bytes) {
   return (bytes + quarter - 1) / quarter * quarter;
 }
 
+DawnRuntime::ScopeResult DawnRuntime::pop_error_scope(const char* what) {
+  struct Pending {
+    bool done = false;
+    ScopeResult result;
+  } pending;
+  WGPUPopErrorScopeCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_AllowProcessEvents;
+  cb.callback = [](WGPUPopErrorScopeStatus, WGPUErrorType type, WGPUStringView msg, void* p, void*) {
+    auto* pe = static_cast<Pending*>(p);
+    pe->done = true;
+    pe->result.type = type;
+    pe->result.message = to_string(msg);
+  };
+  cb.userdata1 = &pending;
+  wgpuDevicePopErrorScope(device_.get(), cb);
+  wait_until([&] { return pending.done; }, what);
+  return pending.result;
+}
+
 WGPUBuffer DawnRuntime::create_buffer(uint64_t bytes, WGPUBufferUsage usage, const char* what) {
   check_alive();
   if (bytes > limits_.max_buffer && limits_.max_buffer)
@@ -206,22 +225,7 @@ WGPUBuffer DawnRuntime::create_buffer(uint64_t bytes, WGPUBufferUsage usage, con
   desc.size = bytes;
   wgpuDevicePushErrorScope(device_.get(), WGPUErrorFilter_OutOfMemory);
   WGPUBuffer buf = wgpuDeviceCreateBuffer(device_.get(), &desc);
-  struct Scope {
-    bool done = false;
-    WGPUErrorType type = WGPUErrorType_NoError;
-    std::string message;
-  } scope;
-  WGPUPopErrorScopeCallbackInfo cb{};
-  cb.mode = WGPUCallbackMode_AllowProcessEvents;
-  cb.callback = [](WGPUPopErrorScopeStatus, WGPUErrorType type, WGPUStringView msg, void* s, void*) {
-    auto* sc = static_cast<Scope*>(s);
-    sc->done = true;
-    sc->type = type;
-    sc->message = to_string(msg);
-  };
-  cb.userdata1 = &scope;
-  wgpuDevicePopErrorScope(device_.get(), cb);
-  wait_until([&] { return scope.done; }, "a buffer allocation");
+  ScopeResult scope = pop_error_scope("a buffer allocation");
   if (scope.type != WGPUErrorType_NoError) {
     if (buf) wgpuBufferRelease(buf);
     throw GpuError("[webgpu] out of memory allocating " + std::to_string(bytes) + " bytes for " + what + ": " +
@@ -382,22 +386,7 @@ const DawnRuntime::Pipeline& DawnRuntime::pipeline(const gpu::Dispatch& d) {
   pd.compute.constants = constants.data();
   p.pipeline = ComputePipelineHandle(wgpuDeviceCreateComputePipeline(device_.get(), &pd));
 
-  struct Scope {
-    bool done = false;
-    WGPUErrorType type = WGPUErrorType_NoError;
-    std::string message;
-  } scope;
-  WGPUPopErrorScopeCallbackInfo cb{};
-  cb.mode = WGPUCallbackMode_AllowProcessEvents;
-  cb.callback = [](WGPUPopErrorScopeStatus, WGPUErrorType type, WGPUStringView msg, void* s, void*) {
-    auto* sc = static_cast<Scope*>(s);
-    sc->done = true;
-    sc->type = type;
-    sc->message = to_string(msg);
-  };
-  cb.userdata1 = &scope;
-  wgpuDevicePopErrorScope(device_.get(), cb);
-  wait_until([&] { return scope.done; }, "a pipeline compilation");
+  ScopeResult scope = pop_error_scope("a pipeline compilation");
   if (scope.type != WGPUErrorType_NoError)
     throw GpuError("[" + std::string(d.op) + "] kernel '" + std::string(d.kernel->name) +
                    "' failed to compile: " + scope.message);

@@ -91,6 +91,12 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   };
 
   const Pipeline& pipeline(const gpu::Dispatch& d);
+  struct ScopeResult {
+    WGPUErrorType type = WGPUErrorType_NoError;
+    std::string message;
+  };
+  // Pops the innermost error scope and waits for its verdict.
+  ScopeResult pop_error_scope(const char* what);
   WGPUBuffer create_buffer(uint64_t bytes, WGPUBufferUsage usage, const char* what);
   void recycle(WGPUBuffer handle, uint64_t size);
   WGPUCommandEncoder encoder();
