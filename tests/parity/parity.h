@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +20,30 @@ namespace forge::testing {
 inline const Device& gpu_device() {
   static Device d = Device::webgpu();
   return d;
+}
+
+// Restores the device's real binding limit when a test ends, even on failure.
+struct LoweredBindingLimit {
+  explicit LoweredBindingLimit(uint64_t bytes) { gpu_device().runtime().set_binding_limit_for_testing(bytes); }
+  ~LoweredBindingLimit() { gpu_device().runtime().set_binding_limit_for_testing(0); }
+  LoweredBindingLimit(const LoweredBindingLimit&) = delete;
+  LoweredBindingLimit& operator=(const LoweredBindingLimit&) = delete;
+};
+
+// Runs `fn` and expects exception E whose message starts with "[op]" (and
+// contains `also` when given).
+template <class E>
+void expect_error(const std::string& op, const std::function<void()>& fn, const std::string& also = "") {
+  try {
+    fn();
+    ADD_FAILURE() << "no error from " << op;
+  } catch (const E& e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("[" + op + "]", 0), 0u) << msg;
+    if (!also.empty()) EXPECT_NE(msg.find(also), std::string::npos) << msg;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << op << ": wrong exception type: " << e.what();
+  }
 }
 
 // Deterministic uniform values in [lo, hi).

@@ -15,27 +15,6 @@ const std::vector<Shape> kElementwiseShapes = {{1}, {3}, {17}, {129}, {3, 17}, {
 // Row-wise ops: rows of 1, 3, 17, 129, 300 (> one workgroup) values.
 const std::vector<Shape> kRowShapes = {{1}, {3}, {17, 1}, {3, 17}, {17, 129}, {2, 3, 129}, {5, 300}, {1, 1, 768}};
 
-// Restores the device's real binding limit when a test ends, even on failure.
-struct LoweredBindingLimit {
-  explicit LoweredBindingLimit(uint64_t bytes) { gpu_device().runtime().set_binding_limit_for_testing(bytes); }
-  ~LoweredBindingLimit() { gpu_device().runtime().set_binding_limit_for_testing(0); }
-};
-
-// Runs `fn` and expects exception E whose message starts with "[op]".
-template <class E>
-void expect_error(const std::string& op, const std::function<void()>& fn, const std::string& also = "") {
-  try {
-    fn();
-    ADD_FAILURE() << "no error from " << op;
-  } catch (const E& e) {
-    std::string msg = e.what();
-    EXPECT_EQ(msg.rfind("[" + op + "]", 0), 0u) << msg;
-    if (!also.empty()) EXPECT_NE(msg.find(also), std::string::npos) << msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << op << ": wrong exception type: " << e.what();
-  }
-}
-
 // ---- Elementwise and activations -----------------------------------------
 
 TEST(NnParity, MulSub) {

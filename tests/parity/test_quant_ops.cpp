@@ -14,27 +14,6 @@ using namespace forge::testing;
 
 namespace {
 
-struct LoweredBindingLimit {
-  explicit LoweredBindingLimit(uint64_t bytes) { gpu_device().runtime().set_binding_limit_for_testing(bytes); }
-  ~LoweredBindingLimit() { gpu_device().runtime().set_binding_limit_for_testing(0); }
-};
-
-template <class E>
-void expect_error(const std::string& op, const std::function<void()>& fn, const std::string& also = "") {
-  try {
-    fn();
-    ADD_FAILURE() << "no error from " << op;
-  } catch (const E& e) {
-    std::string msg = e.what();
-    EXPECT_EQ(msg.rfind("[" + op + "]", 0), 0u) << msg;
-    if (!also.empty()) {
-      EXPECT_NE(msg.find(also), std::string::npos) << msg;
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << op << ": wrong exception type: " << e.what();
-  }
-}
-
 // A hand-quantized W [out, in]: values q, packed words, per-group scale and
 // bias (stored as `dtype`) and the dense W the layout defines.
 struct Quantized {
