@@ -12,55 +12,12 @@
 #include <vector>
 
 #include "forge/ops.h"
+#include "unit/finite_diff.h"
 
 using namespace forge;
+using namespace forge::testing;
 
 namespace {
-
-constexpr double kH = 1e-5;
-
-std::vector<float> uniform(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.end()}; }
-
-// dL/dv[i] for every i by central differences of loss(v).
-std::vector<double> numeric_grad(std::vector<double> v, const std::function<double(const std::vector<double>&)>& loss) {
-  std::vector<double> g(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    double keep = v[i];
-    v[i] = keep + kH;
-    double up = loss(v);
-    v[i] = keep - kH;
-    double down = loss(v);
-    v[i] = keep;
-    g[i] = (up - down) / (2 * kH);
-  }
-  return g;
-}
-
-// |got - want| <= atol + rtol |want| everywhere; reports the worst element.
-::testing::AssertionResult grads_close(const std::vector<float>& got, const std::vector<double>& want, double atol,
-                                       double rtol) {
-  if (got.size() != want.size()) return ::testing::AssertionFailure() << "sizes differ";
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!(std::fabs(got[i] - want[i]) <= atol + rtol * std::fabs(want[i])))
-      return ::testing::AssertionFailure() << "element " << i << ": analytic " << got[i] << ", numeric " << want[i]
-                                           << " (atol " << atol << ", rtol " << rtol << ")";
-  }
-  return ::testing::AssertionSuccess();
-}
-
-double dot(const std::vector<double>& a, const std::vector<float>& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
 
 // ---- Reference forwards in double ----------------------------------------
 
