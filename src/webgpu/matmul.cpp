@@ -1,15 +1,21 @@
-// Host side of matmul: the tiled kernel (shaders/matmul.wgsl) in two tile
-// sizes, and a matrix-vector kernel (shaders/matvec.wgsl) for few rows.
+// Host side of matmul: the tiled kernels in two tile sizes, over vec4 loads
+// (shaders/matmul_vec4.wgsl) when the operands are aligned and over scalars
+// (shaders/matmul.wgsl) when not, and a matrix-vector kernel
+// (shaders/matvec.wgsl) for few rows.
+#include <cstdlib>
+
 #include "forge_shaders.h"
 #include "webgpu/kernels.h"
 #include "webgpu/launch.h"
+#include "webgpu/philox.h"
 
 namespace forge::webgpu {
 
 namespace {
 
-const gpu::Kernel kMatmul{"matmul", shaders::matmul};
-const gpu::Kernel kMatvec{"matvec", shaders::matvec};
+const ComposedKernel kMatmul{"matmul", {shaders::matmul_params, shaders::matmul}};
+const ComposedKernel kMatmulVec4{"matmul_vec4", {shaders::matmul_params, shaders::matmul_vec4}};
+const ComposedKernel kMatvec{"matvec", {shaders::matmul_params, shaders::matvec}};
 
 struct MatmulParams {
   uint32_t m, n, k, lda, ldb, a_batch_stride, b_batch_stride;
@@ -25,6 +31,16 @@ constexpr int64_t kMatvecRows = 4;      // matvec.wgsl's MAX_ROWS
 constexpr int64_t kLargeTileGroups = 256;  // enough 128x128 tiles to fill a large GPU
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// matmul_vec4.wgsl reads each operand as vec4s along its contiguous dim:
+// that dim, the strides and the offsets must be multiples of 4 (whole vec4s).
+bool vec4_aligned(const MatmulPlan& p) {
+  auto four = [](int64_t v) { return v % 4 == 0; };
+  const int64_t a_contig = p.trans_a ? p.m : p.k;
+  const int64_t b_contig = p.trans_b ? p.k : p.n;
+  return four(a_contig) && four(b_contig) && four(p.lda) && four(p.ldb) && four(p.a_batch_stride) &&
+         four(p.b_batch_stride) && four(p.a_offset);
+}
 
 }  // namespace
 
@@ -45,7 +61,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   if (plan.m <= kMatvecRows && !plan.trans_a) {
     // Few rows (decode): read B once, coalesced, splitting k across lanes.
     const int64_t cols = 8;  // matvec.wgsl's COLS
-    launch(out.device(), "matmul", kMatvec, p, args,
+    launch(out.device(), "matmul", kMatvec.kernel(), p, args,
            {uint32_t(ceil_div(plan.n, cols)), 1, uint32_t(plan.batch)}, {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
     return;
   }
@@ -54,7 +70,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   int64_t tile = 16 * t;
   std::array<uint32_t, 3> groups{uint32_t(ceil_div(plan.n, tile)), uint32_t(ceil_div(plan.m, tile)),
                                  uint32_t(plan.batch)};
-  launch(out.device(), "matmul", kMatmul, p, args, groups,
+  const bool vec4 = vec4_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR");
+  launch(out.device(), "matmul", vec4 ? kMatmulVec4.kernel() : kMatmul.kernel(), p, args, groups,
          {{"TRANS_A", plan.trans_a ? 1.0 : 0.0}, {"TRANS_B", plan.trans_b ? 1.0 : 0.0}, {"T", double(t)}});
 }
 

@@ -87,6 +87,18 @@ TEST(Parity, Matmul) {
       // Enough 128x128 tiles (>= 256) select the large-tile kernel.
       {{256, 17, 3}, {3, 17}, false, false, true, -1},
       {{256, 17, 5}, {17, 5}, false, true, false, -1},
+      // Contiguous dims, strides and offsets that are multiples of 4 take the
+      // vec4 kernel, in both tile sizes and every layout.
+      {{100, 200}, {200, 72}, false, false, true, -1},
+      {{36, 20}, {36, 132}, true, false, false, -1},
+      {{132, 20}, {68, 20}, false, true, true, -1},
+      {{20, 132}, {8, 20}, true, true, false, -1},
+      {{3, 7, 12}, {3, 12, 16}, false, false, false, -1},
+      {{2, 5, 16}, {2, 40, 16}, false, true, false, 12},
+      {{256, 20, 8}, {8, 20}, false, false, true, -1},
+      {{256, 21, 8}, {20, 8}, false, true, false, -1},
+      {{256, 8, 20}, {256, 8, 12}, true, false, false, -1},
+      {{256, 20, 8}, {256, 12, 8}, false, true, true, -1},
   };
   uint32_t seed = 100;
   for (const auto& c : cases) check_matmul(c, seed += 3);

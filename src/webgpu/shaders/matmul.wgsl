@@ -4,6 +4,8 @@
 // stepping through k in slices of BK staged in workgroup memory. T = 4 (64x64
 // tiles, more workgroups for mid-sized products) or 8 (128x128 tiles, more
 // reuse for large ones); every thread stages 4 values of A and 4 of B a slice.
+// Any layout and alignment; matmul_vec4.wgsl is the faster path for aligned
+// operands. Preceded by matmul_params.wgsl.
 override TRANS_A: bool = false;  // A stored [k, m] (row stride lda)
 override TRANS_B: bool = false;  // B stored [n, k] (row stride ldb)
 override T: u32 = 4u;            // outputs per thread along each dim: 4 or 8
@@ -12,21 +14,6 @@ const MAX_T: u32 = 8u;
 override BM: u32 = 16u * T;
 override BN: u32 = 16u * T;
 override BK: u32 = 64u / T;
-
-struct Params {
-  m: u32,
-  n: u32,
-  k: u32,
-  lda: u32,
-  ldb: u32,
-  a_batch_stride: u32,  // 0 broadcasts A over the batch
-  b_batch_stride: u32,
-  alpha: f32,
-  has_bias: u32,
-  ldc: u32,       // row stride of C (n for a dense result)
-  c_offset: u32,  // elements of C before the first output
-  a_offset: u32,  // elements of A before its first element
-}
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> A: array<f32>;

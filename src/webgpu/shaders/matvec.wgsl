@@ -1,6 +1,6 @@
 // Matrix-vector style matmul for few rows (decode steps): C[batch, m, n] =
 // alpha * A @ op(B) (+ bias) with m <= 4 and A not transposed. Same Params
-// as matmul.wgsl. Each workgroup owns a block of
+// as matmul.wgsl (preceded by matmul_params.wgsl). Each workgroup owns a block of
 // output columns, 8 columns x 32 lanes: the k sum is split across lanes, so
 // each thread's serial loop is short (latency, not bandwidth, bounds these
 // small products) and there are n / 8 workgroups to fill the device. B, the
@@ -11,21 +11,6 @@ override TRANS_B: bool = false;
 
 const WG: u32 = 256u;
 const MAX_ROWS: u32 = 4u;
-
-struct Params {
-  m: u32,
-  n: u32,
-  k: u32,
-  lda: u32,
-  ldb: u32,
-  a_batch_stride: u32,
-  b_batch_stride: u32,
-  alpha: f32,
-  has_bias: u32,
-  ldc: u32,       // row stride of C (n for a dense result)
-  c_offset: u32,  // elements of C before the first output
-  a_offset: u32,  // elements of A before its first element
-}
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> A: array<f32>;
