@@ -8,7 +8,7 @@
 #include "forge_shaders.h"
 #include "webgpu/attention_kernels.h"
 #include "webgpu/launch.h"
-#include "webgpu/philox.h"
+#include "webgpu/composed_kernel.h"
 
 namespace forge::webgpu {
 

@@ -3,6 +3,7 @@
 // token rows split under the binding limit (rope binds its [seq, head_dim / 2]
 // cos/sin table whole).
 #include "forge_shaders.h"
+#include "webgpu/composed_kernel.h"
 #include "webgpu/launch.h"
 #include "webgpu/llama_kernels.h"
 #include "webgpu/nn_kernels.h"
@@ -12,9 +13,9 @@ namespace forge::webgpu {
 namespace {
 
 const gpu::Kernel kRope{"rope", shaders::rope};
-const gpu::Kernel kRmsNorm{"rms_norm", shaders::rms_norm};
-const gpu::Kernel kRmsNormResidual{"rms_norm_residual", shaders::rms_norm_residual};
-const gpu::Kernel kRmsNormBwd{"rms_norm_bwd", shaders::rms_norm_bwd};
+const ComposedKernel kRmsNorm{"rms_norm", {shaders::row_norm, shaders::rms_norm}};
+const ComposedKernel kRmsNormResidual{"rms_norm_residual", {shaders::row_norm, shaders::rms_norm_residual}};
+const ComposedKernel kRmsNormBwd{"rms_norm_bwd", {shaders::row_norm, shaders::rms_norm_bwd}};
 
 struct RopeParams {
   uint32_t pairs, first_token, seq, hidden, head_dim, inverse;
@@ -22,6 +23,7 @@ struct RopeParams {
 };
 static_assert(sizeof(RopeParams) == 32);
 
+// Mirrors `struct Params` of shaders/row_norm.wgsl.
 struct RowParams {
   uint32_t rows, cols;
   float eps;
@@ -55,11 +57,11 @@ void rms_norm(const Tensor& x, const Tensor* residual, const Tensor& weight, con
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
     auto grid = grid_1d(uint64_t(count), dev.runtime().limits());
     if (residual)
-      launch(dev, op, kRmsNormResidual, p,
+      launch(dev, op, kRmsNormResidual.kernel(), p,
              {arg(x, off, bytes), arg(weight), arg(y, off, bytes), arg(*residual, off, bytes), arg(*sum, off, bytes)},
              grid);
     else
-      launch(dev, op, kRmsNorm, p, {arg(x, off, bytes), arg(weight), arg(y, off, bytes)}, grid);
+      launch(dev, op, kRmsNorm.kernel(), p, {arg(x, off, bytes), arg(weight), arg(y, off, bytes)}, grid);
   });
 }
 
@@ -71,7 +73,7 @@ void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const
   for_each_row_chunk(dev.runtime(), "rms_norm_bwd", plan.rows, row_bytes, [&](int64_t first, int64_t count) {
     RowParams p{uint32_t(count), uint32_t(plan.cols), plan.eps, 0};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
-    launch(dev, "rms_norm_bwd", kRmsNormBwd, p,
+    launch(dev, "rms_norm_bwd", kRmsNormBwd.kernel(), p,
            {arg(x, off, bytes), arg(weight), arg(dy, off, bytes), arg(dx, off, bytes), arg(dy_xhat, off, bytes)},
            grid_1d(uint64_t(count), dev.runtime().limits()));
   });

@@ -7,7 +7,7 @@
 #include "forge_shaders.h"
 #include "webgpu/kernels.h"
 #include "webgpu/launch.h"
-#include "webgpu/philox.h"
+#include "webgpu/composed_kernel.h"
 
 namespace forge::webgpu {
 

@@ -2,6 +2,7 @@
 // layernorm_bwd.wgsl, softmax_bwd.wgsl): one workgroup per row, rows split
 // under the binding limit.
 #include "forge_shaders.h"
+#include "webgpu/composed_kernel.h"
 #include "webgpu/launch.h"
 #include "webgpu/nn_kernels.h"
 
@@ -9,10 +10,11 @@ namespace forge::webgpu {
 
 namespace {
 
-const gpu::Kernel kLayerNorm{"layernorm", shaders::layernorm};
-const gpu::Kernel kLayerNormBwd{"layernorm_bwd", shaders::layernorm_bwd};
+const ComposedKernel kLayerNorm{"layernorm", {shaders::row_norm, shaders::layernorm}};
+const ComposedKernel kLayerNormBwd{"layernorm_bwd", {shaders::row_norm, shaders::layernorm_bwd}};
 const gpu::Kernel kSoftmaxBwd{"softmax_bwd", shaders::softmax_bwd};
 
+// Mirrors `struct Params` of shaders/row_norm.wgsl.
 struct LayerNormParams {
   uint32_t rows, cols;
   float eps;
@@ -35,7 +37,7 @@ void layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float e
   for_each_row_chunk(dev.runtime(), "layernorm", rows, row_bytes, [&](int64_t first, int64_t count) {
     LayerNormParams p{uint32_t(count), uint32_t(cols), eps, 0};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
-    launch(dev, "layernorm", kLayerNorm, p, {arg(x, off, bytes), arg(gamma), arg(beta), arg(y, off, bytes)},
+    launch(dev, "layernorm", kLayerNorm.kernel(), p, {arg(x, off, bytes), arg(gamma), arg(beta), arg(y, off, bytes)},
            grid_1d(uint64_t(count), dev.runtime().limits()));
   });
 }
@@ -48,7 +50,7 @@ void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float
   for_each_row_chunk(dev.runtime(), "layernorm_bwd", rows, row_bytes, [&](int64_t first, int64_t count) {
     LayerNormParams p{uint32_t(count), uint32_t(cols), eps, 0};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
-    launch(dev, "layernorm_bwd", kLayerNormBwd, p,
+    launch(dev, "layernorm_bwd", kLayerNormBwd.kernel(), p,
            {arg(x, off, bytes), arg(gamma), arg(dy, off, bytes), arg(dx, off, bytes), arg(dy_xhat, off, bytes)},
            grid_1d(uint64_t(count), dev.runtime().limits()));
   });

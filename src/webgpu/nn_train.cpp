@@ -3,7 +3,7 @@
 #include "forge_shaders.h"
 #include "webgpu/launch.h"
 #include "webgpu/nn_kernels.h"
-#include "webgpu/philox.h"
+#include "webgpu/composed_kernel.h"
 
 namespace forge::webgpu {
 

@@ -2,13 +2,7 @@
 // mean(x^2) + eps) and xhat = x rstd:
 //   dx = rstd (dy w - xhat mean(dy w xhat)),  dy_xhat = dy xhat
 // (dy_xhat is summed over rows on the host side into dweight).
-struct Params {
-  rows: u32,
-  cols: u32,
-  eps: f32,
-  _pad0: u32,
-}
-
+// Preceded by row_norm.wgsl.
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;              // [rows, cols]
 @group(0) @binding(2) var<storage, read> w: array<f32>;              // [cols]
@@ -16,43 +10,20 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> dx: array<f32>;       // [rows, cols]
 @group(0) @binding(5) var<storage, read_write> dy_xhat: array<f32>;  // [rows, cols]
 
-const WG: u32 = 256u;
-var<workgroup> red: array<f32, WG>;
-
-fn workgroup_sum(v: f32, lid: u32) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      red[lid] += red[lid + s];
-    }
-    workgroupBarrier();
-  }
-  let total = red[0];
-  workgroupBarrier();
-  return total;
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let row = wg.y * nwg.x + wg.x;
+  let row = row_index(wg, nwg);
   if (row >= p.rows) {
     return;
   }
   let base = row * p.cols;
-  let n = f32(p.cols);
-  var sq = 0.0;
-  for (var j = lid; j < p.cols; j += WG) {
-    let v = x[base + j];
-    sq += v * v;
-  }
-  let rstd = inverseSqrt(workgroup_sum(sq, lid) / n + p.eps);
+  let rstd = rms_rstd(base, lid);
   var dot = 0.0;
   for (var j = lid; j < p.cols; j += WG) {
     dot += dy[base + j] * w[j] * (x[base + j] * rstd);
   }
-  let mean_dot = workgroup_sum(dot, lid) / n;
+  let mean_dot = workgroup_sum(dot, lid) / f32(p.cols);
   for (var j = lid; j < p.cols; j += WG) {
     let xhat = x[base + j] * rstd;
     let g = dy[base + j];

@@ -1,13 +1,7 @@
 // RMS norm of a residual sum, fused: one workgroup per row of `cols` values
 // forms h = x + r, writes it to `sum` (the next residual stream of a Llama
 // block) and y = (h * inverseSqrt(mean(h^2) + eps)) * w, as rms_norm.wgsl.
-struct Params {
-  rows: u32,
-  cols: u32,
-  eps: f32,
-  _pad0: u32,
-}
-
+// Preceded by row_norm.wgsl.
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;        // [rows, cols]
 @group(0) @binding(2) var<storage, read> w: array<f32>;        // [cols]
@@ -15,27 +9,10 @@ struct Params {
 @group(0) @binding(4) var<storage, read> r: array<f32>;        // [rows, cols]
 @group(0) @binding(5) var<storage, read_write> sum: array<f32>;  // [rows, cols]
 
-const WG: u32 = 256u;
-var<workgroup> red: array<f32, WG>;
-
-fn workgroup_sum(v: f32, lid: u32) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      red[lid] += red[lid + s];
-    }
-    workgroupBarrier();
-  }
-  let total = red[0];
-  workgroupBarrier();
-  return total;
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let row = wg.y * nwg.x + wg.x;
+  let row = row_index(wg, nwg);
   if (row >= p.rows) {
     return;
   }
