@@ -13,9 +13,9 @@ namespace forge::webgpu {
 namespace {
 
 const gpu::Kernel kRope{"rope", shaders::rope};
-const ComposedKernel kRmsNorm{"rms_norm", {shaders::row_norm, shaders::rms_norm}};
-const ComposedKernel kRmsNormResidual{"rms_norm_residual", {shaders::row_norm, shaders::rms_norm_residual}};
-const ComposedKernel kRmsNormBwd{"rms_norm_bwd", {shaders::row_norm, shaders::rms_norm_bwd}};
+const ComposedKernel kRmsNorm{"rms_norm", {shaders::row_reduce, shaders::row_norm, shaders::rms_norm}};
+const ComposedKernel kRmsNormResidual{"rms_norm_residual", {shaders::row_reduce, shaders::row_norm, shaders::rms_norm_residual}};
+const ComposedKernel kRmsNormBwd{"rms_norm_bwd", {shaders::row_reduce, shaders::row_norm, shaders::rms_norm_bwd}};
 
 struct RopeParams {
   uint32_t pairs, first_token, seq, hidden, head_dim, inverse;

@@ -10,9 +10,9 @@ namespace forge::webgpu {
 
 namespace {
 
-const ComposedKernel kLayerNorm{"layernorm", {shaders::row_norm, shaders::layernorm}};
-const ComposedKernel kLayerNormBwd{"layernorm_bwd", {shaders::row_norm, shaders::layernorm_bwd}};
-const gpu::Kernel kSoftmaxBwd{"softmax_bwd", shaders::softmax_bwd};
+const ComposedKernel kLayerNorm{"layernorm", {shaders::row_reduce, shaders::row_norm, shaders::layernorm}};
+const ComposedKernel kLayerNormBwd{"layernorm_bwd", {shaders::row_reduce, shaders::row_norm, shaders::layernorm_bwd}};
+const ComposedKernel kSoftmaxBwd{"softmax_bwd", {shaders::row_reduce, shaders::softmax_bwd}};
 
 // Mirrors `struct Params` of shaders/row_norm.wgsl.
 struct LayerNormParams {
@@ -64,7 +64,7 @@ void softmax_bwd(const Tensor& y, const Tensor& dy, int64_t rows, int64_t cols, 
   for_each_row_chunk(dev.runtime(), "softmax_bwd", rows, row_bytes, [&](int64_t first, int64_t count) {
     RowParams p{uint32_t(count), uint32_t(cols), {}};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
-    launch(dev, "softmax_bwd", kSoftmaxBwd, p, {arg(y, off, bytes), arg(dy, off, bytes), arg(dx, off, bytes)},
+    launch(dev, "softmax_bwd", kSoftmaxBwd.kernel(), p, {arg(y, off, bytes), arg(dy, off, bytes), arg(dx, off, bytes)},
            grid_1d(uint64_t(count), dev.runtime().limits()));
   });
 }

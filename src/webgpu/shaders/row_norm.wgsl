@@ -1,41 +1,13 @@
 // Shared snippet (no entry point) of the row-norm kernels (layernorm,
 // rms_norm, their backwards and the fused residual form): their parameter
 // block (LayerNormParams in webgpu/nn_norm.cpp, RowParams in
-// webgpu/llama_norm.cpp), one workgroup of WG invocations per row, and the
-// workgroup sums and row statistics they share. The statistics read the
-// kernel's `x` binding.
+// webgpu/llama_norm.cpp) and the row statistics they share, which read the
+// kernel's `x` binding. Preceded by row_reduce.wgsl.
 struct Params {
   rows: u32,
   cols: u32,
   eps: f32,
   _pad0: u32,
-}
-
-const WG: u32 = 256u;
-var<workgroup> red: array<vec2f, WG>;
-
-// The row this workgroup normalises (grids are 2D past the per-dim limit).
-fn row_index(wg: vec3u, nwg: vec3u) -> u32 {
-  return wg.y * nwg.x + wg.x;
-}
-
-// Both sums of v over the workgroup, returned to every invocation.
-fn workgroup_sum2(v: vec2f, lid: u32) -> vec2f {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      red[lid] += red[lid + s];
-    }
-    workgroupBarrier();
-  }
-  let total = red[0];
-  workgroupBarrier();
-  return total;
-}
-
-fn workgroup_sum(v: f32, lid: u32) -> f32 {
-  return workgroup_sum2(vec2f(v, 0.0), lid).x;
 }
 
 // (mean, 1 / sqrt(variance + eps)) of x[base .. base + cols): biased

@@ -1,6 +1,7 @@
 // Row softmax over f32 with optional causal masking: one workgroup per row.
 // Row r (global index row_base + local row) is query r % q_len and sees keys
-// j <= query + key_offset; masked entries are exact zeros.
+// j <= query + key_offset; masked entries are exact zeros. Preceded by
+// row_reduce.wgsl.
 struct Params {
   rows: u32,
   cols: u32,
@@ -16,13 +17,10 @@ struct Params {
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 
-const WG: u32 = 256u;
-var<workgroup> red: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let row = wg.y * nwg.x + wg.x;
+  let row = row_index(wg, nwg);
   if (row >= p.rows) {
     return;
   }
@@ -36,30 +34,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   for (var j = lid; j < visible; j += WG) {
     mx = max(mx, x[base + j]);
   }
-  red[lid] = mx;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      red[lid] = max(red[lid], red[lid + s]);
-    }
-    workgroupBarrier();
-  }
-  mx = red[0];
-  workgroupBarrier();
+  mx = workgroup_max(mx, lid);
 
   var sum = 0.0;
   for (var j = lid; j < visible; j += WG) {
     sum += exp(x[base + j] - mx);
   }
-  red[lid] = sum;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      red[lid] += red[lid + s];
-    }
-    workgroupBarrier();
-  }
-  let inv = 1.0 / red[0];
+  let inv = 1.0 / workgroup_sum(sum, lid);
 
   for (var j = lid; j < p.cols; j += WG) {
     var v = 0.0;

@@ -1,5 +1,5 @@
 // Softmax gradient from the forward output, one workgroup per row:
-// dx = y * (dy - sum(y * dy)).
+// dx = y * (dy - sum(y * dy)). Preceded by row_reduce.wgsl.
 struct Params {
   rows: u32,
   cols: u32,
@@ -12,13 +12,10 @@ struct Params {
 @group(0) @binding(2) var<storage, read> dy: array<f32>;  // [rows, cols]
 @group(0) @binding(3) var<storage, read_write> dx: array<f32>;  // [rows, cols]
 
-const WG: u32 = 256u;
-var<workgroup> red: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let row = wg.y * nwg.x + wg.x;
+  let row = row_index(wg, nwg);
   if (row >= p.rows) {
     return;
   }
@@ -27,15 +24,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   for (var j = lid; j < p.cols; j += WG) {
     dot += y[base + j] * dy[base + j];
   }
-  red[lid] = dot;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      red[lid] += red[lid + s];
-    }
-    workgroupBarrier();
-  }
-  let total = red[0];
+  let total = workgroup_sum(dot, lid);
   for (var j = lid; j < p.cols; j += WG) {
     dx[base + j] = y[base + j] * (dy[base + j] - total);
   }
