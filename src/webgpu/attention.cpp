@@ -4,6 +4,7 @@
 // kernel, and the three backward passes.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "forge/error.h"
 #include "forge_shaders.h"
@@ -77,7 +78,20 @@ void check_fits(const char* op, const Device& dev, std::initializer_list<const T
   }
 }
 
+// The tiled prefill kernel's tiles on this device, if it fits.
+std::optional<FlashTiling> prefill_tiling(int64_t head_dim, const gpu::Runtime& rt) {
+  const gpu::Limits& lim = rt.limits();
+  const uint32_t invocations = std::min(lim.max_workgroup_invocations, lim.max_workgroup_size_x);
+  return flash_tiling(head_dim, rt.workgroup_storage(), invocations);
+}
+
 }  // namespace
+
+std::string attention_forward_kernel(int64_t seq_q, int64_t head_dim, const gpu::Runtime& rt) {
+  if (seq_q <= kDecodeMaxQueries) return "flash_decode";
+  auto t = prefill_tiling(head_dim, rt);
+  return t ? "flash_fwd_tiled " + std::to_string(t->bq) + "x" + std::to_string(t->bk) : "flash_fwd";
+}
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask,
                        const AttentionPlan& plan, Tensor& out, Tensor& lse) {
@@ -89,8 +103,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
   FlashParams f = params(plan);
   const double dim = double(plan.head_dim);
   if (plan.seq_q > kDecodeMaxQueries) {
-    const uint32_t invocations = std::min(lim.max_workgroup_invocations, lim.max_workgroup_size_x);
-    if (auto t = flash_tiling(plan.head_dim, dev.runtime().workgroup_storage(), invocations)) {
+    if (auto t = prefill_tiling(plan.head_dim, dev.runtime())) {
       uint64_t groups = uint64_t(plan.batch * plan.heads) * ceil_div(uint64_t(plan.seq_q), t->bq);
       launch(dev, op, kForwardTiled.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(out), arg(lse)},
              grid_1d(groups, lim),
