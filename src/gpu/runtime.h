@@ -109,9 +109,16 @@ class Runtime {
   // the paths that split work across bindings without allocating gigabytes.
   uint64_t binding_limit() const { return binding_limit_override_ ? binding_limit_override_ : limits().max_storage_binding; }
   void set_binding_limit_for_testing(uint64_t bytes) { binding_limit_override_ = bytes; }
+  // Likewise the workgroup storage kernels may size their tiles to, so that
+  // tests reach the tilings of smaller devices.
+  uint32_t workgroup_storage() const {
+    return workgroup_storage_override_ ? workgroup_storage_override_ : limits().max_workgroup_storage;
+  }
+  void set_workgroup_storage_for_testing(uint32_t bytes) { workgroup_storage_override_ = bytes; }
 
  private:
   uint64_t binding_limit_override_ = 0;
+  uint32_t workgroup_storage_override_ = 0;
 };
 
 // How to choose an adapter.

@@ -1,12 +1,15 @@
 // Host side of flash attention (shaders/flash_*.wgsl): the parameter block,
-// the choice between the prefill kernel and the split-K decode kernel, and
-// the three backward passes.
+// the choice between the tiled prefill kernel, the one-query-per-invocation
+// prefill kernel (where the tiled one does not fit) and the split-K decode
+// kernel, and the three backward passes.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "forge/error.h"
 #include "forge_shaders.h"
 #include "webgpu/attention_kernels.h"
+#include "webgpu/flash_tiling.h"
 #include "webgpu/launch.h"
 #include "webgpu/composed_kernel.h"
 
@@ -18,6 +21,8 @@ namespace {
 // add the Philox stream and the visibility/mask/dropout helpers.
 const ComposedKernel kForward{"flash_fwd", {shaders::flash_params, shaders::philox, shaders::flash_common,
                                             shaders::flash_fwd}};
+const ComposedKernel kForwardTiled{"flash_fwd_tiled", {shaders::flash_params, shaders::philox,
+                                                        shaders::flash_common, shaders::flash_fwd_tiled}};
 const ComposedKernel kDecode{"flash_decode", {shaders::flash_params, shaders::philox, shaders::flash_common,
                                               shaders::flash_decode}};
 const ComposedKernel kCombine{"flash_combine", {shaders::flash_params, shaders::flash_combine}};
@@ -73,7 +78,20 @@ void check_fits(const char* op, const Device& dev, std::initializer_list<const T
   }
 }
 
+// The tiled prefill kernel's tiles on this device, if it fits.
+std::optional<FlashTiling> prefill_tiling(int64_t head_dim, const gpu::Runtime& rt) {
+  const gpu::Limits& lim = rt.limits();
+  const uint32_t invocations = std::min(lim.max_workgroup_invocations, lim.max_workgroup_size_x);
+  return flash_tiling(head_dim, rt.workgroup_storage(), invocations);
+}
+
 }  // namespace
+
+std::string attention_forward_kernel(int64_t seq_q, int64_t head_dim, const gpu::Runtime& rt) {
+  if (seq_q <= kDecodeMaxQueries) return "flash_decode";
+  auto t = prefill_tiling(head_dim, rt);
+  return t ? "flash_fwd_tiled " + std::to_string(t->bq) + "x" + std::to_string(t->bk) : "flash_fwd";
+}
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask,
                        const AttentionPlan& plan, Tensor& out, Tensor& lse) {
@@ -85,6 +103,16 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
   FlashParams f = params(plan);
   const double dim = double(plan.head_dim);
   if (plan.seq_q > kDecodeMaxQueries) {
+    if (auto t = prefill_tiling(plan.head_dim, dev.runtime())) {
+      uint64_t groups = uint64_t(plan.batch * plan.heads) * ceil_div(uint64_t(plan.seq_q), t->bq);
+      launch(dev, op, kForwardTiled.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(out), arg(lse)},
+             grid_1d(groups, lim),
+             {{"HEAD_DIM", dim}, {"BQ", double(t->bq)}, {"BK", double(t->bk)},
+              {"K_STRIDE", double(t->k_stride)}, {"ROW_STRIDE", double(t->row_stride)},
+              {"V_OFF", double(t->v_off)}, {"P_OFF", double(t->p_off)}, {"RED_OFF", double(t->red_off)},
+              {"SM_VEC4", double(t->vec4s)}});
+      return;
+    }
     uint64_t groups = uint64_t(plan.batch * plan.heads) * ceil_div(uint64_t(plan.seq_q), kBlock);
     launch(dev, op, kForward.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(out), arg(lse)}, grid_1d(groups, lim),
            {{"HEAD_DIM", dim}});

@@ -2,7 +2,10 @@
 // kernels in shaders/flash_*.wgsl. Inputs are validated by
 // src/ops/attention.cpp; the shapes are as in cpu/attention_kernels.h.
 #pragma once
+#include <string>
+
 #include "forge/tensor.h"
+#include "gpu/runtime.h"
 #include "ops/attention_plan.h"
 
 namespace forge::webgpu {
@@ -12,6 +15,11 @@ constexpr int64_t kAttentionMaxHeadDim = 128;
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask,
                        const AttentionPlan& plan, Tensor& out, Tensor& lse);
+// The forward kernel attention_forward runs for seq_q queries of head_dim
+// on `rt`, for benchmark reports: "flash_fwd_tiled 64x32" (queries x keys
+// per tile), "flash_fwd" or "flash_decode".
+std::string attention_forward_kernel(int64_t seq_q, int64_t head_dim, const gpu::Runtime& rt);
+
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
                         const Tensor& grad_out, const Tensor& lse, const AttentionPlan& plan, Tensor& grad_q,
                         Tensor& grad_k, Tensor& grad_v);

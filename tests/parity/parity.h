@@ -30,6 +30,14 @@ struct LoweredBindingLimit {
   LoweredBindingLimit& operator=(const LoweredBindingLimit&) = delete;
 };
 
+// Likewise for the workgroup storage kernels size their tiles to.
+struct LoweredWorkgroupStorage {
+  explicit LoweredWorkgroupStorage(uint32_t bytes) { gpu_device().runtime().set_workgroup_storage_for_testing(bytes); }
+  ~LoweredWorkgroupStorage() { gpu_device().runtime().set_workgroup_storage_for_testing(0); }
+  LoweredWorkgroupStorage(const LoweredWorkgroupStorage&) = delete;
+  LoweredWorkgroupStorage& operator=(const LoweredWorkgroupStorage&) = delete;
+};
+
 // Runs `fn` and expects exception E whose message starts with "[op]" (and
 // contains `also` when given).
 template <class E>

@@ -1,14 +1,17 @@
 // Flash attention on the CPU and on WebGPU against a naive double-precision
 // attention written here, over GQA ratios 1, 2, 4 and MQA, causal or not,
 // KV-cache offsets, sliding windows, masks broadcast along each dim, dropout,
-// head_dim 16..128 and sequences of 1, 7, 129 and 1000; then the WebGPU
+// head_dim 6..128 and sequences of 1 to 1000; then the WebGPU
 // backward against the CPU backward (itself checked against finite
-// differences in tests/unit/test_attention_grad.cpp); then validation.
+// differences in tests/unit/test_attention_grad.cpp); the tiled prefill
+// kernel again at the smaller tilings of devices with less workgroup
+// storage; then validation.
 #include <chrono>
 #include <cmath>
 #include <functional>
 
 #include "parity/parity.h"
+#include "webgpu/flash_tiling.h"
 
 namespace forge::testing {
 namespace {
@@ -61,6 +64,17 @@ std::vector<Case> cases() {
       make("dropout prefill", 1, 129, 129, 4, 2, 32, opts(true, 0, 0, 0.25f, 7)),
       make("dropout decode", 2, 1, 129, 2, 1, 64, opts(false, 0, 0, 0.5f, 99)),
       make("dropout mask window", 1, 7, 7, 2, 1, 16, opts(true, 0, 4, 0.1f, 3), {1, 2, 7, 7}),
+      // Prefill through the tiled kernel: query counts that are not a multiple
+      // of its blocks, key counts not a multiple of its tiles.
+      make("tiled d64 gqa2 causal offset", 1, 100, 117, 4, 2, 64, opts(true, 17)),
+      make("tiled d128 mqa window mask", 1, 77, 77, 3, 1, 128, opts(true, 0, 20), {1, 3, 77, 77}),
+      make("tiled d40 gqa2 dropout offset", 2, 70, 90, 4, 2, 40, opts(true, 20, 0, 0.2f, 5)),
+      make("tiled d36 window non-causal offset", 1, 33, 60, 2, 2, 36, opts(false, 10, 8)),
+      // Every 5th query sees nothing (a k-broadcast mask row of -inf).
+      make("tiled d64 fully masked rows", 1, 40, 50, 2, 2, 64, {}, {1, 2, 40, 1}),
+      make("tiled d128 dropout mask non-causal", 1, 20, 70, 2, 1, 128, opts(false, 0, 0, 0.3f, 11), {1, 1, 20, 70}),
+      // Not a multiple of 4: the one-query-per-invocation kernel.
+      make("prefill d6 fallback", 1, 20, 20, 2, 1, 6, opts(true, 0, 5)),
   };
 }
 
@@ -159,6 +173,30 @@ TEST(AttentionParity, ForwardAgainstDoubleReference) {
     Tensor got = flash_attention_v2(gpu.q, gpu.k, gpu.v, c.o, gpu.m());
     ASSERT_TRUE(got.device().is_webgpu());
     EXPECT_TRUE(all_close(got.to_f32(), want, 1e-4, 1e-3));
+  }
+}
+
+// The prefill cases again with the workgroup storage lowered to 32 and 16
+// KiB, where the tiled kernel takes smaller tiles (or, for head_dim 128 at
+// 16 KiB, gives way to the one-query-per-invocation kernel); out and lse.
+TEST(AttentionParity, ForwardAtSmallerTilings) {
+  const uint32_t device_storage = gpu_device().runtime().limits().max_workgroup_storage;
+  for (uint32_t storage : {32768u, 16384u}) {
+    if (storage > device_storage) continue;
+    LoweredWorkgroupStorage lowered(storage);
+    for (const Case& c : cases()) {
+      if (c.seq_q <= 8) continue;  // decode kernel
+      auto t = webgpu::flash_tiling(c.dim, storage, 256);
+      SCOPED_TRACE(c.name + " at " + std::to_string(storage) + " bytes: " +
+                   (t ? "bq " + std::to_string(t->bq) + " bk " + std::to_string(t->bk) : std::string("untiled")));
+      Operands cpu = operands(c);
+      std::vector<float> want = reference(c, cpu.q, cpu.k, cpu.v, cpu.m());
+      AttentionForward fc = flash_attention_v2_lse(cpu.q, cpu.k, cpu.v, c.o, cpu.m());
+      Operands gpu = cpu.to(gpu_device());
+      AttentionForward fg = flash_attention_v2_lse(gpu.q, gpu.k, gpu.v, c.o, gpu.m());
+      EXPECT_TRUE(all_close(fg.out.to_f32(), want, 1e-4, 1e-3)) << "out";
+      EXPECT_TRUE(all_close(fg.lse, fc.lse, 1e-4, 1e-4)) << "lse";
+    }
   }
 }
 

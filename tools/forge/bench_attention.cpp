@@ -4,7 +4,8 @@
 // over a 1024-entry KV cache. Reports ms and TFLOP/s counting 4 * D flops
 // per visible (query, key) pair forward and 10 * D backward (the two and five
 // matmul-equivalents; the backward's recomputation of P is not counted).
-// bench/torch_attention.py measures the same shapes with PyTorch.
+// Names the forward kernel each shape ran (fwd_kernel). bench/torch_attention.py
+// measures the same shapes with PyTorch.
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include "devices.h"
 #include "forge/ops.h"
 #include "gpu/runtime.h"
+#include "webgpu/attention_kernels.h"
 
 namespace forge::cli {
 namespace {
@@ -79,14 +81,15 @@ void run(const std::string& device, int64_t seq, bool json) {
         double fwd = time_per_call(d, [&] { flash_attention_v2(q, k, v, o); }, 2);
         double bwd = time_per_call(d, [&] { flash_attention_v2_backward(q, k, v, f.out, g, o, nullptr, &f.lse); }, 2);
         double fwd_tf = 4.0 * double(m.dim) * pairs / fwd / 1e12, bwd_tf = 10.0 * double(m.dim) * pairs / bwd / 1e12;
+        std::string kernel = d.is_webgpu() ? webgpu::attention_forward_kernel(s.seq_q, m.dim, d.runtime()) : "cpu";
         results.push_back({{"device", d.name()}, {"model", m.name}, {"phase", s.phase}, {"heads", m.heads},
                            {"kv_heads", m.kv_heads}, {"head_dim", m.dim}, {"seq_q", s.seq_q}, {"seq_k", s.seq_k},
-                           {"causal", true}, {"fwd_ms", fwd * 1e3}, {"fwd_tflops", fwd_tf}, {"bwd_ms", bwd * 1e3},
-                           {"bwd_tflops", bwd_tf}});
+                           {"causal", true}, {"fwd_kernel", kernel}, {"fwd_ms", fwd * 1e3}, {"fwd_tflops", fwd_tf},
+                           {"bwd_ms", bwd * 1e3}, {"bwd_tflops", bwd_tf}});
         if (!json)
-          std::printf("%-28s %-13s %-7s q %4lld k %4lld  fwd %9.3f ms %8.4f TFLOP/s  bwd %9.3f ms %8.4f TFLOP/s\n",
+          std::printf("%-28s %-13s %-7s q %4lld k %4lld  fwd %9.3f ms %8.4f TFLOP/s  bwd %9.3f ms %8.4f TFLOP/s  %s\n",
                       d.name().c_str(), m.name, s.phase, (long long)s.seq_q, (long long)s.seq_k, fwd * 1e3, fwd_tf,
-                      bwd * 1e3, bwd_tf);
+                      bwd * 1e3, bwd_tf, kernel.c_str());
       }
     }
   }

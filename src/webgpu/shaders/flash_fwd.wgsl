@@ -3,6 +3,8 @@
 // workgroup memory; each query keeps its running max m, its sum l and its
 // output accumulator in registers (online softmax), so the [Sq, Sk] score
 // matrix never exists. Preceded by flash_params, philox and flash_common.
+// Runs where flash_fwd_tiled does not fit (head_dim not a multiple of 4, or
+// too little workgroup storage).
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;

@@ -1,0 +1,49 @@
+#include "webgpu/flash_tiling.h"
+
+#include <algorithm>
+
+namespace forge::webgpu {
+
+namespace {
+
+// V in its own space (loaded with K, so both loads overlap) and P in K's
+// space once the scores are read; or, smaller when bq < head_dim, V in K's
+// space (loaded after the scores) and P in its own.
+FlashTiling layout(uint32_t d4, uint32_t bq, uint32_t bk, bool v_reuses_k) {
+  FlashTiling t;
+  t.bq = bq, t.bk = bk;
+  t.k_stride = d4 | 1u;
+  t.row_stride = (bq / 4) | 1u;
+  t.k_off = bq * d4;
+  const uint32_t k_size = bk * t.k_stride, p_size = bk * t.row_stride, v_size = bk * d4;
+  if (v_reuses_k) {
+    t.v_off = t.k_off;
+    t.p_off = t.k_off + k_size;
+    t.red_off = t.p_off + p_size;
+  } else {
+    t.p_off = t.k_off;
+    t.v_off = t.k_off + std::max(k_size, p_size);
+    t.red_off = t.v_off + v_size;
+  }
+  t.vec4s = t.red_off + 16 * t.row_stride;
+  return t;
+}
+
+}  // namespace
+
+std::optional<FlashTiling> flash_tiling(int64_t head_dim, uint64_t storage_bytes, uint32_t max_invocations) {
+  if (head_dim <= 0 || head_dim > 128 || head_dim % 4 != 0) return std::nullopt;
+  const uint32_t d4 = uint32_t(head_dim / 4);
+  // Largest first: more scores per invocation per staged vec4.
+  constexpr uint32_t kTiles[][2] = {{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}};
+  for (const auto& [bq, bk] : kTiles) {
+    if (bq * 4 > max_invocations) continue;
+    for (bool v_reuses_k : {false, true}) {
+      FlashTiling t = layout(d4, bq, bk, v_reuses_k);
+      if (t.bytes() <= storage_bytes) return t;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace forge::webgpu

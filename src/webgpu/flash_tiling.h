@@ -1,0 +1,29 @@
+// Tile sizes and the workgroup-memory layout of the tiled prefill kernel
+// (shaders/flash_fwd_tiled.wgsl), chosen per head_dim so that the kernel
+// fits the device's workgroup storage. Offsets and sizes count vec4s.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+namespace forge::webgpu {
+
+struct FlashTiling {
+  uint32_t bq = 0, bk = 0;  // queries per workgroup (bq * 4 invocations), keys per tile
+  uint32_t k_stride = 0;    // vec4s per staged K row: head_dim / 4, made odd against bank conflicts
+  uint32_t k_off = 0;       // K tile [bk, k_stride], after the scaled Q block [bq, head_dim / 4] at 0
+  uint32_t v_off = 0;       // V tile [bk, head_dim / 4]; k_off when V reuses K's space
+  uint32_t row_stride = 0;  // vec4s per row of P and of the partials: bq / 4, made odd likewise
+  uint32_t p_off = 0;       // P tile [bk, row_stride]; k_off when P reuses K's space
+  uint32_t red_off = 0;     // per-row partial maxima and sums [16, row_stride]
+  uint32_t vec4s = 0;       // the whole layout
+
+  uint64_t bytes() const { return uint64_t(vec4s) * 16; }
+};
+
+// The largest tiling whose layout fits `storage_bytes` and whose workgroup
+// fits `max_invocations`; none when head_dim is not a multiple of 4 or above
+// 128, or when nothing fits (the caller then runs the one-query-per-invocation
+// kernel).
+std::optional<FlashTiling> flash_tiling(int64_t head_dim, uint64_t storage_bytes, uint32_t max_invocations);
+
+}  // namespace forge::webgpu
