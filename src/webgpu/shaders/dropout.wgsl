@@ -4,7 +4,7 @@
 // element's flat index in the whole tensor (base + i for this dispatch), so
 // that the mask does not depend on how the work is split. u32 arithmetic
 // only: bit-identical to the CPU kernel (src/cpu/nn_train.cpp). Preceded by
-// philox.wgsl (philox_word0), prepended by the host (webgpu/philox.h).
+// philox.wgsl (philox_word0), prepended by the host (webgpu/composed_kernel.h).
 struct Params {
   count: u32,
   base_lo: u32,  // flat index of this dispatch's first element

@@ -1,5 +1,5 @@
 // Shared snippet (no entry point): the counter-based random stream of dropout.
-// Prepended as text to the kernels that draw from it (webgpu/philox.h); the
+// Prepended as text to the kernels that draw from it (webgpu/composed_kernel.h); the
 // CPU twin is cpu::philox_word0 (src/cpu/nn_train.cpp). u32 arithmetic only,
 // so both produce the same bits.
 
