@@ -3,14 +3,16 @@
 
 #include "cpu/isa_clones.h"
 #include "cpu/kernels.h"
+#include "cpu/parallel.h"
 #include "cpu/vec_math.h"
 
 namespace forge::cpu {
 
-FORGE_ISA_CLONES void softmax(const Tensor& x, const SoftmaxPlan& p, Tensor& out) {
-  const float* px = x.data<float>();
-  float* po = out.data<float>();
-  for (int64_t r = 0; r < p.rows; ++r) {
+namespace {
+
+// Rows [lo, hi) of the softmax.
+FORGE_ISA_CLONES void softmax_rows(const float* px, const SoftmaxPlan& p, float* po, int64_t lo, int64_t hi) {
+  for (int64_t r = lo; r < hi; ++r) {
     const float* xr = px + r * p.cols;
     float* yr = po + r * p.cols;
     // Keys [0, visible) take part; the rest are exact zeros.
@@ -26,6 +28,14 @@ FORGE_ISA_CLONES void softmax(const Tensor& x, const SoftmaxPlan& p, Tensor& out
     for (int64_t j = 0; j < visible; ++j) yr[j] *= inv;
     for (int64_t j = visible; j < p.cols; ++j) yr[j] = 0.0f;
   }
+}
+
+}  // namespace
+
+void softmax(const Tensor& x, const SoftmaxPlan& p, Tensor& out) {
+  const float* px = x.data<float>();
+  float* po = out.data<float>();
+  parallel_for(p.rows, 16 * p.cols, [&](int64_t lo, int64_t hi) { softmax_rows(px, p, po, lo, hi); });
 }
 
 }  // namespace forge::cpu
