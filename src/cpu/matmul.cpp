@@ -62,8 +62,21 @@ void gemm_block(const MatmulPlan& p, int64_t ldc, const float* a, const float* b
     // The block's first row of op(A) and first column of op(B).
     const float* ab = a + (p.trans_a ? blk.m0 : blk.m0 * p.lda);
     const float* bb = b + (p.trans_b ? blk.n0 * p.ldb : blk.n0);
-    cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans, p.trans_b ? CblasTrans : CblasNoTrans, int(m),
-                int(n), int(p.k), p.alpha, ab, int(p.lda), bb, int(p.ldb), 0.0f, c + blk.m0 * ldc + blk.n0, int(ldc));
+    float* cb = c + blk.m0 * ldc + blk.n0;
+    if (m == 1) {
+      // One row (decode): sgemv streams op(B) once; sgemm would first pack it.
+      // Zeroed first: sgemv's beta = 0 scales y, which would keep a NaN left
+      // in reused memory.
+      const int inc_a = p.trans_a ? int(p.lda) : 1;
+      std::fill(cb, cb + n, 0.0f);
+      if (p.trans_b)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, int(n), int(p.k), p.alpha, bb, int(p.ldb), ab, inc_a, 0.0f, cb, 1);
+      else
+        cblas_sgemv(CblasRowMajor, CblasTrans, int(p.k), int(n), p.alpha, bb, int(p.ldb), ab, inc_a, 0.0f, cb, 1);
+    } else {
+      cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans, p.trans_b ? CblasTrans : CblasNoTrans, int(m),
+                  int(n), int(p.k), p.alpha, ab, int(p.lda), bb, int(p.ldb), 0.0f, cb, int(ldc));
+    }
 #else
     gemm_portable(p, ldc, a, b, c, blk);
 #endif
