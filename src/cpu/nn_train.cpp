@@ -36,13 +36,14 @@ void dropout(const Tensor& x, const DropoutPlan& plan, Tensor& y) {
   });
 }
 
-void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWPlan& a) {
+void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWPlan& plan) {
   float* pp = param.data<float>();
   const float* pg = grad.data<float>();
   float* pm = m.data<float>();
   float* pv = v.data<float>();
   // f32 throughout, in the order shaders/adamw.wgsl evaluates it.
   parallel_for(param.numel(), 4, [&](int64_t lo, int64_t hi) {
+    const AdamWPlan a = plan;  // a local copy: the stores below cannot alias it, so the loop vectorizes
     for (int64_t i = lo; i < hi; ++i) {
       float g = pg[i];
       float p = pp[i] * a.decay;
