@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "core/host_heap.h"
 #include "core/storage.h"
 
 namespace forge {
@@ -10,6 +11,7 @@ void HostBytes::Free::operator()(std::byte* p) const { std::free(p); }
 
 std::shared_ptr<Storage> Storage::allocate(const Device& device, size_t bytes) {
   if (device.is_cpu()) {
+    keep_freed_host_memory();
     size_t rounded = (bytes + 63) / 64 * 64;
     auto* p = static_cast<std::byte*>(std::aligned_alloc(64, rounded ? rounded : 64));
     if (!p) throw Error("[tensor] out of host memory allocating " + std::to_string(bytes) + " bytes");

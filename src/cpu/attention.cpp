@@ -6,6 +6,7 @@
 
 #include "cpu/attention_kernels.h"
 #include "cpu/nn_kernels.h"
+#include "cpu/vec_math.h"
 
 namespace forge::cpu {
 
@@ -64,11 +65,12 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
           l = -INFINITY;
           continue;
         }
+        for (int64_t j = lo; j < hi; ++j) s[size_t(j)] = vm::exp(s[size_t(j)] - m);
         double sum = 0;
-        for (int64_t j = lo; j < hi; ++j) sum += std::exp(s[size_t(j)] - m);
+        for (int64_t j = lo; j < hi; ++j) sum += s[size_t(j)];
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = lo; j < hi; ++j) {
-          double w = std::exp(s[size_t(j)] - m) / sum * r.keep(b, h, i, j);
+          double w = s[size_t(j)] / sum * r.keep(b, h, i, j);
           if (w == 0.0) continue;
           const float* vr = r.krow(r.v, b, j, g);
           for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += w * double(vr[d]);
@@ -103,7 +105,7 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
         for (int64_t j = lo; j < hi; ++j) {
           double s = r.score(b, h, i, j);
           if (s == -INFINITY) continue;
-          double pr = std::exp(s - l), z = r.keep(b, h, i, j);
+          double pr = vm::exp(s - l), z = r.keep(b, h, i, j);
           const float* kr = r.krow(r.k, b, j, g);
           const float* vr = r.krow(r.v, b, j, g);
           const int64_t kv = ((b * p.seq_k + j) * p.kv_heads + g) * D;

@@ -1,4 +1,5 @@
 #include "cpu/kernels.h"
+#include "cpu/parallel.h"
 
 namespace forge::cpu {
 
@@ -6,13 +7,17 @@ void add(const Tensor& a, const Tensor& b, Tensor& out) {
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   float* po = out.data<float>();
-  for (int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = pa[i] + pb[i];
+  parallel_for(out.numel(), 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) po[i] = pa[i] + pb[i];
+  });
 }
 
 void scale(const Tensor& x, float alpha, Tensor& out) {
   const float* px = x.data<float>();
   float* po = out.data<float>();
-  for (int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = px[i] * alpha;
+  parallel_for(out.numel(), 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) po[i] = px[i] * alpha;
+  });
 }
 
 }  // namespace forge::cpu

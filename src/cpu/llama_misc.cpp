@@ -5,29 +5,27 @@
 #include <numeric>
 #include <vector>
 
+#include "cpu/isa_clones.h"
 #include "cpu/llama_kernels.h"
+#include "cpu/vec_math.h"
 
 namespace forge::cpu {
 
-namespace {
-double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
-}  // namespace
-
-void silu_gate(const Tensor& up, const Tensor& gate, Tensor& out) {
+FORGE_ISA_CLONES void silu_gate(const Tensor& up, const Tensor& gate, Tensor& out) {
   const float* pu = up.data<float>();
   const float* pg = gate.data<float>();
   float* po = out.data<float>();
-  for (int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = float(pu[i] * sigmoid(pu[i]) * pg[i]);
+  for (int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = float(pu[i] * vm::sigmoid(pu[i]) * pg[i]);
 }
 
-void silu_gate_bwd(const Tensor& up, const Tensor& gate, const Tensor& dy, Tensor& grad_up, Tensor& grad_gate) {
+FORGE_ISA_CLONES void silu_gate_bwd(const Tensor& up, const Tensor& gate, const Tensor& dy, Tensor& grad_up, Tensor& grad_gate) {
   const float* pu = up.data<float>();
   const float* pg = gate.data<float>();
   const float* pd = dy.data<float>();
   float* gu = grad_up.data<float>();
   float* gg = grad_gate.data<float>();
   for (int64_t i = 0, n = dy.numel(); i < n; ++i) {
-    double u = pu[i], s = sigmoid(u);
+    double u = pu[i], s = vm::sigmoid(u);
     gu[i] = float(double(pd[i]) * pg[i] * s * (1.0 + u * (1.0 - s)));
     gg[i] = float(double(pd[i]) * u * s);
   }

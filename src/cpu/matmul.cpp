@@ -1,9 +1,13 @@
-// CPU matmul: OpenBLAS sgemm per batch item when available; otherwise a
-// cache-blocked loop (the browser build, and machines without OpenBLAS).
+// CPU matmul: OpenBLAS sgemm when available; otherwise a cache-blocked loop
+// (the browser build, and machines without OpenBLAS). The work is spread
+// over the cores here, by batch items or by row / column blocks of C, each
+// block one single-threaded sgemm: OpenBLAS's own threads would spin between
+// calls and take the cores from the other kernels' threads.
 #include <algorithm>
-#include <vector>
+#include <mutex>
 
 #include "cpu/kernels.h"
+#include "cpu/parallel.h"
 #if FORGE_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -12,58 +16,112 @@ namespace forge::cpu {
 
 namespace {
 
-// out[m, n] (row stride ldc) = alpha * op(A) @ op(B), plain loops over
-// 64-wide blocks of k.
-void gemm_portable(const MatmulPlan& p, int64_t ldc, const float* a, const float* b, float* c) {
-  for (int64_t i = 0; i < p.m; ++i) std::fill(c + i * ldc, c + i * ldc + p.n, 0.0f);
+// Rows or columns of C per parallel item: whole register tiles of the
+// sgemm kernels, large enough that a block's packing stays cheap.
+constexpr int64_t kBlock = 64;
+
+// One block of one batch item: operands A, B and C point at the item, and
+// C's rows [m0, m1) x columns [n0, n1) are computed.
+struct Block {
+  int64_t m0, m1, n0, n1;
+};
+
+#if !FORGE_HAVE_OPENBLAS
+// C block = alpha * op(A) @ op(B), plain loops over 64-wide blocks of k.
+void gemm_portable(const MatmulPlan& p, int64_t ldc, const float* a, const float* b, float* c, Block blk) {
+  for (int64_t i = blk.m0; i < blk.m1; ++i) std::fill(c + i * ldc + blk.n0, c + i * ldc + blk.n1, 0.0f);
   for (int64_t k0 = 0; k0 < p.k; k0 += 64) {
     int64_t k1 = std::min(p.k, k0 + 64);
-    for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t i = blk.m0; i < blk.m1; ++i) {
       float* ci = c + i * ldc;
       for (int64_t kk = k0; kk < k1; ++kk) {
         float av = p.trans_a ? a[kk * p.lda + i] : a[i * p.lda + kk];
         if (p.trans_b) {
-          for (int64_t j = 0; j < p.n; ++j) ci[j] += av * b[j * p.ldb + kk];
+          for (int64_t j = blk.n0; j < blk.n1; ++j) ci[j] += av * b[j * p.ldb + kk];
         } else {
           const float* bk = b + kk * p.ldb;
-          for (int64_t j = 0; j < p.n; ++j) ci[j] += av * bk[j];
+          for (int64_t j = blk.n0; j < blk.n1; ++j) ci[j] += av * bk[j];
         }
       }
     }
   }
   if (p.alpha != 1.0f)
-    for (int64_t i = 0; i < p.m; ++i)
-      for (int64_t j = 0; j < p.n; ++j) c[i * ldc + j] *= p.alpha;
+    for (int64_t i = blk.m0; i < blk.m1; ++i)
+      for (int64_t j = blk.n0; j < blk.n1; ++j) c[i * ldc + j] *= p.alpha;
 }
+#endif
+
+void gemm_block(const MatmulPlan& p, int64_t ldc, const float* a, const float* b, const float* bias, float* c,
+                Block blk) {
+  const int64_t m = blk.m1 - blk.m0, n = blk.n1 - blk.n0;
+  if (m <= 0 || n <= 0) return;
+  if (p.k == 0) {
+    for (int64_t i = blk.m0; i < blk.m1; ++i) std::fill(c + i * ldc + blk.n0, c + i * ldc + blk.n1, 0.0f);
+  } else {
+#if FORGE_HAVE_OPENBLAS
+    // The block's first row of op(A) and first column of op(B).
+    const float* ab = a + (p.trans_a ? blk.m0 : blk.m0 * p.lda);
+    const float* bb = b + (p.trans_b ? blk.n0 * p.ldb : blk.n0);
+    float* cb = c + blk.m0 * ldc + blk.n0;
+    if (m == 1) {
+      // One row (decode): sgemv streams op(B) once; sgemm would first pack it.
+      // Zeroed first: sgemv's beta = 0 scales y, which would keep a NaN left
+      // in reused memory.
+      const int inc_a = p.trans_a ? int(p.lda) : 1;
+      std::fill(cb, cb + n, 0.0f);
+      if (p.trans_b)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, int(n), int(p.k), p.alpha, bb, int(p.ldb), ab, inc_a, 0.0f, cb, 1);
+      else
+        cblas_sgemv(CblasRowMajor, CblasTrans, int(p.k), int(n), p.alpha, bb, int(p.ldb), ab, inc_a, 0.0f, cb, 1);
+    } else {
+      cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans, p.trans_b ? CblasTrans : CblasNoTrans, int(m),
+                  int(n), int(p.k), p.alpha, ab, int(p.lda), bb, int(p.ldb), 0.0f, cb, int(ldc));
+    }
+#else
+    gemm_portable(p, ldc, a, b, c, blk);
+#endif
+  }
+  if (bias)
+    for (int64_t i = blk.m0; i < blk.m1; ++i)
+      for (int64_t j = blk.n0; j < blk.n1; ++j) c[i * ldc + j] += bias[j];
+}
+
+#if FORGE_HAVE_OPENBLAS
+void single_threaded_openblas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+#endif
 
 }  // namespace
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& p, Tensor& out) {
+#if FORGE_HAVE_OPENBLAS
+  single_threaded_openblas();
+#endif
   const float* pa = a.data<float>() + p.a_offset;
   const float* pb = b.data<float>();
+  const float* pbias = bias ? bias->data<float>() : nullptr;
   float* po = out.data<float>() + p.c_offset;
   const int64_t ldc = p.ldc ? p.ldc : p.n;
-  for (int64_t bi = 0; bi < p.batch; ++bi) {
-    const float* ab = pa + bi * p.a_batch_stride;
-    const float* bb = pb + bi * p.b_batch_stride;
-    float* cb = po + bi * p.m * ldc;
-    if (p.m == 0 || p.n == 0) continue;
-    if (p.k == 0) {
-      for (int64_t i = 0; i < p.m; ++i) std::fill(cb + i * ldc, cb + i * ldc + p.n, 0.0f);
-    } else {
-#if FORGE_HAVE_OPENBLAS
-      cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans, p.trans_b ? CblasTrans : CblasNoTrans,
-                  int(p.m), int(p.n), int(p.k), p.alpha, ab, int(p.lda), bb, int(p.ldb), 0.0f, cb, int(ldc));
-#else
-      gemm_portable(p, ldc, ab, bb, cb);
-#endif
-    }
-    if (bias) {
-      const float* pbias = bias->data<float>();
-      for (int64_t i = 0; i < p.m; ++i)
-        for (int64_t j = 0; j < p.n; ++j) cb[i * ldc + j] += pbias[j];
-    }
+  auto item = [&](int64_t bi, Block blk) {
+    gemm_block(p, ldc, pa + bi * p.a_batch_stride, pb + bi * p.b_batch_stride, pbias, po + bi * p.m * ldc, blk);
+  };
+  const int64_t flops = p.m * p.n * std::max<int64_t>(p.k, 1);
+  if (p.batch > 1) {
+    parallel_for(p.batch, flops, [&](int64_t lo, int64_t hi) {
+      for (int64_t bi = lo; bi < hi; ++bi) item(bi, {0, p.m, 0, p.n});
+    });
+    return;
   }
+  // One item: split the longer side of C, so that the shorter operand is
+  // the one each block packs again.
+  const bool by_rows = p.m > p.n;
+  const int64_t side = by_rows ? p.m : p.n, blocks = (side + kBlock - 1) / kBlock;
+  parallel_for(blocks, flops / std::max<int64_t>(blocks, 1), [&](int64_t lo, int64_t hi) {
+    const int64_t s0 = lo * kBlock, s1 = std::min(side, hi * kBlock);
+    item(0, by_rows ? Block{s0, s1, 0, p.n} : Block{0, p.m, s0, s1});
+  });
 }
 
 }  // namespace forge::cpu

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "cpu/nn_kernels.h"
+#include "cpu/parallel.h"
 
 namespace forge::cpu {
 
@@ -27,64 +28,81 @@ RowStats row_stats(const float* x, int64_t cols, float eps) {
 
 void layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, int64_t rows, int64_t cols,
                Tensor& y) {
-  const float* px = x.data<float>();   // [rows, cols]
+  const float* px = x.data<float>();      // [rows, cols]
   const float* pg = gamma.data<float>();  // [cols]
   const float* pb = beta.data<float>();   // [cols]
-  float* py = y.data<float>();         // [rows, cols]
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = px + r * cols;
-    float* yr = py + r * cols;
-    RowStats s = row_stats(xr, cols, eps);
-    for (int64_t j = 0; j < cols; ++j) yr[j] = float((xr[j] - s.mean) * s.rstd * pg[j] + pb[j]);
-  }
+  float* py = y.data<float>();            // [rows, cols]
+  parallel_for(rows, 4 * cols, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* xr = px + r * cols;
+      float* yr = py + r * cols;
+      RowStats s = row_stats(xr, cols, eps);
+      for (int64_t j = 0; j < cols; ++j) yr[j] = float((xr[j] - s.mean) * s.rstd * pg[j] + pb[j]);
+    }
+  });
 }
 
+// dx row by row (rows spread over the threads), then dgamma and dbeta column
+// by column (columns spread), each column summed over the rows in order: the
+// same sums whatever the thread count.
 void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float eps, int64_t rows, int64_t cols,
                    Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
-  const float* px = x.data<float>();    // [rows, cols]
+  const float* px = x.data<float>();      // [rows, cols]
   const float* pg = gamma.data<float>();  // [cols]
-  const float* pdy = dy.data<float>();  // [rows, cols]
-  float* pdx = dx.data<float>();        // [rows, cols]
-  std::vector<double> dg(size_t(cols), 0.0), db(size_t(cols), 0.0);
-  std::vector<double> xhat(static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = px + r * cols;
-    const float* gr = pdy + r * cols;
-    RowStats s = row_stats(xr, cols, eps);
-    // dxhat = dy * gamma; dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
-    double m1 = 0, m2 = 0;
-    for (int64_t j = 0; j < cols; ++j) {
-      xhat[j] = (xr[j] - s.mean) * s.rstd;
-      double dxhat = double(gr[j]) * pg[j];
-      m1 += dxhat;
-      m2 += dxhat * xhat[j];
-      dg[j] += double(gr[j]) * xhat[j];
-      db[j] += gr[j];
+  const float* pdy = dy.data<float>();    // [rows, cols]
+  float* pdx = dx.data<float>();          // [rows, cols]
+  std::vector<RowStats> stats(static_cast<size_t>(rows));
+  parallel_for(rows, 8 * cols, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* xr = px + r * cols;
+      const float* gr = pdy + r * cols;
+      const RowStats s = stats[size_t(r)] = row_stats(xr, cols, eps);
+      // dxhat = dy * gamma; dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+      double m1 = 0, m2 = 0;
+      for (int64_t j = 0; j < cols; ++j) {
+        const double dxhat = double(gr[j]) * pg[j];
+        m1 += dxhat;
+        m2 += dxhat * ((xr[j] - s.mean) * s.rstd);
+      }
+      m1 /= double(cols);
+      m2 /= double(cols);
+      for (int64_t j = 0; j < cols; ++j)
+        pdx[r * cols + j] = float(s.rstd * (double(gr[j]) * pg[j] - m1 - ((xr[j] - s.mean) * s.rstd) * m2));
     }
-    m1 /= double(cols);
-    m2 /= double(cols);
-    for (int64_t j = 0; j < cols; ++j)
-      pdx[r * cols + j] = float(s.rstd * (double(gr[j]) * pg[j] - m1 - xhat[j] * m2));
-  }
-  float* pdg = dgamma.data<float>();
-  float* pdb = dbeta.data<float>();
-  for (int64_t j = 0; j < cols; ++j) {
-    pdg[j] = float(dg[j]);
-    pdb[j] = float(db[j]);
-  }
+  });
+  float* pdg = dgamma.data<float>();  // [cols]
+  float* pdb = dbeta.data<float>();   // [cols]
+  parallel_for(cols, 4 * rows, [&](int64_t lo, int64_t hi) {
+    std::vector<double> dg(size_t(hi - lo), 0.0), db(size_t(hi - lo), 0.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = px + r * cols;
+      const float* gr = pdy + r * cols;
+      const RowStats s = stats[size_t(r)];
+      for (int64_t j = lo; j < hi; ++j) {
+        dg[size_t(j - lo)] += double(gr[j]) * ((xr[j] - s.mean) * s.rstd);
+        db[size_t(j - lo)] += gr[j];
+      }
+    }
+    for (int64_t j = lo; j < hi; ++j) {
+      pdg[j] = float(dg[size_t(j - lo)]);
+      pdb[j] = float(db[size_t(j - lo)]);
+    }
+  });
 }
 
 void softmax_bwd(const Tensor& y, const Tensor& dy, int64_t rows, int64_t cols, Tensor& dx) {
   const float* py = y.data<float>();    // [rows, cols]
   const float* pdy = dy.data<float>();  // [rows, cols]
   float* pdx = dx.data<float>();        // [rows, cols]
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* yr = py + r * cols;
-    const float* gr = pdy + r * cols;
-    double dot = 0;
-    for (int64_t j = 0; j < cols; ++j) dot += double(yr[j]) * gr[j];
-    for (int64_t j = 0; j < cols; ++j) pdx[r * cols + j] = float(yr[j] * (gr[j] - dot));
-  }
+  parallel_for(rows, 4 * cols, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* yr = py + r * cols;
+      const float* gr = pdy + r * cols;
+      double dot = 0;
+      for (int64_t j = 0; j < cols; ++j) dot += double(yr[j]) * gr[j];
+      for (int64_t j = 0; j < cols; ++j) pdx[r * cols + j] = float(yr[j] * (gr[j] - dot));
+    }
+  });
 }
 
 }  // namespace forge::cpu

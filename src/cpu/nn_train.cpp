@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "cpu/nn_kernels.h"
+#include "cpu/parallel.h"
 
 namespace forge::cpu {
 
@@ -27,28 +28,33 @@ void dropout(const Tensor& x, const DropoutPlan& plan, Tensor& y) {
   const float* px = x.data<float>();
   float* py = y.data<float>();
   uint32_t k0 = uint32_t(plan.seed), k1 = uint32_t(plan.seed >> 32);
-  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-    uint32_t r = philox_word0(uint32_t(uint64_t(i)), uint32_t(uint64_t(i) >> 32), k0, k1);
-    py[i] = r >= plan.threshold ? px[i] * plan.scale : 0.0f;
-  }
+  parallel_for(x.numel(), 16, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      uint32_t r = philox_word0(uint32_t(uint64_t(i)), uint32_t(uint64_t(i) >> 32), k0, k1);
+      py[i] = r >= plan.threshold ? px[i] * plan.scale : 0.0f;
+    }
+  });
 }
 
-void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWPlan& a) {
+void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWPlan& plan) {
   float* pp = param.data<float>();
   const float* pg = grad.data<float>();
   float* pm = m.data<float>();
   float* pv = v.data<float>();
   // f32 throughout, in the order shaders/adamw.wgsl evaluates it.
-  for (int64_t i = 0, n = param.numel(); i < n; ++i) {
-    float g = pg[i];
-    float p = pp[i] * a.decay;
-    float mi = a.beta1 * pm[i] + a.one_minus_beta1 * g;
-    float vi = a.beta2 * pv[i] + a.one_minus_beta2 * (g * g);
-    float denom = std::sqrt(vi) / a.sqrt_bias_c2 + a.eps;
-    pp[i] = p - a.step_size * (mi / denom);
-    pm[i] = mi;
-    pv[i] = vi;
-  }
+  parallel_for(param.numel(), 4, [&](int64_t lo, int64_t hi) {
+    const AdamWPlan a = plan;  // a local copy: the stores below cannot alias it, so the loop vectorizes
+    for (int64_t i = lo; i < hi; ++i) {
+      float g = pg[i];
+      float p = pp[i] * a.decay;
+      float mi = a.beta1 * pm[i] + a.one_minus_beta1 * g;
+      float vi = a.beta2 * pv[i] + a.one_minus_beta2 * (g * g);
+      float denom = std::sqrt(vi) / a.sqrt_bias_c2 + a.eps;
+      pp[i] = p - a.step_size * (mi / denom);
+      pm[i] = mi;
+      pv[i] = vi;
+    }
+  });
 }
 
 }  // namespace forge::cpu

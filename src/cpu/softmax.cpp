@@ -1,13 +1,18 @@
+#include <algorithm>
 #include <cmath>
 
+#include "cpu/isa_clones.h"
 #include "cpu/kernels.h"
+#include "cpu/parallel.h"
+#include "cpu/vec_math.h"
 
 namespace forge::cpu {
 
-void softmax(const Tensor& x, const SoftmaxPlan& p, Tensor& out) {
-  const float* px = x.data<float>();
-  float* po = out.data<float>();
-  for (int64_t r = 0; r < p.rows; ++r) {
+namespace {
+
+// Rows [lo, hi) of the softmax.
+FORGE_ISA_CLONES void softmax_rows(const float* px, const SoftmaxPlan& p, float* po, int64_t lo, int64_t hi) {
+  for (int64_t r = lo; r < hi; ++r) {
     const float* xr = px + r * p.cols;
     float* yr = po + r * p.cols;
     // Keys [0, visible) take part; the rest are exact zeros.
@@ -15,16 +20,22 @@ void softmax(const Tensor& x, const SoftmaxPlan& p, Tensor& out) {
     if (p.causal) visible = std::min<int64_t>(p.cols, r % p.q_len + p.key_offset + 1);
     float mx = -INFINITY;
     for (int64_t j = 0; j < visible; ++j) mx = std::max(mx, xr[j]);
+    // exp in double rounded once: the correctly rounded float e^(x - max).
+    for (int64_t j = 0; j < visible; ++j) yr[j] = float(vm::exp(double(xr[j] - mx)));
     double sum = 0.0;
-    for (int64_t j = 0; j < visible; ++j) {
-      float e = std::exp(xr[j] - mx);
-      yr[j] = e;
-      sum += e;
-    }
+    for (int64_t j = 0; j < visible; ++j) sum += yr[j];
     float inv = float(1.0 / sum);
     for (int64_t j = 0; j < visible; ++j) yr[j] *= inv;
     for (int64_t j = visible; j < p.cols; ++j) yr[j] = 0.0f;
   }
+}
+
+}  // namespace
+
+void softmax(const Tensor& x, const SoftmaxPlan& p, Tensor& out) {
+  const float* px = x.data<float>();
+  float* po = out.data<float>();
+  parallel_for(p.rows, 16 * p.cols, [&](int64_t lo, int64_t hi) { softmax_rows(px, p, po, lo, hi); });
 }
 
 }  // namespace forge::cpu

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu/parallel.h"
 #include "cpu/train_kernels.h"
 
 namespace forge::cpu {
@@ -9,12 +10,16 @@ namespace forge::cpu {
 void axpy_inplace(Tensor& dst, const Tensor& src, float alpha) {
   float* pd = dst.data<float>();
   const float* ps = src.data<float>();
-  for (int64_t i = 0, n = dst.numel(); i < n; ++i) pd[i] = pd[i] + alpha * ps[i];
+  parallel_for(dst.numel(), 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) pd[i] = pd[i] + alpha * ps[i];
+  });
 }
 
 void scale_inplace(Tensor& dst, float alpha) {
   float* pd = dst.data<float>();
-  for (int64_t i = 0, n = dst.numel(); i < n; ++i) pd[i] *= alpha;
+  parallel_for(dst.numel(), 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) pd[i] *= alpha;
+  });
 }
 
 void clip_inplace(Tensor& dst, const Tensor& norm_sq, float max_norm) {

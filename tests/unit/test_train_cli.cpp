@@ -162,3 +162,16 @@ TEST(TrainCli, BenchTrainReportsJson) {
   EXPECT_EQ(j["shapes"][1]["seq"], 128);  // B8 x T1024 capped at the preset's context length
   EXPECT_GT(j["shapes"][0]["tokens_per_s"].get<double>(), 0.0);
 }
+
+TEST(TrainCli, BenchTrainShapes) {
+  CliResult r = run("bench train --preset tiny --device cpu --steps 1 --shapes 2x16 --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(last_line(r.out));
+  ASSERT_EQ(j["shapes"].size(), 1u);
+  EXPECT_EQ(j["shapes"][0]["batch"], 2);
+  EXPECT_EQ(j["shapes"][0]["seq"], 16);
+
+  r = run("bench train --preset tiny --device cpu --shapes 4by64");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("'4by64' is not BxT"), std::string::npos) << r.out;
+}

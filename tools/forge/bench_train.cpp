@@ -1,7 +1,7 @@
-// forge bench train --preset 124M [--device D] [--steps N] [--json]: training
-// step time (forward, backward, clipping, AdamW; one read back of the loss and
-// gradient norm) and tokens/s of a randomly initialised GPT-2 at B4 x T64 and
-// B8 x T1024. A shape whose estimated memory (activations kept for the
+// forge bench train --preset 124M [--device D] [--steps N] [--shapes 4x64,...]
+// [--json]: training step time (forward, backward, clipping, AdamW; one read
+// back of the loss and gradient norm) and tokens/s of a randomly initialised
+// GPT-2 at B4 x T64 and B8 x T1024 (or the --shapes given). A shape whose estimated memory (activations kept for the
 // backward, weights, gradients, AdamW moments) exceeds what the host reports
 // available is skipped and says so.
 #include <nlohmann/json.hpp>
@@ -17,6 +17,24 @@
 
 namespace forge::cli {
 namespace {
+
+using BatchShape = std::pair<int64_t, int64_t>;  // {B, T}
+
+// "4x64,8x1024" -> {{4, 64}, {8, 1024}}; throws CLI::ValidationError naming
+// the bad entry.
+std::vector<BatchShape> parse_shapes(const std::string& text) {
+  std::vector<BatchShape> out;
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) {
+    long long b = 0, t = 0;
+    char x = 0, rest = 0;
+    if (std::sscanf(item.c_str(), "%lld%c%lld%c", &b, &x, &t, &rest) != 3 || x != 'x' || b < 1 || t < 1)
+      throw CLI::ValidationError("--shapes", "'" + item + "' is not BxT with positive B and T (e.g. 4x64)");
+    out.push_back({b, t});
+  }
+  if (out.empty()) throw CLI::ValidationError("--shapes", "no shape given (e.g. 4x64,8x1024)");
+  return out;
+}
 
 // MemAvailable of /proc/meminfo in bytes (0 when unknown).
 double available_bytes() {
@@ -75,11 +93,12 @@ nlohmann::json bench_shape(Gpt2& model, int64_t B, int64_t T, int steps) {
   return j;
 }
 
-void run(const std::string& device, const std::string& preset, int steps, bool json) {
+void run(const std::string& device, const std::string& preset, int steps, const std::vector<BatchShape>& batch_shapes,
+         bool json) {
   for (const Device& dev : resolve_devices(device)) {
     Gpt2 model = Gpt2::random(gpt2_preset(preset), 1, dev);
     nlohmann::json shapes = nlohmann::json::array();
-    for (auto [B, T] : {std::pair<int64_t, int64_t>{4, 64}, {8, 1024}}) {
+    for (auto [B, T] : batch_shapes) {
       nlohmann::json j = bench_shape(model, B, std::min(T, model.config().n_positions), steps);
       if (!json) {
         if (j.contains("skipped"))
@@ -102,14 +121,16 @@ void run(const std::string& device, const std::string& preset, int steps, bool j
 
 const bool registered = register_bench(
     {"train", "GPT-2 training step time and tokens/s at B4xT64 and B8xT1024", [](CLI::App& sub) {
-       static std::string device = "auto", preset = "124M";
+       static std::string device = "auto", preset = "124M", shapes = "4x64,8x1024";
        static int steps = 2;
        static bool json = false;
        sub.add_option("--preset", preset, "Model size (124M, 355M, 774M, 1.5B, tiny)");
        sub.add_option("--steps", steps, "Timed steps per shape (after one warm-up)")->check(CLI::PositiveNumber);
+       sub.add_option("--shapes", shapes, "Comma-separated BxT shapes (T capped at the context length)")
+           ->capture_default_str();
        add_device_option(sub, device, true);
        sub.add_flag("--json", json, "Print JSON");
-       sub.callback([] { run(device, preset, steps, json); });
+       sub.callback([] { run(device, preset, steps, parse_shapes(shapes), json); });
      }});
 
 }  // namespace

@@ -1,0 +1,97 @@
+// The CPU kernels give bit-identical results on one thread and on several:
+// each op on sizes above the parallel threshold (odd ones, so ranges split
+// unevenly), run with 1 and then 2 and 3 OpenMP threads.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "forge/ops.h"
+
+#if FORGE_TEST_OPENMP
+#include <omp.h>
+#endif
+
+namespace {
+
+using forge::Tensor;
+
+Tensor random(const forge::Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 2.0f);
+  std::vector<float> v(size_t(forge::numel(shape)));
+  for (float& x : v) x = d(rng);
+  return Tensor::from_vector(v, shape);
+}
+
+std::vector<uint32_t> bits(const Tensor& t) {
+  std::vector<uint32_t> b(size_t(t.numel()));
+  std::memcpy(b.data(), t.raw_data(), b.size() * 4);
+  return b;
+}
+
+// The tensors `run` produces, on `threads` threads.
+std::vector<std::vector<uint32_t>> on_threads(int threads, const std::function<std::vector<Tensor>()>& run) {
+#if FORGE_TEST_OPENMP
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+#endif
+  std::vector<std::vector<uint32_t>> out;
+  for (const Tensor& t : run()) out.push_back(bits(t));
+#if FORGE_TEST_OPENMP
+  omp_set_num_threads(before);
+#endif
+  return out;
+}
+
+void expect_same_on_any_thread_count(const char* what, const std::function<std::vector<Tensor>()>& run) {
+  const auto one = on_threads(1, run);
+  for (int threads : {2, 3}) EXPECT_EQ(on_threads(threads, run), one) << what << " on " << threads << " threads";
+}
+
+TEST(CpuThreads, KernelsBitIdentical) {
+  const int64_t R = 257, C = 771;
+  const Tensor x = random({R, C}, 1), dy = random({R, C}, 2), g = random({C}, 3), b = random({C}, 4);
+  expect_same_on_any_thread_count("gelu", [&] { return std::vector{forge::gelu(x), forge::gelu_bwd(x, dy)}; });
+  expect_same_on_any_thread_count("silu", [&] { return std::vector{forge::silu(x), forge::silu_bwd(x, dy)}; });
+  expect_same_on_any_thread_count("add/mul", [&] { return std::vector{forge::add(x, dy), forge::mul(x, dy)}; });
+  expect_same_on_any_thread_count("layernorm", [&] {
+    auto gr = forge::layernorm_bwd(x, g, dy);
+    return std::vector{forge::layernorm(x, g, b), gr.dx, gr.dgamma, gr.dbeta};
+  });
+  expect_same_on_any_thread_count("softmax", [&] {
+    forge::SoftmaxOptions causal;
+    causal.causal = true;
+    causal.q_len = R;
+    const Tensor y = forge::softmax(x);
+    return std::vector{y, forge::softmax(x.reshape({1, R, C}), causal), forge::softmax_bwd(y, dy)};
+  });
+  expect_same_on_any_thread_count("reductions", [&] {
+    return std::vector{forge::sum_rows(x), forge::sumsq_tensor(random({1 << 20}, 5))};
+  });
+  std::vector<uint32_t> ids(R);
+  for (int64_t r = 0; r < R; ++r) ids[size_t(r)] = uint32_t((r * 7) % 13);  // repeated ids
+  const Tensor id = Tensor::from_vector(ids, {R});
+  expect_same_on_any_thread_count("gather", [&] {
+    Tensor dst = Tensor::zeros({13, C});
+    forge::scatter_add_rows(dst, id, x);
+    return std::vector{forge::ce_bwd(forge::softmax(x), id, 0.5f), forge::embedding(id, x), dst};
+  });
+  expect_same_on_any_thread_count("training", [&] {
+    Tensor p = forge::add(x, Tensor::zeros({R, C})).reshape({R * C});  // a copy to update in place
+    Tensor m = Tensor::zeros({R * C}), v = Tensor::zeros({R * C});
+    const Tensor grad = dy.reshape({R * C});
+    forge::adamw(p, grad, m, v, 1e-3, 0.9, 0.999, 1e-8, 0.1, 1);
+    return std::vector{p, m, v, forge::dropout(x, 0.1f, 7)};
+  });
+  expect_same_on_any_thread_count("matmul", [&] {
+    forge::MatmulOptions tb;
+    tb.transpose_b = true;
+    return std::vector{forge::matmul(x, random({C, 129}, 6)), forge::matmul(x.reshape({1, R, C}), x.reshape({1, R, C}), tb)};
+  });
+}
+
+}  // namespace
