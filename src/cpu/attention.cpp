@@ -6,6 +6,7 @@
 
 #include "cpu/attention_kernels.h"
 #include "cpu/nn_kernels.h"
+#include "cpu/parallel.h"
 #include "cpu/vec_math.h"
 
 namespace forge::cpu {
@@ -51,9 +52,11 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
   float* po = out.data<float>();
   float* pl = lse.data<float>();
   const int64_t D = p.head_dim;
-  std::vector<double> s(static_cast<size_t>(p.seq_k)), acc(static_cast<size_t>(D));
-  for (int64_t b = 0; b < p.batch; ++b)
-    for (int64_t h = 0; h < p.heads; ++h)
+  // (batch, head) pairs write disjoint rows of out and lse: split over threads.
+  parallel_for(p.batch * p.heads, p.seq_q * p.seq_k * D, [&](int64_t lo_bh, int64_t hi_bh) {
+    std::vector<double> s(static_cast<size_t>(p.seq_k)), acc(static_cast<size_t>(D));
+    for (int64_t bh = lo_bh; bh < hi_bh; ++bh) {
+      const int64_t b = bh / p.heads, h = bh % p.heads;
       for (int64_t i = 0; i < p.seq_q; ++i) {
         const int64_t lo = p.key_lo(i), hi = p.key_hi(i), g = h / p.group();
         double m = -INFINITY;
@@ -78,6 +81,8 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
         for (int64_t d = 0; d < D; ++d) orow[d] = float(acc[size_t(d)]);
         l = float(m + std::log(sum));
       }
+    }
+  });
 }
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
@@ -88,38 +93,47 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   const float* pdo = grad_out.data<float>();
   const float* pl = lse.data<float>();
   const int64_t D = p.head_dim;
-  std::vector<double> dq(static_cast<size_t>(D)), dk(static_cast<size_t>(k.numel())), dv(static_cast<size_t>(v.numel()));
+  std::vector<double> dk(static_cast<size_t>(k.numel())), dv(static_cast<size_t>(v.numel()));
   float* gq = grad_q.data<float>();
-  for (int64_t b = 0; b < p.batch; ++b)
-    for (int64_t h = 0; h < p.heads; ++h)
-      for (int64_t i = 0; i < p.seq_q; ++i) {
-        const int64_t lo = p.key_lo(i), hi = p.key_hi(i), g = h / p.group();
-        const int64_t row = (b * p.seq_q + i) * p.heads + h;
-        const float* dorow = pdo + row * D;
-        const float* qr = r.qrow(b, i, h);
-        const double l = double(pl[(b * p.heads + h) * p.seq_q + i]);
-        // delta = sum_j P_ij dP_ij = dO_i . O_i (dropout included).
-        double delta = 0;
-        for (int64_t d = 0; d < D; ++d) delta += double(dorow[d]) * double(po[row * D + d]);
-        std::fill(dq.begin(), dq.end(), 0.0);
-        for (int64_t j = lo; j < hi; ++j) {
-          double s = r.score(b, h, i, j);
-          if (s == -INFINITY) continue;
-          double pr = vm::exp(s - l), z = r.keep(b, h, i, j);
-          const float* kr = r.krow(r.k, b, j, g);
-          const float* vr = r.krow(r.v, b, j, g);
-          const int64_t kv = ((b * p.seq_k + j) * p.kv_heads + g) * D;
-          double dpd = 0;
-          for (int64_t d = 0; d < D; ++d) dpd += double(dorow[d]) * double(vr[d]);
-          double ds = pr * (dpd * z - delta);
-          for (int64_t d = 0; d < D; ++d) {
-            dv[size_t(kv + d)] += pr * z * double(dorow[d]);
-            dq[size_t(d)] += ds * double(kr[d]);
-            dk[size_t(kv + d)] += ds * double(qr[d]);
+  // A (batch, kv head) pair owns its rows of dk and dv and the dq rows of its
+  // query heads, so pairs split over threads; within a pair the sums run in
+  // the serial order (heads, then queries), whatever the thread count.
+  parallel_for(p.batch * p.kv_heads, p.group() * p.seq_q * p.seq_k * D, [&](int64_t lo_bg, int64_t hi_bg) {
+    std::vector<double> dq(static_cast<size_t>(D));
+    for (int64_t bg = lo_bg; bg < hi_bg; ++bg) {
+      const int64_t b = bg / p.kv_heads, g = bg % p.kv_heads;
+      for (int64_t h = g * p.group(); h < (g + 1) * p.group(); ++h) {
+        for (int64_t i = 0; i < p.seq_q; ++i) {
+          const int64_t lo = p.key_lo(i), hi = p.key_hi(i);
+          const int64_t row = (b * p.seq_q + i) * p.heads + h;
+          const float* dorow = pdo + row * D;
+          const float* qr = r.qrow(b, i, h);
+          const double l = double(pl[(b * p.heads + h) * p.seq_q + i]);
+          // delta = sum_j P_ij dP_ij = dO_i . O_i (dropout included).
+          double delta = 0;
+          for (int64_t d = 0; d < D; ++d) delta += double(dorow[d]) * double(po[row * D + d]);
+          std::fill(dq.begin(), dq.end(), 0.0);
+          for (int64_t j = lo; j < hi; ++j) {
+            double s = r.score(b, h, i, j);
+            if (s == -INFINITY) continue;
+            double pr = vm::exp(s - l), z = r.keep(b, h, i, j);
+            const float* kr = r.krow(r.k, b, j, g);
+            const float* vr = r.krow(r.v, b, j, g);
+            const int64_t kv = ((b * p.seq_k + j) * p.kv_heads + g) * D;
+            double dpd = 0;
+            for (int64_t d = 0; d < D; ++d) dpd += double(dorow[d]) * double(vr[d]);
+            double ds = pr * (dpd * z - delta);
+            for (int64_t d = 0; d < D; ++d) {
+              dv[size_t(kv + d)] += pr * z * double(dorow[d]);
+              dq[size_t(d)] += ds * double(kr[d]);
+              dk[size_t(kv + d)] += ds * double(qr[d]);
+            }
           }
+          for (int64_t d = 0; d < D; ++d) gq[row * D + d] = float(dq[size_t(d)] * double(p.scale));
         }
-        for (int64_t d = 0; d < D; ++d) gq[row * D + d] = float(dq[size_t(d)] * double(p.scale));
       }
+    }
+  });
   float* gk = grad_k.data<float>();
   float* gv = grad_v.data<float>();
   for (size_t e = 0; e < dk.size(); ++e) {

@@ -87,6 +87,19 @@ TEST(CpuThreads, KernelsBitIdentical) {
     forge::adamw(p, grad, m, v, 1e-3, 0.9, 0.999, 1e-8, 0.1, 1);
     return std::vector{p, m, v, forge::dropout(x, 0.1f, 7)};
   });
+  expect_same_on_any_thread_count("attention", [&] {
+    // GQA (6 query heads over 2 kv heads), causal with an offset, dropout.
+    const Tensor q = random({2, 37, 6, 16}, 7), k = random({2, 41, 2, 16}, 8), v = random({2, 41, 2, 16}, 9);
+    const Tensor dout = random({2, 37, 6, 16}, 10);
+    forge::AttentionOptions o;
+    o.causal = true;
+    o.kv_offset = 4;
+    o.dropout_p = 0.1f;
+    o.dropout_seed = 11;
+    forge::AttentionForward f = forge::flash_attention_v2_lse(q, k, v, o);
+    forge::AttentionGrads g = forge::flash_attention_v2_backward(q, k, v, f.out, dout, o, nullptr, &f.lse);
+    return std::vector{f.out, f.lse, g.grad_q, g.grad_k, g.grad_v};
+  });
   expect_same_on_any_thread_count("matmul", [&] {
     forge::MatmulOptions tb;
     tb.transpose_b = true;
