@@ -2,9 +2,11 @@
 // validation and dispatch.
 #include "cpu/gather_kernels.h"
 #include "cpu/kernels.h"
+#include "forge/ops/train.h"
 #include "ops/check.h"
 #include "ops/gather_ids.h"
 #include "webgpu/gather_kernels.h"
+#include "webgpu/kernels.h"
 #include "webgpu/launch.h"
 
 namespace forge {
@@ -115,12 +117,14 @@ std::vector<Tensor> split_rows_for_binding(const Tensor& table, const Device& de
   return chunks;
 }
 
-Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, float alpha) {
-  const char* op = "matmul_chunked_transb";
+namespace {
+
+// Checks a [.., k] against chunks [n_i >= 1, k]; returns sum n_i.
+int64_t check_chunked_transb(const char* op, const Tensor& a, const std::vector<Tensor>& chunks) {
   check::same_device(op, {&a});
   check::dtype(op, "a", a, DType::F32);
   check::rank(op, "a", a, 1, 8);
-  if (chunks.empty()) throw ShapeError("[matmul_chunked_transb] no weight chunks for a " + shape_str(a.shape()));
+  if (chunks.empty()) throw ShapeError(std::string("[") + op + "] no weight chunks for a " + shape_str(a.shape()));
   const int64_t k = a.dim(-1);
   int64_t n_total = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
@@ -128,10 +132,73 @@ Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks,
     check::same_device(op, {&a, &w});
     check::dtype(op, "chunk", w, DType::F32);
     if (w.rank() != 2 || w.dim(1) != k || w.dim(0) < 1)
-      throw ShapeError("[matmul_chunked_transb] chunk " + S(int64_t(i)) + " " + shape_str(w.shape()) +
+      throw ShapeError(std::string("[") + op + "] chunk " + S(int64_t(i)) + " " + shape_str(w.shape()) +
                        " must be [n >= 1, " + S(k) + "] for a " + shape_str(a.shape()));
     n_total += w.dim(0);
   }
+  return n_total;
+}
+
+void run_matmul(const Tensor& a, const Tensor& b, const MatmulPlan& p, Tensor& out) {
+  if (a.device().is_cpu()) cpu::matmul(a, b, nullptr, p, out);
+  else webgpu::matmul(a, b, nullptr, p, out);
+}
+
+}  // namespace
+
+ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tensor& a,
+                                                  const std::vector<Tensor>& chunks, float alpha) {
+  const char* op = "matmul_chunked_transb_backward";
+  const int64_t n_total = check_chunked_transb(op, a, chunks);
+  check::same_device(op, {&a, &dout});
+  check::dtype(op, "dout", dout, DType::F32);
+  const int64_t k = a.dim(-1), m = k ? a.numel() / k : numel(gather::leading_shape(a));
+  Shape want = gather::leading_shape(a);
+  want.push_back(n_total);
+  if (dout.shape() != want)
+    throw ShapeError("[matmul_chunked_transb_backward] dout " + dout.describe() + " must be " + shape_str(want) +
+                     " for a " + shape_str(a.shape()));
+  ChunkedTransbGrads g;
+  g.da = Tensor::zeros(a.shape(), DType::F32, a.device());
+  if (m == 0 || k == 0) {
+    for (const Tensor& w : chunks) g.dchunks.push_back(Tensor::zeros(w.shape(), DType::F32, w.device()));
+    return g;
+  }
+  const Tensor a2 = a.reshape({m, k}), dout2 = dout.reshape({m, n_total});
+  Tensor da2 = g.da.reshape({m, k});
+  int64_t col = 0;
+  for (const Tensor& w : chunks) {
+    const int64_t n = w.dim(0);
+    // dchunk [n, k] = alpha * (dout2 columns [col, col + n))^T @ a2.
+    MatmulPlan pw;
+    pw.m = n, pw.n = k, pw.k = m;
+    pw.trans_a = true;
+    pw.alpha = alpha;
+    pw.lda = n_total, pw.ldb = k, pw.a_offset = col;
+    Tensor dw = Tensor::empty(w.shape(), DType::F32, w.device());
+    run_matmul(dout2, a2, pw, dw);
+    g.dchunks.push_back(dw);
+    // da2 += alpha * (dout2 columns [col, col + n)) @ chunk [n, k].
+    MatmulPlan pa;
+    pa.m = m, pa.n = k, pa.k = n;
+    pa.alpha = alpha;
+    pa.lda = n_total, pa.ldb = k, pa.a_offset = col;
+    if (col == 0) {
+      run_matmul(dout2, w, pa, da2);
+    } else {
+      Tensor part = Tensor::empty({m, k}, DType::F32, a.device());
+      run_matmul(dout2, w, pa, part);
+      gradient_accumulate(da2, part);
+    }
+    col += n;
+  }
+  return g;
+}
+
+Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, float alpha) {
+  const char* op = "matmul_chunked_transb";
+  const int64_t n_total = check_chunked_transb(op, a, chunks);
+  const int64_t k = a.dim(-1);
   const int64_t m = k ? a.numel() / k : numel(gather::leading_shape(a));
   Shape out_shape = gather::leading_shape(a);
   out_shape.push_back(n_total);

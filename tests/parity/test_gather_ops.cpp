@@ -259,6 +259,58 @@ TEST(Parity, GatherLmHead) {
   }
 }
 
+// The backward of the chunked LM head on both backends, and against the
+// unchunked formulas on the CPU: da = alpha dout @ W, dW_i = alpha dout_i^T @ a.
+TEST(Parity, GatherLmHeadBackward) {
+  struct Case {
+    Shape a;
+    std::vector<int64_t> rows;
+  };
+  std::vector<Case> cases = {{{1, 1}, {1}}, {{3, 17}, {3, 3, 2}}, {{17, 32}, {16, 16, 5}}, {{2, 65, 17}, {64, 65}}};
+  uint32_t seed = 1300;
+  for (const auto& c : cases) {
+    const int64_t k = c.a.back(), m = numel(c.a) / k;
+    Tensor a = random_tensor(c.a, seed++);
+    auto chunks = random_chunks(c.rows, k, seed += 10);
+    int64_t n = 0;
+    for (int64_t r : c.rows) n += r;
+    Shape dshape = c.a;
+    dshape.back() = n;
+    Tensor dout = random_tensor(dshape, seed++);
+    std::vector<Tensor> in{dout, a};
+    in.insert(in.end(), chunks.begin(), chunks.end());
+    // The tiled matmul's tolerance over the longer of the two sums (n or m terms).
+    const double atol = 2e-6 * std::sqrt(double(std::max(n, m)) + 1);
+    for (size_t out = 0; out <= chunks.size(); ++out) {
+      auto op = [out](auto& t) {
+        auto g = matmul_chunked_transb_backward(t[0], t[1], std::vector<Tensor>(t.begin() + 2, t.end()), 0.5f);
+        return out == 0 ? g.da : g.dchunks[out - 1];
+      };
+      EXPECT_TRUE(cpu_gpu_parity(in, op, atol, 1e-5)) << shape_str(c.a) << " output " << out;
+    }
+    auto g = matmul_chunked_transb_backward(dout, a, chunks, 0.5f);
+    MatmulOptions half;
+    half.alpha = 0.5f;
+    Tensor d2 = dout.reshape({m, n});
+    EXPECT_EQ(g.da.shape(), a.shape());
+    EXPECT_TRUE(all_close(g.da.reshape({m, k}), matmul(d2, concat_rows(chunks), half), atol, 1e-5));
+    MatmulOptions ta = half;
+    ta.transpose_a = true;
+    Tensor dw = matmul(d2, a.reshape({m, k}), ta);  // [n, k]: every chunk's rows in order
+    int64_t r0 = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      EXPECT_EQ(g.dchunks[i].shape(), chunks[i].shape());
+      EXPECT_TRUE(all_close(g.dchunks[i], dw.slice_rows(r0, r0 + c.rows[i]), atol, 1e-5)) << "chunk " << i;
+      r0 += c.rows[i];
+    }
+  }
+  const std::string op = "matmul_chunked_transb_backward";
+  Tensor a = Tensor::zeros({2, 3});
+  EXPECT_TRUE(throws_named<ShapeError>([&] { matmul_chunked_transb_backward(Tensor::zeros({2, 5}), a, {Tensor::zeros({4, 3})}); }, op));
+  EXPECT_TRUE(throws_named<ShapeError>([&] { matmul_chunked_transb_backward(Tensor::zeros({2, 4}), a, {}); }, op));
+  EXPECT_TRUE(throws_named<DTypeError>([&] { matmul_chunked_transb_backward(Tensor::zeros({2, 4}, DType::U32), a, {Tensor::zeros({4, 3})}); }, op));
+}
+
 TEST(Validation, GatherLmHead) {
   const std::string op = "matmul_chunked_transb";
   Tensor a = Tensor::zeros({2, 3});

@@ -59,6 +59,20 @@ std::vector<Tensor> split_rows_for_binding(const Tensor& table, const Device& de
 // the output is written in row blocks so no binding exceeds the limit.
 Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, float alpha = 1.0f);
 
+struct ChunkedTransbGrads {
+  Tensor da;                     // shaped as a
+  std::vector<Tensor> dchunks;  // shaped as the chunks
+};
+
+// The gradients of matmul_chunked_transb(a, chunks, alpha) for an output
+// gradient dout [m, sum n_i] (or [.., sum n_i]):
+//   da = alpha * dout @ concat(chunks),  dchunks[i] = alpha * dout[:, block i]^T @ a
+// where block i holds the columns of chunk i. On WebGPU dout and a are each
+// bound whole (the chunks one at a time), so the tied LM head of a model
+// whose token table is split across bindings trains in row blocks of dout.
+ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tensor& a,
+                                                  const std::vector<Tensor>& chunks, float alpha = 1.0f);
+
 // ---- Losses ------------------------------------------------------------------
 
 // probs [R, V] or [B, T, V]; ids [R] or [B, T] -> [R] or [B, T]:
