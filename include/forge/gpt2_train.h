@@ -14,8 +14,9 @@
 // holds share their storage with the model's. On WebGPU everything stays on
 // the device; one step reads back two floats (the loss and the gradient norm).
 //
-// Training needs the token table in one piece on the device (Gpt2Weights::wte
-// of one chunk); a table split across bindings is a ValueError naming it.
+// A token table split into row chunks (Gpt2Weights::wte on a device whose
+// storage binding limit it exceeds) trains chunk by chunk: its gradient and
+// optimizer state are chunked alike, and checkpoints hold it whole.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -62,7 +63,8 @@ struct Gpt2Activations {
   uint64_t seed_embd = 0;
 };
 
-// Gradients, one tensor per parameter, shaped as Gpt2Weights (wte whole: [V, C]).
+// Gradients, one tensor per parameter, shaped as Gpt2Weights (wte in the
+// model's row chunks).
 // Undefined tensors mean "no gradient yet" (a fresh step).
 struct Gpt2Grads {
   Gpt2Weights g;
@@ -72,7 +74,8 @@ struct Gpt2Grads {
 
 // The parameters of a weights struct (or a gradients struct) by Hugging Face
 // name, in the order of the checkpoint ("wte.weight", "wpe.weight",
-// "h.0.ln_1.weight", ..., "ln_f.bias"). wte must be one tensor.
+// "h.0.ln_1.weight", ..., "ln_f.bias"). A chunked wte gives one entry per
+// chunk, each named "wte.weight", in row order.
 std::vector<std::pair<std::string, Tensor*>> gpt2_named_params(Gpt2Weights& w);
 
 // HF labels for ids [B, T]: targets[b, t] = ids[b, t + 1], -1 (no label) at

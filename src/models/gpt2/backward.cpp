@@ -41,6 +41,31 @@ MatmulOptions ta() {
   o.transpose_a = true;
   return o;
 }
+
+// The embedding backward into a row-chunked table: dst[c] += the rows of
+// src [N, C] whose id falls in chunk c (rows [c * chunk_rows, ...)), as
+// scatter_add_rows does for a whole table. ids [B, T] u32 on the CPU.
+void scatter_add_rows_chunked(std::vector<Tensor>& dst, int64_t chunk_rows, const Tensor& ids, const Tensor& src) {
+  if (dst.size() == 1) {
+    scatter_add_rows(dst[0], ids, src);
+    return;
+  }
+  const int64_t C = src.dim(-1), n = ids.numel();
+  const uint32_t* id = ids.data<uint32_t>();
+  for (size_t c = 0; c < dst.size(); ++c) {
+    const int64_t lo = int64_t(c) * chunk_rows, hi = lo + dst[c].dim(0);
+    std::vector<uint32_t> rows, local;
+    for (int64_t i = 0; i < n; ++i) {
+      if (int64_t(id[i]) < lo || int64_t(id[i]) >= hi) continue;
+      rows.push_back(uint32_t(i));
+      local.push_back(uint32_t(id[i] - lo));
+    }
+    if (rows.empty()) continue;
+    const int64_t r = int64_t(rows.size());
+    Tensor picked = embedding(Tensor::from_vector(rows, {r}), src.reshape({n, C}));  // [r, C]
+    scatter_add_rows(dst[c], Tensor::from_vector(local, {r}), picked);
+  }
+}
 MatmulOptions tb() {
   MatmulOptions o;
   o.transpose_b = true;
@@ -61,12 +86,13 @@ int64_t head_block_rows(const Device& dev, int64_t rows, int64_t V, int64_t aske
 
 // The LM head and cross-entropy over the rows of lnf [N, C] that have a
 // target. Returns the NLL sum [1]; with `grads`, also adds grad_scale times
-// its gradient into grads->g.wte and returns dlnf [N, C] through *dlnf.
+// its gradient into grads->g.wte (chunked as the model's wte) and returns
+// dlnf [N, C] through *dlnf.
 Tensor head(const Gpt2& model, const Tensor& lnf, const std::vector<int32_t>& targets, float grad_scale,
             Gpt2Grads* grads, Tensor* dlnf, int64_t head_rows) {
-  const Tensor& wte = gpt2::whole_wte(model);
+  const std::vector<Tensor>& wte = model.weights().wte;
   const Device& dev = model.device();
-  const int64_t N = lnf.dim(0), C = lnf.dim(1), V = wte.dim(0);
+  const int64_t N = lnf.dim(0), C = lnf.dim(1), V = model.config().vocab_size;
   if (int64_t(targets.size()) != N)
     throw ShapeError("[gpt2_train] " + std::to_string(targets.size()) + " targets for " + std::to_string(N) +
                      " positions");
@@ -94,13 +120,15 @@ Tensor head(const Gpt2& model, const Tensor& lnf, const std::vector<int32_t>& ta
     const int64_t r1 = std::min(R, r0 + blk), n = r1 - r0;
     Tensor x = blk < R ? sel.slice_rows(r0, r1) : sel;  // [n, C]
     Tensor t = Tensor::from_vector(std::vector<int32_t>(tgt.begin() + r0, tgt.begin() + r1), {n});
-    Tensor probs = softmax(matmul_chunked_transb(x, {wte}));  // [n, V]
+    Tensor probs = softmax(matmul_chunked_transb(x, wte));  // [n, V]
     Tensor s = sum_rows(gather_nll(probs, t).reshape({n, 1}));  // [1]
     loss = loss.defined() ? add(loss, s) : s;
     if (!grads) continue;
     Tensor dlogits = ce_bwd(probs, t, grad_scale);  // [n, V]
-    acc(grads->g.wte.empty() ? grads->g.wte.emplace_back() : grads->g.wte[0], matmul(dlogits, x, ta()));  // [V, C]
-    Tensor dx = matmul(dlogits, wte);  // [n, C]
+    ChunkedTransbGrads hg = matmul_chunked_transb_backward(dlogits, x, wte);
+    grads->g.wte.resize(wte.size());
+    for (size_t c = 0; c < wte.size(); ++c) acc(grads->g.wte[c], hg.dchunks[c]);  // [rows_c, C]
+    Tensor dx = hg.da;  // [n, C]
     if (blk < R) copy_tensor(dx, dsel, r0 * C);
     else dsel = dx;
   }
@@ -179,12 +207,12 @@ Tensor gpt2_backward(const Gpt2& model, const Gpt2Activations& a, const std::vec
 
   // Embeddings: x0 = drop(wte[ids] + wpe[t]).
   Tensor dx0 = maybe_dropout(dx.reshape({N, C}), a.dropout.embd, a.seed_embd).reshape({B, T, C});
-  scatter_add_rows(g.wte[0], a.ids, dx0);
+  scatter_add_rows_chunked(g.wte, w.wte_chunk_rows, a.ids, dx0);
   if (!g.wpe.defined()) g.wpe = Tensor::zeros(w.wpe.shape(), DType::F32, dev);
   std::vector<uint32_t> pos(static_cast<size_t>(N));
   for (int64_t i = 0; i < N; ++i) pos[size_t(i)] = uint32_t(i % T);
   scatter_add_rows(g.wpe, Tensor::from_vector(pos, {B, T}), dx0);
-  g.wte_chunk_rows = c.vocab_size;
+  g.wte_chunk_rows = w.wte_chunk_rows;
   return loss;
 }
 

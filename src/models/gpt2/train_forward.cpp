@@ -47,7 +47,6 @@ Gpt2Activations gpt2_forward_train(const Gpt2& model, const Tensor& ids_in, cons
                                    uint64_t seed) {
   const Gpt2Config& c = model.config();
   const Gpt2Weights& w = model.weights();
-  const Tensor& wte = gpt2::whole_wte(model);
   Gpt2Activations a;
   a.ids = ids_u32_cpu(ids_in);
   a.B = a.ids.dim(0);
@@ -60,7 +59,8 @@ Gpt2Activations gpt2_forward_train(const Gpt2& model, const Tensor& ids_in, cons
   const float eps = float(c.layer_norm_epsilon);
 
   a.seed_embd = derive_key(seed, kEmbd);
-  Tensor x = maybe_dropout(embedding(a.ids, wte, &w.wpe, 0), dropout.embd, a.seed_embd);  // [B, T, C]
+  Tensor x = maybe_dropout(embedding_chunked(a.ids, w.wte, w.wte_chunk_rows, &w.wpe, 0), dropout.embd,
+                           a.seed_embd);  // [B, T, C]
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const Gpt2Block& b = w.h[size_t(l)];
     Gpt2BlockActs s;

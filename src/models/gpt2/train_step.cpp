@@ -15,9 +15,9 @@ enum Stream : uint64_t { kDropout = 0x64726f70 };
 }
 
 std::vector<std::pair<std::string, Tensor*>> gpt2_named_params(Gpt2Weights& w) {
-  if (w.wte.size() != 1) throw ValueError("[gpt2_train] the token table must be one tensor, got " +
-                                          std::to_string(w.wte.size()) + " chunks");
-  std::vector<std::pair<std::string, Tensor*>> out = {{"wte.weight", &w.wte[0]}, {"wpe.weight", &w.wpe}};
+  std::vector<std::pair<std::string, Tensor*>> out;
+  for (Tensor& chunk : w.wte) out.push_back({"wte.weight", &chunk});
+  out.push_back({"wpe.weight", &w.wpe});
   for (size_t l = 0; l < w.h.size(); ++l) {
     const std::string p = "h." + std::to_string(l) + ".";
     Gpt2Block& b = w.h[l];
@@ -50,7 +50,6 @@ double Gpt2LrSchedule::at(int64_t step) const {
 }
 
 Gpt2Trainer::Gpt2Trainer(const Gpt2& model, Gpt2TrainConfig config) : model_(model), config_(std::move(config)) {
-  gpt2::whole_wte(model);
   w_ = model.weights();  // handles sharing the model's storage
   m_ = w_;
   v_ = w_;
@@ -115,33 +114,62 @@ Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
   return r;
 }
 
+namespace {
+
+// Appends the parameters of w to out as host tensors named prefix + name;
+// the row chunks of a chunked wte become one [V, C] tensor.
+void append_host(Gpt2Weights w, const std::string& prefix, std::vector<Gpt2HostTensor>& out) {
+  std::string last;
+  for (auto& [name, t] : gpt2_named_params(w)) {
+    std::vector<float> values = t->to_vector<float>();
+    if (!out.empty() && name == last) {  // the next chunk of the same table
+      Gpt2HostTensor& whole = out.back();
+      whole.shape[0] += t->dim(0);
+      whole.values.insert(whole.values.end(), values.begin(), values.end());
+      continue;
+    }
+    out.push_back({prefix + name, t->shape(), std::move(values)});
+    last = name;
+  }
+}
+
+}  // namespace
+
 std::vector<Gpt2HostTensor> Gpt2Trainer::host_weights() const {
-  Gpt2Weights w = w_;
   std::vector<Gpt2HostTensor> out;
-  for (auto& [name, t] : gpt2_named_params(w)) out.push_back({name, t->shape(), t->to_vector<float>()});
+  append_host(w_, "", out);
   return out;
 }
 
 std::vector<Gpt2HostTensor> Gpt2Trainer::host_state() const {
-  Gpt2Weights m = m_, v = v_;
   std::vector<Gpt2HostTensor> out;
-  for (auto& [name, t] : gpt2_named_params(m)) out.push_back({"m." + name, t->shape(), t->to_vector<float>()});
-  for (auto& [name, t] : gpt2_named_params(v)) out.push_back({"v." + name, t->shape(), t->to_vector<float>()});
+  append_host(m_, "m.", out);
+  append_host(v_, "v.", out);
   return out;
 }
 
 void Gpt2Trainer::load_state(const std::vector<Gpt2HostTensor>& state, int64_t steps_done) {
   std::map<std::string, const Gpt2HostTensor*> by;
   for (const auto& t : state) by[t.name] = &t;
-  for (auto [prefix, w] : {std::pair<const char*, Gpt2Weights*>{"m.", &m_}, {"v.", &v_}})
+  for (auto [prefix, w] : {std::pair<const char*, Gpt2Weights*>{"m.", &m_}, {"v.", &v_}}) {
+    // A chunked wte takes consecutive row blocks of the whole saved table.
+    std::map<std::string, int64_t> rows_taken;
     for (auto& [name, t] : gpt2_named_params(*w)) {
       auto it = by.find(prefix + name);
       if (it == by.end()) throw ValueError("[gpt2_train] optimizer state has no '" + std::string(prefix) + name + "'");
-      if (it->second->shape != t->shape())
-        throw ShapeError("[gpt2_train] optimizer state '" + it->first + "' is " + shape_str(it->second->shape) +
-                         ", the model needs " + shape_str(t->shape()));
-      *t = Tensor::from_vector(it->second->values, t->shape(), model_.device());
+      const Gpt2HostTensor& saved = *it->second;
+      int64_t& row0 = rows_taken[name];
+      Shape want = t->shape();
+      if (name == "wte.weight") want[0] = model_.config().vocab_size;
+      if (saved.shape != want)
+        throw ShapeError("[gpt2_train] optimizer state '" + it->first + "' is " + shape_str(saved.shape) +
+                         ", the model needs " + shape_str(want));
+      const int64_t row_size = t->numel() / t->dim(0);
+      const auto first = saved.values.begin() + row0 * row_size;
+      *t = Tensor::from_vector(std::vector<float>(first, first + t->numel()), t->shape(), model_.device());
+      row0 += t->dim(0);
     }
+  }
   step_ = steps_done;
 }
 

@@ -1,5 +1,5 @@
 // Helpers shared by the GPT-2 training files: counter-based keys for dropout
-// and batch sampling, the one-piece token table, Conv1D.
+// and batch sampling, Conv1D.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,16 +20,6 @@ inline uint64_t mix64(uint64_t x) {
 // A key that is a pure function of (seed, a, b, c): no generator state to save.
 inline uint64_t derive_key(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
   return mix64(mix64(mix64(mix64(seed) ^ a) ^ b) ^ c);
-}
-
-// The token table [V, C] in one piece; ValueError when it is chunked.
-inline const Tensor& whole_wte(const Gpt2& model) {
-  const auto& wte = model.weights().wte;
-  if (wte.size() != 1)
-    throw ValueError("[gpt2_train] training needs the token table in one binding; wte is split into " +
-                     std::to_string(wte.size()) + " chunks of " + std::to_string(model.weights().wte_chunk_rows) +
-                     " rows on " + model.device().name());
-  return wte[0];
 }
 
 // Conv1D: x [N, in] @ w [in, out] + b [out] -> [N, out].
