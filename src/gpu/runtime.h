@@ -81,6 +81,14 @@ struct Dispatch {
   const char* op = "";            // the op name, for error messages
 };
 
+// A read back in flight (Runtime::start_download). finish() waits for the
+// device and copies the bytes out; destroying it unfinished waits as well.
+class PendingDownload {
+ public:
+  virtual ~PendingDownload() = default;
+  virtual void finish(void* dst) = 0;
+};
+
 class Runtime {
  public:
   virtual ~Runtime() = default;
@@ -93,7 +101,13 @@ class Runtime {
   // Host -> device. `bytes` and `offset` multiples of 4.
   virtual void upload(const Buffer& dst, uint64_t offset, const void* src, uint64_t bytes) = 0;
   // Device -> host; a sync point: waits for the recorded work.
-  virtual void download(const Buffer& src, uint64_t offset, void* dst, uint64_t bytes) = 0;
+  void download(const Buffer& src, uint64_t offset, void* dst, uint64_t bytes) {
+    start_download(src, offset, bytes)->finish(dst);
+  }
+  // Device -> host without waiting: submits the recorded work with a copy of
+  // the bytes. More work can be recorded and submitted before finish(), so
+  // the device runs it while the host waits for the read.
+  virtual std::unique_ptr<PendingDownload> start_download(const Buffer& src, uint64_t offset, uint64_t bytes) = 0;
   // Recorded device-side copy; offsets and size multiples of 4.
   virtual void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,
                     uint64_t bytes) = 0;

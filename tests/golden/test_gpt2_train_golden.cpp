@@ -212,10 +212,11 @@ class CountingRuntime : public gpu::Runtime {
   void upload(const gpu::Buffer& dst, uint64_t offset, const void* src, uint64_t bytes) override {
     inner_.upload(dst, offset, src, bytes);
   }
-  void download(const gpu::Buffer& src, uint64_t offset, void* dst, uint64_t bytes) override {
+  std::unique_ptr<gpu::PendingDownload> start_download(const gpu::Buffer& src, uint64_t offset,
+                                                      uint64_t bytes) override {
     ++downloads;
     downloaded_bytes += bytes;
-    inner_.download(src, offset, dst, bytes);
+    return inner_.start_download(src, offset, bytes);
   }
   void copy(const gpu::Buffer& s, uint64_t so, const gpu::Buffer& d, uint64_t dof, uint64_t n) override {
     inner_.copy(s, so, d, dof, n);

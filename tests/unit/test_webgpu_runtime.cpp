@@ -41,6 +41,26 @@ TEST(WebGpuRuntime, UploadAfterRecordedReadKeepsOrder) {
   EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{7, 8}));
 }
 
+// Reads started with work recorded after them (the pipelined decode's
+// pattern) give each tensor's value, finish in any order, and a read dropped
+// unfinished waits for itself; finishing twice is an error.
+TEST(WebGpuRuntime, StartedDownloadsOverlapLaterWork) {
+  gpu::Runtime& rt = gpu_device().runtime();
+  Tensor x = Tensor::from_vector<float>({1, 2}, {2}, gpu_device());
+  auto first = rt.start_download(x.buffer(), x.byte_offset(), 8);
+  Tensor y = add(x, x);  // recorded and submitted after the first read's copy
+  auto second = rt.start_download(y.buffer(), y.byte_offset(), 8);
+  { auto dropped = rt.start_download(y.buffer(), y.byte_offset(), 4); }
+  float got2[2] = {0, 0}, got1[2] = {0, 0};
+  second->finish(got2);
+  first->finish(got1);
+  EXPECT_EQ(got1[0], 1.0f);
+  EXPECT_EQ(got1[1], 2.0f);
+  EXPECT_EQ(got2[0], 2.0f);
+  EXPECT_EQ(got2[1], 4.0f);
+  EXPECT_THROW(first->finish(got1), GpuError);  // once only
+}
+
 TEST(WebGpuRuntime, OddByteSizesRoundTrip) {
   std::vector<uint8_t> bytes{1, 2, 3, 4, 5, 6, 7};
   Tensor t = Tensor::from_vector(bytes, {7}, gpu_device());

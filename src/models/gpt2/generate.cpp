@@ -1,10 +1,14 @@
 // Token-by-token generation: prefill the prompt into the KV cache, then one
 // step per token whose sampled id stays on the device and feeds the next
-// step's embedding; only the id is read back.
+// step's embedding; only the id is read back, and on WebGPU the next step is
+// submitted before that read waits, so the device always has work queued.
 #include <chrono>
+#include <memory>
+#include <optional>
 
 #include "forge/gpt2.h"
 #include "forge/ops.h"
+#include "gpu/runtime.h"
 
 namespace forge {
 
@@ -23,6 +27,27 @@ Tensor last_logits(const Gpt2& model, const std::vector<uint32_t>& seq) {
   // Row T - 1 gathered as an embedding row (a slice there need not be aligned for a binding).
   return embedding(Tensor::from_vector(std::vector<uint32_t>{uint32_t(T - 1)}, {1}), logits);
 }
+
+// The id held by a u32 [1] tensor. On WebGPU the read back starts at
+// construction and waits only in get().
+class IdRead {
+ public:
+  explicit IdRead(const Tensor& id) {
+    if (id.device().is_webgpu()) pending_ = id.device().runtime().start_download(id.buffer(), id.byte_offset(), 4);
+    else value_ = id.to_vector<uint32_t>()[0];
+  }
+  uint32_t get() {
+    if (pending_) {
+      pending_->finish(&value_);
+      pending_.reset();
+    }
+    return value_;
+  }
+
+ private:
+  std::unique_ptr<gpu::PendingDownload> pending_;
+  uint32_t value_ = 0;
+};
 
 }  // namespace
 
@@ -75,13 +100,33 @@ std::vector<uint32_t> gpt2_generate(const Gpt2& model, const std::vector<uint32_
   out.push_back(id);
   if (on_token) on_token(id);
   auto td = std::chrono::steady_clock::now();
-  for (int64_t i = 1; i < o.max_new_tokens && !(o.eos && id == *o.eos); ++i) {
+  // Token i from token i - 1, which stays on the device.
+  auto step = [&](int64_t i, const Tensor& prev) {
     so.step = uint64_t(i);
-    next = sample(model.forward_cached(next.reshape({1, 1}), cache), so);  // recorded, then one read back
-    id = next.to_vector<uint32_t>()[0];
+    return sample(model.forward_cached(prev.reshape({1, 1}), cache), so);  // u32 [1]
+  };
+  // One step ahead: token i + 1 is recorded and submitted before token i is
+  // read, so the device computes it while the host waits and then records
+  // the next; a step after EOS is computed and dropped.
+  std::optional<IdRead> pending;
+  if (o.max_new_tokens > 1 && !(o.eos && id == *o.eos)) {
+    next = step(1, next);
+    pending.emplace(next);
+  }
+  for (int64_t i = 1; pending; ++i) {
+    Tensor ahead;
+    std::optional<IdRead> ahead_read;
+    if (i + 1 < o.max_new_tokens) {
+      ahead = step(i + 1, next);
+      ahead_read.emplace(ahead);
+    }
+    id = pending->get();
     ++st.decode_tokens;
     out.push_back(id);
     if (on_token) on_token(id);
+    if (o.eos && id == *o.eos) break;
+    pending = std::move(ahead_read);
+    next = ahead;
   }
   st.decode_s = seconds_since(td);
   if (stats) *stats = st;

@@ -488,7 +488,41 @@ void DawnRuntime::sync() {
   download(*fence_, 0, &word, 4);
 }
 
-void DawnRuntime::download(const gpu::Buffer& src, uint64_t offset, void* dst, uint64_t bytes) {
+// A staging buffer whose mapping was requested: its callback writes the
+// state below, so the object waits for the mapping before it goes.
+class DawnPendingDownload final : public gpu::PendingDownload {
+ public:
+  DawnPendingDownload(std::shared_ptr<DawnRuntime> rt, BufferHandle staging, uint64_t size, uint64_t bytes)
+      : rt_(std::move(rt)), staging_(std::move(staging)), size_(size), bytes_(bytes), map_(new MapResult) {}
+
+  ~DawnPendingDownload() override {
+    if (!staging_) return;
+    try {
+      finish(nullptr);
+    } catch (...) {
+      // The device failed before the mapping completed: its callback may
+      // still run later, so its state is left allocated for it.
+      map_.release();
+    }
+  }
+
+  void finish(void* dst) override {
+    if (!staging_) throw GpuError("[webgpu] a read back was finished twice");
+    rt_->finish_download(std::move(staging_), size_, bytes_, *map_, dst);
+  }
+
+  DawnRuntime::MapResult* map_state() { return map_.get(); }
+
+ private:
+  std::shared_ptr<DawnRuntime> rt_;
+  BufferHandle staging_;
+  uint64_t size_, bytes_;
+  using MapResult = DawnRuntime::MapResult;
+  std::unique_ptr<MapResult> map_;
+};
+
+std::unique_ptr<gpu::PendingDownload> DawnRuntime::start_download(const gpu::Buffer& src, uint64_t offset,
+                                                                  uint64_t bytes) {
   check_alive();
   uint64_t size = bucket(bytes);
   BufferHandle staging;
@@ -507,27 +541,31 @@ void DawnRuntime::download(const gpu::Buffer& src, uint64_t offset, void* dst, u
   batch_ops_.push_back("readback");
   flush();
 
-  struct Map {
-    bool done = false;
-    WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
-    std::string message;
-  } map;
+  WGPUBuffer raw = staging.get();
+  auto pending = std::make_unique<DawnPendingDownload>(shared_from_this(), std::move(staging), size, bytes);
   WGPUBufferMapCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_AllowProcessEvents;
   cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView msg, void* m, void*) {
-    auto* mp = static_cast<Map*>(m);
-    mp->done = true;
-    mp->status = status;
-    mp->message = to_string(msg);
+    auto* state = static_cast<DawnRuntime::MapResult*>(m);
+    state->done = true;
+    state->status = status;
+    state->message = to_string(msg);
   };
-  cb.userdata1 = &map;
-  wgpuBufferMapAsync(staging.get(), WGPUMapMode_Read, 0, size_t(bytes), cb);
+  cb.userdata1 = pending->map_state();
+  wgpuBufferMapAsync(raw, WGPUMapMode_Read, 0, size_t(bytes), cb);
+  return pending;
+}
+
+void DawnRuntime::finish_download(BufferHandle staging, uint64_t size, uint64_t bytes, const MapResult& map,
+                                  void* dst) {
   wait_until([&] { return map.done; }, "a readback");
   raise_pending_errors();
   if (map.status != WGPUMapAsyncStatus_Success) throw GpuError("[webgpu] readback failed: " + map.message);
-  const void* p = wgpuBufferGetConstMappedRange(staging.get(), 0, size_t(bytes));
-  if (!p) throw GpuError("[webgpu] readback mapping returned no memory");
-  std::memcpy(dst, p, bytes);
+  if (dst) {
+    const void* p = wgpuBufferGetConstMappedRange(staging.get(), 0, size_t(bytes));
+    if (!p) throw GpuError("[webgpu] readback mapping returned no memory");
+    std::memcpy(dst, p, bytes);
+  }
   wgpuBufferUnmap(staging.get());
   std::lock_guard<std::mutex> lock(pool_mu_);
   free_staging_[size].push_back(std::move(staging));

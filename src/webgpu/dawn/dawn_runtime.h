@@ -38,7 +38,8 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   const gpu::Limits& limits() const override { return limits_; }
   std::shared_ptr<gpu::Buffer> allocate(uint64_t bytes) override;
   void upload(const gpu::Buffer& dst, uint64_t offset, const void* src, uint64_t bytes) override;
-  void download(const gpu::Buffer& src, uint64_t offset, void* dst, uint64_t bytes) override;
+  std::unique_ptr<gpu::PendingDownload> start_download(const gpu::Buffer& src, uint64_t offset,
+                                                      uint64_t bytes) override;
   void copy(const gpu::Buffer& src, uint64_t src_offset, const gpu::Buffer& dst, uint64_t dst_offset,
             uint64_t bytes) override;
   void clear(const gpu::Buffer& dst, uint64_t offset, uint64_t bytes) override;
@@ -55,6 +56,16 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   void on_device_lost(const std::string& message);
 
  private:
+  friend class DawnPendingDownload;
+  // The second half of a read back: waits for the staging buffer's mapping,
+  // copies the bytes to dst (when not null) and returns the buffer to the pool.
+  struct MapResult {  // what a buffer-mapping callback reports
+    bool done = false;
+    WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
+    std::string message;
+  };
+  void finish_download(BufferHandle staging, uint64_t size, uint64_t bytes, const MapResult& map, void* dst);
+
   struct Pipeline {
     BindGroupLayoutHandle layout;  // explicit: binding 0 (parameters) takes a dynamic offset
     PipelineLayoutHandle pipeline_layout;
