@@ -123,6 +123,30 @@ TEST(Gpt2Golden, TinyGreedyWebGpu) {
   check_greedy(fx, gpu_device(), true);
   check_greedy(fx, gpu_device(), false);
 }
+// Generation stops after producing the EOS id (taken from the fixture's
+// greedy tokens, at its first appearance past the third), with and without
+// the cache; on WebGPU the step already submitted past EOS is dropped.
+TEST(Gpt2Golden, TinyGreedyStopsAtEos) {
+  Fixture fx("gpt2-tiny");
+  const std::vector<uint32_t> greedy = fx.ids("generate_greedy");
+  size_t stop = 3;
+  while (std::find(greedy.begin(), greedy.begin() + long(stop), greedy[stop]) != greedy.begin() + long(stop)) ++stop;
+  ASSERT_LT(stop + 1, greedy.size());
+  const std::vector<uint32_t> want(greedy.begin(), greedy.begin() + long(stop) + 1);
+  for (const Device& dev : {Device::cpu(), gpu_device()}) {
+    Gpt2 model = Gpt2::load(fx.dir, dev);
+    for (bool cache : {true, false}) {
+      Gpt2GenerateOptions o;
+      o.max_new_tokens = int64_t(greedy.size());
+      o.use_cache = cache;
+      o.eos = greedy[stop];
+      Gpt2GenerateStats st;
+      EXPECT_EQ(gpt2_generate(model, fx.ids("generate_prompt"), o, {}, &st), want) << dev.name() << " cache " << cache;
+      if (cache) EXPECT_EQ(st.decode_tokens, int64_t(want.size()) - 1) << dev.name();
+    }
+  }
+}
+
 TEST(Gpt2Golden, Vocab50257GreedyCpu) {
   Fixture fx("gpt2-vocab50257");
   check_greedy(fx, Device::cpu(), true);
