@@ -1,6 +1,7 @@
 // Host side of sample (shaders/sample.wgsl): one workgroup per row, rows split
 // so that the logits and the scratch weights stay within the binding limit.
 #include "forge_shaders.h"
+#include "webgpu/composed_kernel.h"
 #include "webgpu/launch.h"
 #include "webgpu/sample_kernel.h"
 
@@ -8,7 +9,8 @@ namespace forge::webgpu {
 
 namespace {
 
-const gpu::Kernel kSample{"sample", shaders::sample};
+// The random draw uses the Philox stream of dropout (shaders/philox.wgsl).
+const ComposedKernel kSample{"sample", {shaders::philox, shaders::sample}};
 
 struct SampleParams {
   uint32_t rows, vocab, greedy, top_k;
@@ -27,7 +29,7 @@ void sample(const Tensor& logits, const SamplePlan& plan, Tensor& out) {
     SampleParams p{uint32_t(count), uint32_t(plan.vocab), plan.greedy ? 1u : 0u, plan.top_k,
                    plan.inv_temp,   plan.top_p,           plan.k0,           plan.k1,
                    plan.step,       uint32_t(first),      plan.index_bits,   0};
-    launch(dev, "sample", kSample, p,
+    launch(dev, "sample", kSample.kernel(), p,
            {arg(logits, first * row_bytes, count * row_bytes), arg(weights, first * row_bytes, count * row_bytes),
             arg(out)},
            grid_1d(uint64_t(count), dev.runtime().limits()));

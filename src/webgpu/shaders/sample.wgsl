@@ -2,7 +2,8 @@
 // steps of forge/ops/sample.h. Thresholds come from bitwise searches over
 // order-preserving u32 keys of the logits, one parallel count or sum per
 // bit, instead of a sort. Sums are lane-strided then tree-combined, in the
-// order the CPU kernel (src/cpu/sample.cpp) reproduces.
+// order the CPU kernel (src/cpu/sample.cpp) reproduces. Preceded by
+// philox.wgsl (the random draw).
 struct Params {
   rows: u32,       // rows in this dispatch
   vocab: u32,
@@ -61,32 +62,6 @@ fn reduce_u32(lid: u32, v: u32, op: u32) -> u32 {
 fn order_key(x: f32) -> u32 {
   let b = bitcast<u32>(x);
   return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
-}
-
-// High 32 bits of the 64-bit product a * b, from 16-bit halves.
-fn mulhi(a: u32, b: u32) -> u32 {
-  let a0 = a & 0xffffu;
-  let a1 = a >> 16u;
-  let b0 = b & 0xffffu;
-  let b1 = b >> 16u;
-  let p01 = a0 * b1;
-  let p10 = a1 * b0;
-  let mid = ((a0 * b0) >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
-  return a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
-}
-
-// Word 0 of Philox4x32-10, counter (lo, hi, 0, 0), key (key0, key1).
-fn philox_word0(lo: u32, hi: u32, key0: u32, key1: u32) -> u32 {
-  var c = vec4u(lo, hi, 0u, 0u);
-  var k0 = key0;
-  var k1 = key1;
-  for (var round = 0u; round < 10u; round++) {
-    c = vec4u(mulhi(0xCD9E8D57u, c.z) ^ c.y ^ k0, 0xCD9E8D57u * c.z, mulhi(0xD2511F53u, c.x) ^ c.w ^ k1,
-              0xD2511F53u * c.x);
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  return c.x;
 }
 
 @compute @workgroup_size(WG)
