@@ -1,8 +1,10 @@
 // Host side of dequantize, affine_dequantize and quantized_matmul
-// (shaders/dequantize_bytes.wgsl, affine_dequantize.wgsl, quantized_matmul.wgsl). Rows of W are split so that
+// (shaders/dequantize_bytes.wgsl; affine_quant.wgsl before affine_dequantize.wgsl and
+// quantized_matmul.wgsl). Rows of W are split so that
 // its words, scales and biases each fit one binding at aligned offsets; the
 // matmul also splits the rows of x and of the output.
 #include "forge_shaders.h"
+#include "webgpu/composed_kernel.h"
 #include "webgpu/launch.h"
 #include "webgpu/llama_chunk.h"
 #include "webgpu/quant_kernels.h"
@@ -12,8 +14,8 @@ namespace forge::webgpu {
 namespace {
 
 const gpu::Kernel kBytes{"dequantize", shaders::dequantize_bytes};
-const gpu::Kernel kAffine{"affine_dequantize", shaders::affine_dequantize};
-const gpu::Kernel kQMatmul{"quantized_matmul", shaders::quantized_matmul};
+const ComposedKernel kAffine{"affine_dequantize", {shaders::affine_quant, shaders::affine_dequantize}};
+const ComposedKernel kQMatmul{"quantized_matmul", {shaders::affine_quant, shaders::quantized_matmul}};
 
 struct BytesParams {
   uint32_t count;
@@ -21,6 +23,7 @@ struct BytesParams {
 };
 static_assert(sizeof(BytesParams) == 16);
 
+// Mirrors `struct Params` of shaders/affine_quant.wgsl.
 struct QuantParams {
   uint32_t w_rows, cols, words, groups, x_rows, out_stride, out_first, pad;
 };
@@ -52,7 +55,7 @@ void affine_dequantize(const Tensor& w, const Tensor& scales, const Tensor& bias
   for_each_w_chunk(dev, "affine_dequantize", p, o_row, [&](int64_t first, int64_t count) {
     QuantParams q{uint32_t(count), uint32_t(p.in), uint32_t(p.words), uint32_t(p.groups), 0, 0, 0, 0};
     uint64_t f = uint64_t(first), c = uint64_t(count);
-    launch(dev, "affine_dequantize", kAffine, q,
+    launch(dev, "affine_dequantize", kAffine.kernel(), q,
            {arg(w, f * w_row, c * w_row), arg(scales, f * s_row, c * s_row), arg(biases, f * s_row, c * s_row),
             arg(out, f * o_row, c * o_row)},
            grid_1d((c * uint64_t(p.in) + 255) / 256, dev.runtime().limits()),
@@ -71,7 +74,7 @@ void quantized_matmul(const Tensor& x, const Tensor& w, const Tensor& scales, co
                     uint32_t(xc),    uint32_t(p.out), uint32_t(first),    0};
       uint64_t f = uint64_t(first), c = uint64_t(count);
       uint64_t tiles = (uint64_t(xc) + 3) / 4;
-      launch(dev, "quantized_matmul", kQMatmul, q,
+      launch(dev, "quantized_matmul", kQMatmul.kernel(), q,
              {arg(w, f * w_row, c * w_row), arg(scales, f * s_row, c * s_row), arg(biases, f * s_row, c * s_row),
               arg(y, uint64_t(xf) * y_row, uint64_t(xc) * y_row), arg(x, uint64_t(xf) * x_row, uint64_t(xc) * x_row)},
              grid_1d(c * tiles, dev.runtime().limits()),
