@@ -20,7 +20,7 @@ namespace {
 // Every flash kernel opens with the parameter block; those that score keys
 // add the Philox stream and the visibility/mask/dropout helpers.
 const ComposedKernel kForward{"flash_fwd", {shaders::flash_params, shaders::philox, shaders::flash_common,
-                                            shaders::flash_fwd}};
+                                            shaders::flash_rows, shaders::flash_fwd}};
 const ComposedKernel kForwardTiled{"flash_fwd_tiled", {shaders::flash_params, shaders::philox,
                                                         shaders::flash_common, shaders::flash_fwd_tiled}};
 const ComposedKernel kDecode{"flash_decode", {shaders::flash_params, shaders::philox, shaders::flash_common,
@@ -28,7 +28,7 @@ const ComposedKernel kDecode{"flash_decode", {shaders::flash_params, shaders::ph
 const ComposedKernel kCombine{"flash_combine", {shaders::flash_params, shaders::flash_combine}};
 const ComposedKernel kBwdStats{"flash_bwd_stats", {shaders::flash_params, shaders::flash_bwd_stats}};
 const ComposedKernel kBwdDq{"flash_bwd_dq", {shaders::flash_params, shaders::philox, shaders::flash_common,
-                                             shaders::flash_bwd_dq}};
+                                             shaders::flash_rows, shaders::flash_bwd_dq}};
 const ComposedKernel kBwdDkv{"flash_bwd_dkv", {shaders::flash_params, shaders::philox, shaders::flash_common,
                                                shaders::flash_bwd_dkv}};
 
@@ -46,7 +46,7 @@ struct FlashParams {
 static_assert(sizeof(FlashParams) == 96);
 
 constexpr uint32_t kBlock = 64;           // queries (or keys) per workgroup
-constexpr uint32_t kTileFloats = 2048;    // TILE_FLOATS of flash_fwd / flash_bwd_dq
+constexpr uint32_t kTileFloats = 2048;    // TILE_FLOATS of flash_rows.wgsl
 constexpr uint32_t kDkvTileFloats = 1984; // TILE_FLOATS of flash_bwd_dkv
 constexpr int64_t kDecodeMaxQueries = 8;  // up to this many queries use the split-K kernel
 

@@ -2,7 +2,7 @@
 // block of 64 queries), one query per invocation; K and V tiles through
 // workgroup memory as in the forward. P is recomputed from lse:
 //   P = exp(s - lse), dS = P (dO.v * z - delta), dq = scale * sum_j dS k_j
-// with z the dropout factor. Preceded by flash_params, philox, flash_common.
+// with z the dropout factor. Preceded by flash_params, philox, flash_common, flash_rows.
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;
@@ -12,26 +12,18 @@
 @group(0) @binding(6) var<storage, read> stats: array<f32>;  // [B, H, Sq, 2]: lse, delta
 @group(0) @binding(7) var<storage, read_write> dq: array<f32>;
 
-const BQ: u32 = 64u;
-const TILE_FLOATS: u32 = 2048u;
-var<workgroup> ks: array<f32, TILE_FLOATS>;
-var<workgroup> vs: array<f32, TILE_FLOATS>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let qtiles = (p.seq_q + BQ - 1u) / BQ;
-  let w = wg.y * nwg.x + wg.x;
-  let bh = w / qtiles;
-  if (bh >= p.batch * p.heads) {
+  let blk = query_block(wg.y * nwg.x + wg.x);
+  if (blk.bh >= p.batch * p.heads) {
     return;
   }
-  let b = bh / p.heads;
-  let h = bh % p.heads;
-  let g = h / (p.heads / p.kv_heads);
+  let b = blk.b;
+  let h = blk.h;
+  let bh = blk.bh;
   let dim = HEAD_DIM;
-  let i0 = (w % qtiles) * BQ;
-  let i = i0 + lid;
+  let i = blk.i0 + lid;
   let live = i < p.seq_q;
   let iq = min(i, p.seq_q - 1u);
 
@@ -48,18 +40,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let delta = stats[2u * (bh * p.seq_q + iq) + 1u];
   let my_lo = key_lo(iq);
   let my_hi = key_hi(iq);
-  let wg_lo = key_lo(i0);
-  let wg_hi = key_hi(min(i0 + BQ, p.seq_q) - 1u);
-  let kv_stride = p.kv_heads * dim;
-  let kv_base = b * p.seq_k * kv_stride + g * dim;
 
-  for (var t0 = wg_lo; t0 < wg_hi; t0 += p.tile) {
-    let n = min(p.tile, wg_hi - t0);
-    for (var e = lid; e < n * dim; e += 64u) {
-      let src = kv_base + (t0 + e / dim) * kv_stride + e % dim;
-      ks[e] = k[src];
-      vs[e] = v[src];
-    }
+  for (var t0 = blk.wg_lo; t0 < blk.wg_hi; t0 += p.tile) {
+    let n = min(p.tile, blk.wg_hi - t0);
+    stage_kv_rows(blk.kv_base, t0, n, lid);
     workgroupBarrier();
     if (live) {
       let j_end = min(t0 + n, my_hi);

@@ -2,7 +2,8 @@
 // 64 queries), one query per invocation. Tiles of K and V pass through
 // workgroup memory; each query keeps its running max m, its sum l and its
 // output accumulator in registers (online softmax), so the [Sq, Sk] score
-// matrix never exists. Preceded by flash_params, philox and flash_common.
+// matrix never exists. Preceded by flash_params, philox, flash_common and
+// flash_rows.
 // Runs where flash_fwd_tiled does not fit (head_dim not a multiple of 4, or
 // too little workgroup storage).
 @group(0) @binding(0) var<uniform> p: Params;
@@ -13,26 +14,18 @@
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 @group(0) @binding(6) var<storage, read_write> lse: array<f32>;
 
-const BQ: u32 = 64u;
-const TILE_FLOATS: u32 = 2048u;  // p.tile * head_dim <= this
-var<workgroup> ks: array<f32, TILE_FLOATS>;
-var<workgroup> vs: array<f32, TILE_FLOATS>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let qtiles = (p.seq_q + BQ - 1u) / BQ;
-  let w = wg.y * nwg.x + wg.x;
-  let bh = w / qtiles;
-  if (bh >= p.batch * p.heads) {
+  let blk = query_block(wg.y * nwg.x + wg.x);
+  if (blk.bh >= p.batch * p.heads) {
     return;
   }
-  let b = bh / p.heads;
-  let h = bh % p.heads;
-  let g = h / (p.heads / p.kv_heads);
+  let b = blk.b;
+  let h = blk.h;
+  let bh = blk.bh;
   let dim = HEAD_DIM;
-  let i0 = (w % qtiles) * BQ;
-  let i = i0 + lid;
+  let i = blk.i0 + lid;
   let live = i < p.seq_q;
   let iq = min(i, p.seq_q - 1u);
 
@@ -47,19 +40,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var l = 0.0;
   let my_lo = key_lo(iq);
   let my_hi = key_hi(iq);
-  // Keys any query of the block sees (key_lo and key_hi grow with i).
-  let wg_lo = key_lo(i0);
-  let wg_hi = key_hi(min(i0 + BQ, p.seq_q) - 1u);
-  let kv_stride = p.kv_heads * dim;
-  let kv_base = b * p.seq_k * kv_stride + g * dim;
 
-  for (var t0 = wg_lo; t0 < wg_hi; t0 += p.tile) {
-    let n = min(p.tile, wg_hi - t0);
-    for (var e = lid; e < n * dim; e += 64u) {
-      let src = kv_base + (t0 + e / dim) * kv_stride + e % dim;
-      ks[e] = k[src];
-      vs[e] = v[src];
-    }
+  for (var t0 = blk.wg_lo; t0 < blk.wg_hi; t0 += p.tile) {
+    let n = min(p.tile, blk.wg_hi - t0);
+    stage_kv_rows(blk.kv_base, t0, n, lid);
     workgroupBarrier();
     if (live) {
       let j_end = min(t0 + n, my_hi);
