@@ -92,8 +92,15 @@ class CausalLM {
 std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Device& device);
 
 // A model of `config`'s family with random weights (normal(0, 0.02), norms 1,
-// biases 0), for benchmarks; quantized per config.quantization when set.
-std::unique_ptr<CausalLM> random_model(const ModelConfig& config, uint64_t seed, const Device& device);
+// biases 0), for benchmarks: stored as `dense_dtype` (f32, bf16 or f16) as a
+// checkpoint would hold them, and quantized per config.quantization when set.
+std::unique_ptr<CausalLM> random_model(const ModelConfig& config, uint64_t seed, const Device& device,
+                                       DType dense_dtype = DType::F32);
+
+// The configurations of released models by short name, for benchmarks:
+// "smollm2-135m", "smollm2-360m", "qwen2.5-0.5b", "llama3.2-1b", "tinyllama-1.1b".
+// ValueError listing the names for another.
+ModelConfig model_preset(const std::string& name);
 
 // Mean next-token cross-entropy of logits [B, T, V] against ids [B, T]
 // (labels are ids shifted by one: B * (T - 1) positions), read back.

@@ -1,5 +1,6 @@
 // load_model and random_model: the family a config names, built through the
 // one loader every family shares.
+#include <cstring>
 #include <random>
 
 #include "forge/gpt2.h"
@@ -22,7 +23,7 @@ std::unique_ptr<CausalLM> build(const ModelConfig& mc, const std::vector<TensorI
 // The tensors of a Llama-family model of config `c` (Hugging Face names),
 // normal(0, 0.02) with unit norms and zero biases; Linear weights and the
 // embedding quantized when the config says so (scales and biases bf16).
-std::vector<std::byte> random_llama_checkpoint(const ModelConfig& mc, uint64_t seed) {
+std::vector<std::byte> random_llama_checkpoint(const ModelConfig& mc, uint64_t seed, DType dense) {
   const LlamaConfig& c = mc.llama();
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
   const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
@@ -51,20 +52,24 @@ std::vector<std::byte> random_llama_checkpoint(const ModelConfig& mc, uint64_t s
       for (float& x : v) x = normal(rng);
     return v;
   };
+  // A dense tensor in the dtype asked for.
+  auto dense_put = [&](const std::string& name, const Shape& shape, const std::vector<float>& v) {
+    if (dense == DType::F32) return put(name, StDType::F32, shape, v.data(), v.size() * 4);
+    std::vector<uint16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i) h[i] = dense == DType::BF16 ? f32_to_bf16(v[i]) : f32_to_f16(v[i]);
+    put(name, dense == DType::BF16 ? StDType::BF16 : StDType::F16, shape, h.data(), h.size() * 2);
+  };
+  auto vec = [&](const std::string& name, int64_t n, float value) { dense_put(name, {n}, fill(n, value, false)); };
   auto matrix = [&](const std::string& base, int64_t out, int64_t in) {
     std::vector<float> w = fill(out * in, 0, true);
     std::optional<QuantSpec> spec = mc.quantization ? mc.quantization->for_module(base) : std::nullopt;
-    if (!spec) return put(base + ".weight", StDType::F32, {out, in}, w.data(), w.size() * 4);
+    if (!spec) return dense_put(base + ".weight", {out, in}, w);
     QuantizedMatrix m = quantize_affine(w, out, in, *spec);
     const int64_t groups = in / spec->group_size;
     put(base + ".weight", StDType::U32, {out, in * spec->bits / 32}, m.words.data(), m.words.size() * 4);
     auto s = bf16(m.scales), b = bf16(m.biases);
     put(base + ".scales", StDType::BF16, {out, groups}, s.data(), s.size() * 2);
     put(base + ".biases", StDType::BF16, {out, groups}, b.data(), b.size() * 2);
-  };
-  auto vec = [&](const std::string& name, int64_t n, float value) {
-    std::vector<float> v = fill(n, value, false);
-    put(name, StDType::F32, {n}, v.data(), v.size() * 4);
   };
   matrix("model.embed_tokens", V, H);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
@@ -100,12 +105,15 @@ std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Dev
   return build(mc, ckpt.tensors(), models::TensorSource::of(ckpt), device);
 }
 
-std::unique_ptr<CausalLM> random_model(const ModelConfig& mc, uint64_t seed, const Device& device) {
+std::unique_ptr<CausalLM> random_model(const ModelConfig& mc, uint64_t seed, const Device& device, DType dense) {
+  if (dense != DType::F32 && dense != DType::BF16 && dense != DType::F16)
+    throw ValueError(std::string("[model] random weights are f32, bf16 or f16, not ") + dtype_name(dense));
   if (mc.arch == Arch::Gpt2) {
-    if (mc.quantization) throw ValueError("[model] quantized GPT-2 models are not supported");
+    if (mc.quantization || dense != DType::F32)
+      throw ValueError("[model] random GPT-2 models are f32 only");
     return std::make_unique<Gpt2>(Gpt2::random(mc.gpt2(), seed, device));
   }
-  SafetensorsFile file = SafetensorsFile::from_bytes(random_llama_checkpoint(mc, seed), "random weights");
+  SafetensorsFile file = SafetensorsFile::from_bytes(random_llama_checkpoint(mc, seed, dense), "random weights");
   return build(mc, file.tensors(), models::TensorSource::of(file), device);
 }
 
