@@ -202,7 +202,7 @@ fs::path resolve_model(const std::string& spec, const HubOptions& options) {
   } catch (const NetworkError& e) {
     // Only optional files were in question: what the cache has is enough.
     if (!commit || !gaps(cache, *commit, name).missing.empty()) throw;
-    if (!opts.quiet) std::fprintf(stderr, "[hub] %s: using the cache, the hub is out of reach (%s)\n", name.c_str(), e.what());
+    if (!opts.quiet) std::fprintf(stderr, "%s; using what the cache holds\n", e.what());
   }
   progress.summary(id->repo + "@" + commit->substr(0, 8), cache.snapshot(*commit).string());
   return cache.snapshot(*commit);

@@ -78,7 +78,8 @@ void RepoCache::mark_missing(const std::string& commit, const std::string& file)
 void RepoCache::link(const std::string& commit, const std::string& file, const std::string& etag) const {
   fs::path dst = snapshot(commit) / file;
   fs::path target;
-  for (auto it = fs::path(file).parent_path().begin(); it != fs::path(file).parent_path().end(); ++it) target /= "..";
+  const fs::path folders = fs::path(file).parent_path();
+  for (auto it = folders.begin(); it != folders.end(); ++it) target /= "..";
   target = target / ".." / ".." / "blobs" / etag;
   make_dirs(dst.parent_path());
   std::error_code ec;

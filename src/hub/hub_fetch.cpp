@@ -28,6 +28,12 @@ bool is_hex(const std::string& s, size_t n) {
 
 bool is_redirect(long status) { return status == 301 || status == 302 || status == 303 || status == 307 || status == 308; }
 
+// A NetworkError's text without its "[hub] " prefix, to quote inside another message.
+std::string cause(const NetworkError& e) {
+  std::string s = e.what();
+  return s.rfind("[hub] ", 0) == 0 ? s.substr(6) : s;
+}
+
 uint64_t file_size_or_zero(const fs::path& p) {
   std::error_code ec;
   auto n = fs::file_size(p, ec);
@@ -88,7 +94,7 @@ std::optional<FileMeta> Fetcher::head(const std::string& revision, const std::st
     try {
       res = http_.head(url, headers_for(url));
     } catch (const NetworkError& e) {
-      throw NetworkError(where(file) + "network failure: " + e.what());
+      throw NetworkError(where(file) + "network failure: " + cause(e));
     }
     std::string loc = res.header("location");
     if (!is_redirect(res.status) || loc.empty() || loc[0] != '/' || (loc.size() > 1 && loc[1] == '/')) break;
@@ -143,7 +149,7 @@ void Fetcher::download_blob(const std::string& file, const FileMeta& meta) {
     } catch (const NetworkError& e) {
       out.reset();
       throw NetworkError(where(file) + "download broke off at " + human_bytes(file_size_or_zero(part)) + " of " +
-                         human_bytes(meta.size) + " (" + e.what() + "); run again to resume");
+                         human_bytes(meta.size) + " (" + cause(e) + "); run again to resume");
     }
     out.reset();
     if (res.status == 416) fs::remove(part, ec);  // our partial file does not fit the server's: start anew next time

@@ -287,6 +287,31 @@ TEST_F(Hub, SecondCallUsesTheCacheWithTheServerStopped) {
   EXPECT_EQ(hub_.seen().size(), requests);
 }
 
+// A cache another tool filled (snapshot symlinks into blobs/, no .no_exist
+// markers): used as it is when the hub is out of reach, and offline.
+TEST_F(Hub, CacheFromAnotherToolIsUsedAsItIs) {
+  fs::path blobs = repo_dir() / "blobs", snap = repo_dir() / "snapshots" / kCommit;
+  fs::create_directories(blobs);
+  fs::create_directories(snap);
+  fs::create_directories(repo_dir() / "refs");
+  std::ofstream(repo_dir() / "refs" / "main") << kCommit;
+  for (const char* name : {"config.json", "model.safetensors"}) {
+    std::string etag = hub_.repos["org/tiny"][kCommit][name].etag();
+    fs::copy_file(fixture_ / name, blobs / etag);
+    fs::create_symlink(fs::path("../../blobs") / etag, snap / name);
+  }
+  hub_.stop();
+  opts_.quiet = false;
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(resolve_model("org/tiny", opts_), snap);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("network failure"), std::string::npos) << err;
+  EXPECT_NE(err.find("using what the cache holds"), std::string::npos) << err;
+  opts_.offline = true;
+  EXPECT_EQ(resolve_model("org/tiny", opts_), snap);
+  EXPECT_NO_THROW(Gpt2::load(snap, Device::cpu()));
+}
+
 TEST_F(Hub, RevisionByBranchAndByCommit) {
   fs::path v1 = resolve_model("org/tiny@v1", opts_);
   EXPECT_EQ(v1, repo_dir() / "snapshots" / kCommitV1);
