@@ -6,6 +6,10 @@
 #include <httplib.h>
 #include <openssl/evp.h>
 
+#include <fcntl.h>
+#include <pty.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -277,6 +281,56 @@ TEST_F(Hub, FirstDownloadLaysOutTheCacheAsHuggingFaceHubAndLoads) {
   Gpt2 from_hub = Gpt2::load(dir, Device::cpu());
   Gpt2 from_fixture = Gpt2::load(fixture_, Device::cpu());
   EXPECT_EQ(gpt2_generate(from_hub, {1, 2, 3}, g, nullptr), gpt2_generate(from_fixture, {1, 2, 3}, g, nullptr));
+}
+
+// With stderr on a terminal, each file gets a progress bar redrawn in place.
+TEST_F(Hub, ProgressBarOnATerminal) {
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  std::string shown;
+  std::thread reader([&] {
+    char buf[4096];
+    for (ssize_t n; (n = ::read(master, buf, sizeof buf)) > 0;) shown.append(buf, size_t(n));
+  });
+  std::fflush(stderr);
+  int saved = ::dup(2);
+  ::dup2(slave, 2);
+  opts_.quiet = false;
+  fs::path dir = resolve_model("org/tiny", opts_);
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  ::close(slave);  // the reader sees the end of the terminal's output
+  reader.join();
+  ::close(master);
+  EXPECT_EQ(read_bytes(dir / "model.safetensors"), read_bytes(fixture_ / "model.safetensors"));
+  EXPECT_NE(shown.find("\r\033[K[hub] model.safetensors ["), std::string::npos) << shown;
+  EXPECT_NE(shown.find("] 100% "), std::string::npos) << shown;
+  EXPECT_NE(shown.find("downloaded 3 files"), std::string::npos) << shown;
+}
+
+TEST(HubOptions, ReadsTheEnvironmentAsHuggingFaceHub) {
+  fs::path home = fs::temp_directory_path() / ("forge_hub_home_" + std::to_string(::getpid()));
+  fs::create_directories(home);
+  std::ofstream(home / "token") << "hf_from_file\n";
+  EnvVar h("HF_HOME", home.c_str()), c("HF_HUB_CACHE", nullptr), c2("HUGGINGFACE_HUB_CACHE", nullptr),
+      t("HF_TOKEN", nullptr), t2("HUGGING_FACE_HUB_TOKEN", nullptr), tp("HF_TOKEN_PATH", nullptr),
+      e("HF_ENDPOINT", "http://127.0.0.1:1/"), off("HF_HUB_OFFLINE", "0");
+  HubOptions o = HubOptions::from_env();
+  EXPECT_EQ(o.cache_dir, home / "hub");
+  EXPECT_EQ(o.token, "hf_from_file");
+  EXPECT_EQ(o.endpoint, "http://127.0.0.1:1");
+  EXPECT_FALSE(o.offline);
+  {
+    EnvVar h2("HF_HOME", nullptr), xdg("XDG_CACHE_HOME", nullptr), user("HOME", "/home/someone");
+    EXPECT_EQ(HubOptions::from_env().cache_dir, fs::path("/home/someone/.cache/huggingface/hub"));
+    EXPECT_EQ(HubOptions::from_env().endpoint, "http://127.0.0.1:1");
+  }
+  {
+    EnvVar e2("HF_ENDPOINT", nullptr);
+    EXPECT_EQ(HubOptions::from_env().endpoint, "https://huggingface.co");
+  }
+  fs::remove_all(home);
 }
 
 TEST_F(Hub, SecondCallUsesTheCacheWithTheServerStopped) {
