@@ -184,15 +184,20 @@ fs::path resolve_model(const std::string& spec, const HubOptions& options) {
                     " lacks " + join(g.missing) + ") and HF_HUB_OFFLINE=1 allows no download");
   } else if (opts.offline) {
     throw IoError("[hub] " + name + " is not in the cache (no " + (cache.root() / "refs" / id->revision).string() +
-                  ") and HF_HUB_OFFLINE=1 allows no download; download it once without HF_HUB_OFFLINE, or pass a "
-                  "local folder");
+                  ") and HF_HUB_OFFLINE=1 allows no download; no local file or folder '" + spec +
+                  "' exists either");
   }
 
   Progress progress(opts.quiet);
   Fetcher fetcher(opts, id->repo, id->revision, cache, progress);
   try {
     if (!commit) {
-      auto meta = fetcher.head(id->revision, kConfig);
+      std::optional<FileMeta> meta;
+      try {
+        meta = fetcher.head(id->revision, kConfig);
+      } catch (const IoError& e) {  // perhaps a local path was meant
+        throw IoError(std::string(e.what()) + "; no local file or folder '" + spec + "' exists either");
+      }
       if (!meta) throw IoError(fetcher.where(kConfig) + "the repository has no such file (404)");
       commit = meta->commit;
       fetcher.fetch(kConfig, *meta);

@@ -68,11 +68,13 @@ bool RepoCache::known_missing(const std::string& commit, const std::string& file
   return fs::exists(root_ / ".no_exist" / commit / file, ec);
 }
 
+// Best effort: the marker only saves a request next time, and a read-only
+// cache must not turn a complete model into an error.
 void RepoCache::mark_missing(const std::string& commit, const std::string& file) const {
   fs::path p = root_ / ".no_exist" / commit / file;
-  make_dirs(p.parent_path());
+  std::error_code ec;
+  fs::create_directories(p.parent_path(), ec);
   std::ofstream out(p, std::ios::binary);
-  if (!out) throw IoError("[hub] cannot write " + p.string());
 }
 
 void RepoCache::link(const std::string& commit, const std::string& file, const std::string& etag) const {

@@ -28,7 +28,7 @@ class RepoCache {
   bool has_file(const std::string& commit, const std::string& file) const;
   // .no_exist/<commit>/<file>: the repository lacks the file at that commit.
   bool known_missing(const std::string& commit, const std::string& file) const;
-  void mark_missing(const std::string& commit, const std::string& file) const;
+  void mark_missing(const std::string& commit, const std::string& file) const;  // never throws
   // snapshots/<commit>/<file> -> ../../blobs/<etag> (one more ../ per folder in `file`).
   void link(const std::string& commit, const std::string& file, const std::string& etag) const;
 

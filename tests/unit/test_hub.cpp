@@ -452,6 +452,7 @@ TEST_F(Hub, NotFoundAndAccessDeniedAreClearErrors) {
   std::string e = error_of("org/nothing", opts_);
   EXPECT_NE(e.find("cannot get config.json of org/nothing@main: no such repository on " + hub_.endpoint()),
             std::string::npos) << e;
+  EXPECT_NE(e.find("no local file or folder 'org/nothing' exists either"), std::string::npos) << e;
 
   hub_.repos["org/noweights"][kCommit]["config.json"] = {"{}", false};
   hub_.refs["org/noweights"]["main"] = kCommit;
