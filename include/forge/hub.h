@@ -23,7 +23,9 @@ namespace forge {
 
 struct HubOptions {
   std::string endpoint = "https://huggingface.co";  // HF_ENDPOINT
-  std::filesystem::path cache_dir;  // HF_HUB_CACHE, HF_HOME/hub, XDG_CACHE_HOME/huggingface/hub, ~/.cache/huggingface/hub
+  // HF_HUB_CACHE, HF_HOME/hub, XDG_CACHE_HOME/huggingface/hub, ~/.cache/huggingface/hub
+  // (resolve_model reads the environment when this is left empty).
+  std::filesystem::path cache_dir;
   std::string token;                // HF_TOKEN, else the file HF_HOME/token; sent as "Authorization: Bearer"
   bool offline = false;             // HF_HUB_OFFLINE=1: the cache only, no network
   bool quiet = false;               // no progress bar or summary line on stderr

