@@ -9,6 +9,7 @@
 #include "devices.h"
 #include "forge/model.h"
 #include "forge/safetensors.h"
+#include "model_arg.h"
 
 namespace forge::cli {
 namespace {
@@ -39,7 +40,7 @@ Tensor read_input_ids(const std::string& path, int64_t vocab) {
 
 void run(const EvalArgs& a) {
   const Device dev = resolve_devices(a.device)[0];
-  std::unique_ptr<CausalLM> model = load_model(a.model, dev);
+  std::unique_ptr<CausalLM> model = load_model(model_folder(a.model), dev);
   Tensor ids = read_input_ids(a.input, model->vocab_size());
   Tensor logits = model->forward(ids);
   const float loss = causal_lm_loss(logits, ids);
@@ -54,7 +55,7 @@ void run(const EvalArgs& a) {
 const bool registered = register_command(
     {"eval", "Logits and loss of a model on input_ids from a safetensors file", [](CLI::App& sub) {
        static EvalArgs a;
-       sub.add_option("--model", a.model, "Model folder (config.json + safetensors)")->required();
+       sub.add_option("-m,--model", a.model, "Model folder, or a Hugging Face id org/name[@revision]")->required();
        sub.add_option("--input", a.input, "safetensors file holding input_ids [B, T]")->required();
        sub.add_option("--output", a.output, "safetensors file to write logits and loss to")->required();
        add_device_option(sub, a.device);

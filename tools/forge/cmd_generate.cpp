@@ -22,6 +22,7 @@
 #include "forge/generate.h"
 #include "forge/model.h"
 #include "forge/tokenizer.h"
+#include "model_arg.h"
 
 namespace forge::cli {
 namespace {
@@ -135,8 +136,9 @@ void run(const GenerateArgs& a) {
   for (const std::string& s : a.stop)
     if (s.empty()) throw ValueError("[generate] --stop strings must not be empty");
   const Device dev = resolve_devices(a.device)[0];
+  const std::filesystem::path dir = model_folder(a.model);
   std::optional<Tokenizer> tok;
-  if (has_tokenizer(a.model)) tok = Tokenizer::from_dir(a.model);
+  if (has_tokenizer(dir)) tok = Tokenizer::from_dir(dir);
   std::vector<uint32_t> prompt;
   if (!a.prompt_ids.empty()) {
     prompt = parse_prompt_ids(a.prompt_ids);
@@ -148,7 +150,7 @@ void run(const GenerateArgs& a) {
     if (prompt.empty()) throw ValueError("[generate] the prompt is empty");
   }
   if (!a.stop.empty() && !tok) throw ValueError("[generate] --stop needs a tokenizer in " + a.model);
-  std::unique_ptr<CausalLM> model = load_model(a.model, dev);
+  std::unique_ptr<CausalLM> model = load_model(dir, dev);
 
   GenerateOptions o;
   o.max_new_tokens = a.n;
@@ -226,7 +228,7 @@ void run(const GenerateArgs& a) {
 const bool registered = register_command(
     {"generate", "Generate text with a model of any family, streamed to stdout", [](CLI::App& sub) {
        static GenerateArgs a;
-       sub.add_option("-m,--model", a.model, "Model folder (config.json + safetensors [+ tokenizer])")->required();
+       sub.add_option("-m,--model", a.model, "Model folder (config.json + safetensors [+ tokenizer]), or a Hugging Face id org/name[@revision]")->required();
        auto* prompt = sub.add_option_group("prompt", "what to continue");
        prompt->add_option("-p,--prompt", a.prompt, "Prompt text (needs a tokenizer in the model folder)");
        prompt->add_option("--prompt-file", a.prompt_file, "Read the prompt text from a file (- for stdin)");

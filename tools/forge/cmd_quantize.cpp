@@ -7,6 +7,7 @@
 
 #include "command.h"
 #include "forge/quantize.h"
+#include "model_arg.h"
 
 namespace forge::cli {
 namespace {
@@ -25,7 +26,7 @@ const bool registered = register_command(
            ->capture_default_str();
        sub.add_option("--out", a.out, "Folder to write (must not exist, or be empty)")->required();
        sub.callback([] {
-         const uint64_t bytes = quantize_model(a.model, a.out, QuantSpec{a.group_size, a.bits});
+         const uint64_t bytes = quantize_model(model_folder(a.model), a.out, QuantSpec{a.group_size, a.bits});
          std::printf("wrote %s: %d-bit, group %d, %.1f MB of weights\n", a.out.c_str(), a.bits, a.group_size,
                      double(bytes) / 1e6);
        });
