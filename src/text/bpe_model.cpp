@@ -83,7 +83,7 @@ BpeModel::BpeModel(BpeConfig config, const std::string& source)
 std::int64_t BpeModel::char_id(std::uint32_t cp) const {
   if (cp < 0x10000) return bmp_ids_[cp];
   auto it = astral_ids_.find(cp);
-  return it == astral_ids_.end() ? -1 : it->second;
+  return it == astral_ids_.end() ? std::int64_t{-1} : std::int64_t{it->second};
 }
 
 void BpeModel::initial_symbols(std::string_view piece, std::vector<std::uint32_t>& ids) const {
