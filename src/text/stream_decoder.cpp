@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "forge/error.h"
 #include "forge/tokenizer.h"
 #include "text/tokenizer_impl.h"
@@ -22,9 +24,19 @@ std::string StreamDecoder::push(std::uint32_t id) {
     throw Error("[tokenizer] stream decode: the decoder changed text already emitted");
   }
   std::string out = text.substr(prefix_.size());
-  // Keep the last token as context for the next one.
-  ids_.erase(ids_.begin(), ids_.end() - 1);
-  context_ = 1;
+  // Keep the shortest tail that decodes on its own (a whole character, not the
+  // last byte token of one) as context for the next push.
+  std::size_t keep = 0;
+  std::string tail;
+  for (std::size_t k = 1; k <= std::min<std::size_t>(4, ids_.size()); ++k) {
+    tail.insert(0, impl.bytes_of(ids_[ids_.size() - k]));
+    if (text::utf8_first_invalid(tail) == std::string::npos) {
+      keep = k;
+      break;
+    }
+  }
+  ids_.erase(ids_.begin(), ids_.end() - static_cast<std::ptrdiff_t>(keep));
+  context_ = keep;
   prefix_ = impl.decode(ids_, skip_special_);
   pending_bytes_.clear();
   return out;
