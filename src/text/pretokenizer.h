@@ -3,7 +3,7 @@
 // splits (and may rewrite) every piece the previous step produced:
 //   kSplit           a Pattern with a SplitBehavior, optionally inverted
 //   kGpt2Split       GPT-2's pattern, written by hand (faster than the regex
-//                    engine, same pieces: tests/unit/test_tokenizer_regex.cpp):
+//                    engine, same pieces: tests/unit/test_tokenizer_fixtures.cpp):
 //                    's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //   kByteLevel       optional prefix space, optional GPT-2 split, then bytes to
 //                    the byte-level alphabet (text/byte_level.h)
