@@ -33,7 +33,8 @@ AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens) {
 int AddedTokenMatcher::longest_at(std::string_view text, std::size_t pos) const {
   if (!first_byte_[static_cast<unsigned char>(text[pos])]) return -1;
   for (std::size_t k = 0; k < tokens_.size(); ++k) {
-    if (text.substr(pos, tokens_[k].content.size()) == tokens_[k].content) return static_cast<int>(k);
+    if (text.substr(pos, tokens_[k].content.size()) == tokens_[k].content)
+      return static_cast<int>(k);
   }
   return -1;
 }
@@ -51,7 +52,8 @@ std::vector<AddedTokenMatcher::Segment> AddedTokenMatcher::split(std::string_vie
     std::size_t begin = pos, end = pos + t.content.size();
     pos = end;  // the next search starts after this match, even a discarded one
     if (t.single_word) {
-      const bool word_before = begin > 0 && is_word_char(cp_at(text, char_start_before(text, begin)));
+      const bool word_before =
+          begin > 0 && is_word_char(cp_at(text, char_start_before(text, begin)));
       const bool word_after = end < text.size() && is_word_char(cp_at(text, end));
       if (word_before || word_after) continue;
     }

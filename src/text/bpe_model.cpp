@@ -59,7 +59,8 @@ BpeModel::BpeModel(BpeConfig config, const std::string& source)
     for (int b = 0; b < 256; ++b) {
       char name[8];
       std::snprintf(name, sizeof name, "<0x%02X>", b);
-      if (auto it = vocab_.find(std::string_view(name)); it != vocab_.end()) fallback_ids_[b] = it->second;
+      if (auto it = vocab_.find(std::string_view(name)); it != vocab_.end())
+        fallback_ids_[b] = it->second;
     }
   }
   if (config.unk_token) {

@@ -43,10 +43,12 @@ std::string metaspace(const std::string& t, const MetaspaceDecode& m, bool first
 std::string strip(const std::string& t, const StripDecode& s) {
   const std::size_t w = s.content.size();
   std::size_t begin = 0, end = t.size();
-  for (std::size_t i = 0; i < s.start && begin + w <= end && t.compare(begin, w, s.content) == 0; ++i) {
+  for (std::size_t i = 0; i < s.start && begin + w <= end && t.compare(begin, w, s.content) == 0;
+       ++i) {
     begin += w;
   }
-  for (std::size_t i = 0; i < s.stop && end >= begin + w && t.compare(end - w, w, s.content) == 0; ++i) {
+  for (std::size_t i = 0; i < s.stop && end >= begin + w && t.compare(end - w, w, s.content) == 0;
+       ++i) {
     end -= w;
   }
   return t.substr(begin, end - begin);
@@ -98,7 +100,8 @@ std::string Decoder::decode(std::vector<std::string> tokens) const {
                      tokens.assign(1, utf8_lossy(raw));
                    },
                    [&](const MetaspaceDecode& m) {
-                     for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = metaspace(tokens[i], m, i == 0);
+                     for (std::size_t i = 0; i < tokens.size(); ++i)
+                       tokens[i] = metaspace(tokens[i], m, i == 0);
                    },
                    [&](const ReplaceDecode& r) {
                      for (auto& t : tokens) t = r.pattern.replace_all(t, r.content);
@@ -123,7 +126,8 @@ std::string Decoder::token_bytes(const std::string& token) const {
                    [&](const MetaspaceDecode& m) { t = metaspace(t, m, false); },
                    [&](const ReplaceDecode& r) { t = r.pattern.replace_all(t, r.content); },
                    [&](const ByteFallbackDecode&) {
-                     if (const int b = fallback_byte(t); b >= 0) t = std::string(1, static_cast<char>(b));
+                     if (const int b = fallback_byte(t); b >= 0)
+                       t = std::string(1, static_cast<char>(b));
                    },
                    [](const FuseDecode&) {},
                    [](const StripDecode&) {},

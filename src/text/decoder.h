@@ -23,11 +23,11 @@ struct ReplaceDecode {
 struct ByteFallbackDecode {};  // runs of <0xXX> tokens to their bytes (U+FFFD each if invalid)
 struct FuseDecode {};          // all tokens into one
 struct StripDecode {
-  std::string content = " ";   // one character
+  std::string content = " ";        // one character
   std::size_t start = 0, stop = 0;  // at most this many copies cut from each token's ends
 };
-using DecoderStep =
-    std::variant<ByteLevelDecode, MetaspaceDecode, ReplaceDecode, ByteFallbackDecode, FuseDecode, StripDecode>;
+using DecoderStep = std::variant<ByteLevelDecode, MetaspaceDecode, ReplaceDecode,
+                                 ByteFallbackDecode, FuseDecode, StripDecode>;
 
 class Decoder {
  public:

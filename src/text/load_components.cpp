@@ -29,11 +29,13 @@ std::string str(const json& j, const char* key, const std::string& fallback) {
 std::string type_of(const json& j, const std::string& source, const char* what) {
   if (!j.is_object()) fail(source, std::string(what) + " is not an object: " + j.dump());
   auto it = j.find("type");
-  if (it == j.end() || !it->is_string()) fail(source, std::string(what) + " without a \"type\": " + j.dump());
+  if (it == j.end() || !it->is_string())
+    fail(source, std::string(what) + " without a \"type\": " + j.dump());
   return it->get<std::string>();
 }
 
-const json& list(const json& j, const char* key, const std::string& source, const std::string& type) {
+const json& list(const json& j, const char* key, const std::string& source,
+                 const std::string& type) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_array()) fail(source, type + " without a \"" + key + "\" list");
   return *it;
@@ -54,15 +56,17 @@ Pattern parse_pattern(const json& j, const std::string& source, const std::strin
   fail(source, type + " pattern is neither {\"String\": ...} nor {\"Regex\": ...}: " + j.dump());
 }
 
-SplitBehavior parse_behavior(const json& j, const std::string& source, const std::string& fallback) {
+SplitBehavior parse_behavior(const json& j, const std::string& source,
+                             const std::string& fallback) {
   const std::string b = str(j, "behavior", fallback);
   if (b == "Removed") return SplitBehavior::kRemoved;
   if (b == "Isolated") return SplitBehavior::kIsolated;
   if (b == "MergedWithPrevious") return SplitBehavior::kMergedWithPrevious;
   if (b == "MergedWithNext") return SplitBehavior::kMergedWithNext;
   if (b == "Contiguous") return SplitBehavior::kContiguous;
-  fail(source, "split behavior '" + b + "' is not one of Removed, Isolated, MergedWithPrevious, "
-                                        "MergedWithNext, Contiguous");
+  fail(source, "split behavior '" + b +
+                   "' is not one of Removed, Isolated, MergedWithPrevious, "
+                   "MergedWithNext, Contiguous");
 }
 
 // Metaspace's settings, old (add_prefix_space) and new (prepend_scheme) forms.
@@ -103,7 +107,8 @@ void add_normalizer(const json& j, const std::string& source, std::vector<Normal
   } else if (type == "Prepend") {
     out.push_back(Prepend{str(j, "prepend", "")});
   } else if (type == "Replace") {
-    out.push_back(Replace{parse_pattern(j.value("pattern", json()), source, type), str(j, "content", "")});
+    out.push_back(
+        Replace{parse_pattern(j.value("pattern", json()), source, type), str(j, "content", "")});
   } else if (type == "Strip") {
     out.push_back(Strip{flag(j, "strip_left", true), flag(j, "strip_right", true)});
   } else {
@@ -111,11 +116,13 @@ void add_normalizer(const json& j, const std::string& source, std::vector<Normal
   }
 }
 
-void add_pre_tokenizer(const json& j, const std::string& source, std::vector<PreTokenizeStep>& out) {
+void add_pre_tokenizer(const json& j, const std::string& source,
+                       std::vector<PreTokenizeStep>& out) {
   using K = PreTokenizeStep::Kind;
   const std::string type = type_of(j, source, "pre-tokenizer");
   if (type == "Sequence") {
-    for (const auto& sub : list(j, "pretokenizers", source, type)) add_pre_tokenizer(sub, source, out);
+    for (const auto& sub : list(j, "pretokenizers", source, type))
+      add_pre_tokenizer(sub, source, out);
     return;
   }
   PreTokenizeStep s;
@@ -164,22 +171,26 @@ void add_decoder(const json& j, const std::string& source, std::vector<DecoderSt
   } else if (type == "Metaspace") {
     out.push_back(MetaspaceDecode{replacement_char(j, source), parse_prepend_scheme(j, source)});
   } else if (type == "Replace") {
-    out.push_back(ReplaceDecode{parse_pattern(j.value("pattern", json()), source, type), str(j, "content", "")});
+    out.push_back(ReplaceDecode{parse_pattern(j.value("pattern", json()), source, type),
+                                str(j, "content", "")});
   } else if (type == "ByteFallback") {
     out.push_back(ByteFallbackDecode{});
   } else if (type == "Fuse") {
     out.push_back(FuseDecode{});
   } else if (type == "Strip") {
     const std::string c = str(j, "content", " ");
-    if (c.empty() || utf8_next(c, 0).len != c.size()) fail(source, "Strip decoder content '" + c + "' is not one character");
-    out.push_back(StripDecode{c, j.value("start", std::size_t{0}), j.value("stop", std::size_t{0})});
+    if (c.empty() || utf8_next(c, 0).len != c.size())
+      fail(source, "Strip decoder content '" + c + "' is not one character");
+    out.push_back(
+        StripDecode{c, j.value("start", std::size_t{0}), j.value("stop", std::size_t{0})});
   } else {
     fail(source, "decoder type '" + type + "' is not supported");
   }
 }
 
 // ["[CLS]", 101] as BertProcessing / RobertaProcessing write a token.
-std::uint32_t pair_id(const json& j, const char* key, const std::string& source, const std::string& type) {
+std::uint32_t pair_id(const json& j, const char* key, const std::string& source,
+                      const std::string& type) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_array() || it->size() != 2 || !(*it)[1].is_number_unsigned()) {
     fail(source, type + " \"" + key + "\" is not [token, id]");
@@ -188,7 +199,8 @@ std::uint32_t pair_id(const json& j, const char* key, const std::string& source,
 }
 
 void add_post(const json& j, const std::string& source,
-              const std::function<std::uint32_t(const std::string&)>& id_of, std::vector<Template>& out) {
+              const std::function<std::uint32_t(const std::string&)>& id_of,
+              std::vector<Template>& out) {
   const std::string type = type_of(j, source, "post-processor");
   if (type == "Sequence") {
     for (const auto& sub : list(j, "processors", source, type)) add_post(sub, source, id_of, out);
@@ -206,7 +218,8 @@ void add_post(const json& j, const std::string& source,
         auto sp = specials.find(name);
         if (sp != specials.end() && sp->contains("ids") && (*sp)["ids"].is_array()) {
           for (const auto& id : (*sp)["ids"]) {
-            if (!id.is_number_unsigned()) fail(source, type + " special token '" + name + "' has a bad id");
+            if (!id.is_number_unsigned())
+              fail(source, type + " special token '" + name + "' has a bad id");
             p.ids.push_back(id.get<std::uint32_t>());
           }
         } else {
@@ -219,7 +232,9 @@ void add_post(const json& j, const std::string& source,
     }
     out.push_back(std::move(t));
   } else if (type == "BertProcessing" || type == "RobertaProcessing") {
-    out.push_back({{false, {pair_id(j, "cls", source, type)}}, {true, {}}, {false, {pair_id(j, "sep", source, type)}}});
+    out.push_back({{false, {pair_id(j, "cls", source, type)}},
+                   {true, {}},
+                   {false, {pair_id(j, "sep", source, type)}}});
   } else {
     fail(source, "post-processor type '" + type + "' is not supported");
   }
@@ -246,8 +261,9 @@ Decoder parse_decoder(const json& j, const std::string& source) {
   return Decoder(std::move(steps));
 }
 
-std::vector<Template> parse_post_processor(const json& j, const std::string& source,
-                                           const std::function<std::uint32_t(const std::string&)>& id_of) {
+std::vector<Template> parse_post_processor(
+    const json& j, const std::string& source,
+    const std::function<std::uint32_t(const std::string&)>& id_of) {
   std::vector<Template> out;
   if (!j.is_null()) add_post(j, source, id_of, out);
   return out;

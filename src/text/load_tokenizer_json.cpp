@@ -133,7 +133,8 @@ TokenizerSpec load_tokenizer_json(const std::filesystem::path& path) {
       if (t.content == name) return t.id;
     }
     auto it = spec.bpe.vocab.find(name);
-    if (it == spec.bpe.vocab.end()) fail(src, "post-processor token '" + name + "' is not in the vocab");
+    if (it == spec.bpe.vocab.end())
+      fail(src, "post-processor token '" + name + "' is not in the vocab");
     return it->second;
   });
   return spec;

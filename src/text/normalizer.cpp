@@ -36,15 +36,14 @@ std::string strip(std::string_view s, const Strip& how) {
 std::string Normalizer::apply(std::string_view text) const {
   std::string s(text);
   for (const NormalizerStep& step : steps_) {
-    s = std::visit(
-        Overloaded{
-            [&](const NormalizeForm& n) { return normalize(s, n.form); },
-            [&](const Lowercase&) { return lowercase(s); },
-            [&](const Prepend& p) { return s.empty() ? s : p.prefix + s; },
-            [&](const Replace& r) { return r.pattern.replace_all(s, r.content); },
-            [&](const Strip& st) { return strip(s, st); },
-        },
-        step);
+    s = std::visit(Overloaded{
+                       [&](const NormalizeForm& n) { return normalize(s, n.form); },
+                       [&](const Lowercase&) { return lowercase(s); },
+                       [&](const Prepend& p) { return s.empty() ? s : p.prefix + s; },
+                       [&](const Replace& r) { return r.pattern.replace_all(s, r.content); },
+                       [&](const Strip& st) { return strip(s, st); },
+                   },
+                   step);
   }
   return s;
 }

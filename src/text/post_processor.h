@@ -9,8 +9,8 @@
 namespace forge::text {
 
 struct TemplatePiece {
-  bool sequence = false;             // the encoded text itself
-  std::vector<std::uint32_t> ids;    // otherwise: these special-token ids
+  bool sequence = false;           // the encoded text itself
+  std::vector<std::uint32_t> ids;  // otherwise: these special-token ids
 };
 using Template = std::vector<TemplatePiece>;
 

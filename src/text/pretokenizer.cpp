@@ -170,8 +170,10 @@ void PreTokenizer::run(std::size_t step, std::string_view piece, bool at_start,
       return;
     }
     case K::kDigits:
-      each(apply_behavior(char_marks(piece, [](std::uint32_t cp) { return cp < 0x80 && is_digit(static_cast<char>(cp)); }),
-                          st.individual_digits ? SplitBehavior::kIsolated : SplitBehavior::kContiguous));
+      each(apply_behavior(
+          char_marks(piece,
+                     [](std::uint32_t cp) { return cp < 0x80 && is_digit(static_cast<char>(cp)); }),
+          st.individual_digits ? SplitBehavior::kIsolated : SplitBehavior::kContiguous));
       return;
     case K::kPunctuation:
       each(apply_behavior(char_marks(piece, is_punctuation), st.behavior));

@@ -182,7 +182,8 @@ Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
 }
 
 Tokenizer Tokenizer::from_path(const std::filesystem::path& file_or_dir) {
-  return std::filesystem::is_directory(file_or_dir) ? from_dir(file_or_dir) : from_file(file_or_dir);
+  return std::filesystem::is_directory(file_or_dir) ? from_dir(file_or_dir)
+                                                    : from_file(file_or_dir);
 }
 
 std::vector<std::uint32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {

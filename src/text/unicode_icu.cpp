@@ -18,10 +18,18 @@ const icu::Normalizer2& normalizer(NormalForm form) {
   UErrorCode err = U_ZERO_ERROR;
   const icu::Normalizer2* n = nullptr;
   switch (form) {
-    case NormalForm::kNfc: n = icu::Normalizer2::getNFCInstance(err); break;
-    case NormalForm::kNfd: n = icu::Normalizer2::getNFDInstance(err); break;
-    case NormalForm::kNfkc: n = icu::Normalizer2::getNFKCInstance(err); break;
-    case NormalForm::kNfkd: n = icu::Normalizer2::getNFKDInstance(err); break;
+    case NormalForm::kNfc:
+      n = icu::Normalizer2::getNFCInstance(err);
+      break;
+    case NormalForm::kNfd:
+      n = icu::Normalizer2::getNFDInstance(err);
+      break;
+    case NormalForm::kNfkc:
+      n = icu::Normalizer2::getNFKCInstance(err);
+      break;
+    case NormalForm::kNfkd:
+      n = icu::Normalizer2::getNFKDInstance(err);
+      break;
   }
   if (U_FAILURE(err) || !n) {
     throw Error(std::string("[unicode] ICU normalizer unavailable: ") + u_errorName(err));
@@ -38,7 +46,8 @@ std::string normalize(std::string_view text, NormalForm form) {
   if (n.isNormalized(src, err) && U_SUCCESS(err)) return std::string(text);
   err = U_ZERO_ERROR;
   const icu::UnicodeString dst = n.normalize(src, err);
-  if (U_FAILURE(err)) throw Error(std::string("[unicode] normalization failed: ") + u_errorName(err));
+  if (U_FAILURE(err))
+    throw Error(std::string("[unicode] normalization failed: ") + u_errorName(err));
   std::string out;
   dst.toUTF8String(out);
   return out;
@@ -60,7 +69,8 @@ std::string lowercase(std::string_view text) {
       UChar dst[8];
       UErrorCode err = U_ZERO_ERROR;
       const int32_t len = u_strToLower(dst, 8, src, n, "", &err);
-      if (U_FAILURE(err)) throw Error(std::string("[unicode] lowercase failed: ") + u_errorName(err));
+      if (U_FAILURE(err))
+        throw Error(std::string("[unicode] lowercase failed: ") + u_errorName(err));
       for (int32_t k = 0; k < len;) {
         UChar32 c;
         U16_NEXT(dst, k, len, c);
@@ -75,8 +85,9 @@ std::string lowercase(std::string_view text) {
 bool is_whitespace(std::uint32_t cp) { return u_hasBinaryProperty(cp, UCHAR_WHITE_SPACE); }
 
 bool is_punctuation(std::uint32_t cp) {
-  if (cp < 0x80) return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) ||
-                        (cp >= 0x5B && cp <= 0x60) || (cp >= 0x7B && cp <= 0x7E);
+  if (cp < 0x80)
+    return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
+           (cp >= 0x7B && cp <= 0x7E);
   return u_ispunct(cp);
 }
 

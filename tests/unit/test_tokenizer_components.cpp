@@ -18,7 +18,9 @@ using K = PreTokenizeStep::Kind;
 
 V pieces(std::string_view text, std::vector<PreTokenizeStep> steps, bool at_start = true) {
   V out;
-  PreTokenizer(std::move(steps)).split(text, at_start, [&](std::string_view p) { out.emplace_back(p); });
+  PreTokenizer(std::move(steps)).split(text, at_start, [&](std::string_view p) {
+    out.emplace_back(p);
+  });
   return out;
 }
 
@@ -55,9 +57,11 @@ TEST(TokenizerComponents, SplitBehaviors) {
 
 TEST(TokenizerComponents, SplitRegexAndInvert) {
   const Pattern digits = Pattern::regex("\\d+");
-  EXPECT_EQ(pieces("ab12cd345", {split_step(digits, SplitBehavior::kIsolated)}), (V{"ab", "12", "cd", "345"}));
+  EXPECT_EQ(pieces("ab12cd345", {split_step(digits, SplitBehavior::kIsolated)}),
+            (V{"ab", "12", "cd", "345"}));
   // Inverted, the text between matches is what gets removed / merged.
-  EXPECT_EQ(pieces("ab12cd345", {split_step(digits, SplitBehavior::kRemoved, true)}), (V{"12", "345"}));
+  EXPECT_EQ(pieces("ab12cd345", {split_step(digits, SplitBehavior::kRemoved, true)}),
+            (V{"12", "345"}));
   EXPECT_EQ(pieces("ab12cd345", {split_step(digits, SplitBehavior::kMergedWithNext, true)}),
             (V{"ab12", "cd345"}));
   // Unicode properties, lookahead and inline flags (Oniguruma).
@@ -102,7 +106,10 @@ TEST(TokenizerComponents, Punctuation) {
   EXPECT_EQ(pieces("Hey friend!     How are you?!?", {p}),
             (V{"Hey friend", "!", "     How are you", "?", "!", "?"}));
   p.behavior = SplitBehavior::kContiguous;
-  EXPECT_EQ(pieces("you?!? \xC2\xBF" "a$", {p}), (V{"you", "?!?", " ", "\xC2\xBF", "a", "$"}));
+  EXPECT_EQ(pieces("you?!? \xC2\xBF"
+                   "a$",
+                   {p}),
+            (V{"you", "?!?", " ", "\xC2\xBF", "a", "$"}));
 }
 
 TEST(TokenizerComponents, MetaspacePrependSchemes) {
@@ -127,10 +134,14 @@ TEST(TokenizerComponents, ByteLevelPrefixSpaceAndAlphabet) {
 }
 
 TEST(TokenizerComponents, Normalizers) {
-  EXPECT_EQ(norm("\xEF\xAC\x81" "ve \xE2\x91\xA0", {NormalizeForm{NormalForm::kNfkc}}), "five 1");  // ﬁ ①
+  EXPECT_EQ(norm("\xEF\xAC\x81"
+                 "ve \xE2\x91\xA0",
+                 {NormalizeForm{NormalForm::kNfkc}}),
+            "five 1");  // ﬁ ①
   EXPECT_EQ(norm("\xC3\xA9", {NormalizeForm{NormalForm::kNfd}}), "e\xCC\x81");
   EXPECT_EQ(norm("e\xCC\x81", {NormalizeForm{NormalForm::kNfc}}), "\xC3\xA9");
-  EXPECT_EQ(norm("\xEF\xAC\x81", {NormalizeForm{NormalForm::kNfc}}), "\xEF\xAC\x81");  // NFC keeps ﬁ
+  EXPECT_EQ(norm("\xEF\xAC\x81", {NormalizeForm{NormalForm::kNfc}}),
+            "\xEF\xAC\x81");  // NFC keeps ﬁ
   // Per character, as Rust's char::to_lowercase: final sigma stays σ.
   EXPECT_EQ(norm("HeLLo \xC3\x80\xCE\xA3", {Lowercase{}}), "hello \xC3\xA0\xCF\x83");
   EXPECT_EQ(norm(" \t hi \xE3\x80\x80", {Strip{true, true}}), "hi");
@@ -144,20 +155,23 @@ TEST(TokenizerComponents, Normalizers) {
 
 TEST(TokenizerComponents, Decoders) {
   EXPECT_EQ(dec({kMeta + "Hey", kMeta + "friend!"}, {MetaspaceDecode{}}), "Hey friend!");
-  EXPECT_EQ(dec({kMeta + "Hey", kMeta + "friend!"}, {MetaspaceDecode{kMeta, PrependScheme::kNever}}),
-            " Hey friend!");
+  EXPECT_EQ(
+      dec({kMeta + "Hey", kMeta + "friend!"}, {MetaspaceDecode{kMeta, PrependScheme::kNever}}),
+      " Hey friend!");
   // ByteFallback: a run of byte tokens is one UTF-8 string, or U+FFFD per byte if invalid.
   const std::string fffd = "\xEF\xBF\xBD";
-  EXPECT_EQ(dec({"<0xE2>", "<0x82>", "<0xAC>", "x"}, {ByteFallbackDecode{}}), "\xE2\x82\xAC" "x");
+  EXPECT_EQ(dec({"<0xE2>", "<0x82>", "<0xAC>", "x"}, {ByteFallbackDecode{}}),
+            "\xE2\x82\xAC"
+            "x");
   EXPECT_EQ(dec({"<0xE2>", "<0x82>", "x", "<0x41>"}, {ByteFallbackDecode{}}), fffd + fffd + "xA");
   // Strip cuts at most `start` copies from each token's front (per token before Fuse).
   EXPECT_EQ(dec({"  a", " b"}, {StripDecode{" ", 1, 0}}), " ab");
   EXPECT_EQ(dec({"  a", " b"}, {FuseDecode{}, StripDecode{" ", 1, 0}}), " a b");
   EXPECT_EQ(dec({"xa", "bx"}, {StripDecode{"x", 0, 1}}), "xab");
-  EXPECT_EQ(dec({kMeta + "a", kMeta + "b"},
-                {ReplaceDecode{Pattern::literal(kMeta), " "}, ByteFallbackDecode{}, FuseDecode{},
-                 StripDecode{" ", 1, 0}}),
-            "a b");
+  EXPECT_EQ(
+      dec({kMeta + "a", kMeta + "b"}, {ReplaceDecode{Pattern::literal(kMeta), " "},
+                                       ByteFallbackDecode{}, FuseDecode{}, StripDecode{" ", 1, 0}}),
+      "a b");
   EXPECT_EQ(dec({"\xC4\xA0hi", "!"}, {ByteLevelDecode{}}), " hi!");
   EXPECT_EQ(Decoder().decode({"a", "b"}), "a b");  // no decoder: joined by spaces
 }

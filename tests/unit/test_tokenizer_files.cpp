@@ -232,8 +232,10 @@ TEST(TokenizerFiles, MissingByteTokenIsAValueError) {
 
 TEST(TokenizerFiles, InvalidUtf8IsAValueErrorNamingTheOffset) {
   TempDir dir;
-  const auto tok = forge::Tokenizer::from_file(dir.write("t.json", tiny_tokenizer_json(false).dump()));
-  expect_error<forge::ValueError>([&] { tok.encode("hello\xFFworld"); }, {"UTF-8", "offset 5", "0xFF"});
+  const auto tok =
+      forge::Tokenizer::from_file(dir.write("t.json", tiny_tokenizer_json(false).dump()));
+  expect_error<forge::ValueError>([&] { tok.encode("hello\xFFworld"); },
+                                  {"UTF-8", "offset 5", "0xFF"});
   expect_error<forge::ValueError>([&] { tok.encode("ab\xE2\x82"); }, {"offset 2"});  // truncated
 }
 
@@ -243,19 +245,22 @@ TEST(TokenizerFiles, AddedTokensNormalizedMatchAfterTheNormalizer) {
   TempDir dir;
   json j = tiny_tokenizer_json(false);
   j["normalizer"] = {{"type", "Lowercase"}};
-  j["added_tokens"].push_back({{"id", 262}, {"content", "HELL"}, {"special", false}, {"normalized", true}});
-  j["added_tokens"].push_back({{"id", 263}, {"content", "WO"}, {"special", false}, {"normalized", false}});
+  j["added_tokens"].push_back(
+      {{"id", 262}, {"content", "HELL"}, {"special", false}, {"normalized", true}});
+  j["added_tokens"].push_back(
+      {{"id", 263}, {"content", "WO"}, {"special", false}, {"normalized", false}});
   const auto tok = forge::Tokenizer::from_file(dir.write("t.json", j.dump()));
   EXPECT_EQ(tok.encode("Hello"), (Ids{262, 'o'}));        // "hello" contains "hell"
-  EXPECT_EQ(tok.encode("WO"), (Ids{263}));                 // raw match before lowercasing
-  EXPECT_EQ(tok.encode("wo"), (Ids{'w', 'o'}));            // the raw token is case-sensitive
-  EXPECT_EQ(tok.encode_ordinary("WO"), (Ids{'w', 'o'}));   // ordinary: no added tokens, lowercased
+  EXPECT_EQ(tok.encode("WO"), (Ids{263}));                // raw match before lowercasing
+  EXPECT_EQ(tok.encode("wo"), (Ids{'w', 'o'}));           // the raw token is case-sensitive
+  EXPECT_EQ(tok.encode_ordinary("WO"), (Ids{'w', 'o'}));  // ordinary: no added tokens, lowercased
 }
 
 TEST(TokenizerFiles, AddedTokenSingleWord) {
   TempDir dir;
   json j = tiny_tokenizer_json(false);
-  j["added_tokens"].push_back({{"id", 262}, {"content", "ll"}, {"special", false}, {"single_word", true}});
+  j["added_tokens"].push_back(
+      {{"id", 262}, {"content", "ll"}, {"special", false}, {"single_word", true}});
   const auto tok = forge::Tokenizer::from_file(dir.write("t.json", j.dump()));
   // Inside "hello" it is not a word of its own, so BPE merges as usual.
   EXPECT_EQ(tok.encode("hello"), (Ids{kHello}));
@@ -270,11 +275,12 @@ TEST(TokenizerFiles, PostProcessorAddsBosUnlessAskedNot) {
   j["post_processor"] = {
       {"type", "Sequence"},
       {"processors",
-       json::array({{{"type", "ByteLevel"}},
-                    {{"type", "TemplateProcessing"},
-                     {"single", json::array({{{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 0}}}},
-                                             {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
-                     {"special_tokens", json::object()}}})}};
+       json::array(
+           {{{"type", "ByteLevel"}},
+            {{"type", "TemplateProcessing"},
+             {"single", json::array({{{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 0}}}},
+                                     {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+             {"special_tokens", json::object()}}})}};
   const auto tok = forge::Tokenizer::from_file(dir.write("t.json", j.dump()));
   EXPECT_EQ(tok.encode("hello"), (Ids{kEot, kHello}));
   EXPECT_EQ(tok.encode("hello", false), (Ids{kHello}));

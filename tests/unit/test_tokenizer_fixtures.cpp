@@ -4,15 +4,15 @@
 // the forge command line. GPT-2's hand-written split against the same pattern
 // run by the regex engine.
 #include <gtest/gtest.h>
-
-#include <cstdio>
-#include <map>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <string>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "forge/tokenizer.h"
 #include "text/utf8.h"
@@ -76,7 +76,8 @@ TEST_P(TokenizerFixture, EveryCaseMatchesHuggingFace) {
     }
     EXPECT_EQ(tok.decode(ids), c["decoded"].get<std::string>()) << style << ": " << text;
     if (c.contains("decoded_skip_special")) {
-      EXPECT_EQ(tok.decode(ids, true), c["decoded_skip_special"].get<std::string>()) << style << ": " << text;
+      EXPECT_EQ(tok.decode(ids, true), c["decoded_skip_special"].get<std::string>())
+          << style << ": " << text;
     }
   }
 }
@@ -106,11 +107,12 @@ TEST_P(TokenizerFixture, CommandLineMatchesTheFirstCases) {
   const json cases = cases_of(style);
   // The case with the most non-ASCII text and the first one.
   for (const json& c : {cases[0], cases[cases.size() / 2]}) {
-    const fs::path text_file =
-        fs::temp_directory_path() / ("forge_tok_cli_" + style + std::to_string(::getpid()) + ".txt");
+    const fs::path text_file = fs::temp_directory_path() /
+                               ("forge_tok_cli_" + style + std::to_string(::getpid()) + ".txt");
     std::ofstream(text_file, std::ios::binary) << c["text"].get<std::string>();
     int code = 0;
-    std::string out = run_cli("tokenize --tokenizer " + file + " --text-file " + text_file.string() + " --json", code);
+    std::string out = run_cli(
+        "tokenize --tokenizer " + file + " --text-file " + text_file.string() + " --json", code);
     ASSERT_EQ(code, 0) << out;
     EXPECT_EQ(json::parse(out)["ids"], c["ids"]) << style;
     if (c.contains("ids_no_special")) {
@@ -127,7 +129,8 @@ TEST_P(TokenizerFixture, CommandLineMatchesTheFirstCases) {
     ASSERT_EQ(code, 0) << out;
     EXPECT_EQ(json::parse(out)["text"], c["decoded"]) << style;
     if (c.contains("decoded_skip_special")) {
-      out = run_cli("detokenize --tokenizer " + file + " --ids " + ids + " --skip-special --json", code);
+      out = run_cli("detokenize --tokenizer " + file + " --ids " + ids + " --skip-special --json",
+                    code);
       ASSERT_EQ(code, 0) << out;
       EXPECT_EQ(json::parse(out)["text"], c["decoded_skip_special"]) << style;
     }
@@ -145,11 +148,13 @@ TEST(TokenizerFixtures, Gpt2HandWrittenSplitEqualsTheRegexEngine) {
       {"pretokenizers",
        {{{"type", "Split"},
          {"pattern",
-          {{"Regex", R"re((?:'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+))re"}}},
+          {{"Regex",
+            R"re((?:'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+))re"}}},
          {"behavior", "Isolated"},
          {"invert", false}},
         {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
-  const fs::path file = fs::temp_directory_path() / ("forge_gpt2_regex_" + std::to_string(::getpid()) + ".json");
+  const fs::path file =
+      fs::temp_directory_path() / ("forge_gpt2_regex_" + std::to_string(::getpid()) + ".json");
   std::ofstream(file) << j.dump();
   const auto by_regex = forge::Tokenizer::from_file(file);
   fs::remove(file);
@@ -159,7 +164,9 @@ TEST(TokenizerFixtures, Gpt2HandWrittenSplitEqualsTheRegexEngine) {
     for (const auto& c : cases_of(style)) texts.push_back(c["text"]);
   }
   // Classes at their edges: other scripts' letters and digits, odd spaces, marks.
-  texts.push_back("\xE4\xB8\xAD\xE6\x96\x87 \xD9\xA3\xD9\xA4 x\xC2\xA0y \xE2\x80\x83z\n\n \t\r\n a\xCC\x81 \xF0\x9F\xA4\x97!!");
+  texts.push_back(
+      "\xE4\xB8\xAD\xE6\x96\x87 \xD9\xA3\xD9\xA4 x\xC2\xA0y \xE2\x80\x83z\n\n \t\r\n a\xCC\x81 "
+      "\xF0\x9F\xA4\x97!!");
   texts.push_back("   'll've'S 12345 ?? \xE2\x85\xA7 \xC2\xB2 end   ");
   for (const auto& t : texts) EXPECT_EQ(by_hand.encode(t), by_regex.encode(t)) << t;
 }

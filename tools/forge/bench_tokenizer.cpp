@@ -6,12 +6,13 @@
 // --styles-dir (tokenizer-<style>/tokenizer.json; default tests/fixtures),
 // and GPT-2 a second time with its split pattern run by the regex engine
 // ("gpt2-regex") beside the hand-written split ("gpt2").
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -80,11 +81,13 @@ Tokenizer gpt2_through_regex(const fs::path& gpt2_json) {
       {"pretokenizers",
        {{{"type", "Split"},
          {"pattern",
-          {{"Regex", R"re((?:'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+))re"}}},
+          {{"Regex",
+            R"re((?:'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+))re"}}},
          {"behavior", "Isolated"},
          {"invert", false}},
         {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
-  const fs::path tmp = fs::temp_directory_path() / ("forge-bench-gpt2-regex-" + std::to_string(::getpid()) + ".json");
+  const fs::path tmp = fs::temp_directory_path() /
+                       ("forge-bench-gpt2-regex-" + std::to_string(::getpid()) + ".json");
   {
     std::ofstream out(tmp);
     out << j.dump();
@@ -115,7 +118,7 @@ void bench(const BenchArgs& a) {
     const Result r = measure(Tokenizer::from_path(a.tokenizer), texts, a.repeat);
     if (a.json) {
       std::cout << nlohmann::json{{"bench", "tokenizer"}, {"files", files.size()},
-                                  {"bytes", r.bytes}, {"tokens", r.tokens},
+                                  {"bytes", r.bytes},     {"tokens", r.tokens},
                                   {"seconds", r.seconds}, {"mb_per_s", r.mb_per_s()}}
                        .dump()
                 << "\n";
@@ -128,9 +131,11 @@ void bench(const BenchArgs& a) {
 
   std::vector<std::pair<std::string, Tokenizer>> styles;
   for (const char* style : kStyles) {
-    const fs::path file = fs::path(a.styles_dir) / (std::string("tokenizer-") + style) / "tokenizer.json";
+    const fs::path file =
+        fs::path(a.styles_dir) / (std::string("tokenizer-") + style) / "tokenizer.json";
     if (!fs::exists(file)) {
-      throw IoError("[bench tokenizer] no '" + file.string() + "': pass --styles-dir or --tokenizer");
+      throw IoError("[bench tokenizer] no '" + file.string() +
+                    "': pass --styles-dir or --tokenizer");
     }
     styles.emplace_back(style, Tokenizer::from_file(file));
     if (std::string(style) == "gpt2") styles.emplace_back("gpt2-regex", gpt2_through_regex(file));
@@ -140,14 +145,20 @@ void bench(const BenchArgs& a) {
   for (const auto& [name, tok] : styles) {
     const Result r = measure(tok, texts, a.repeat);
     bytes = r.bytes;
-    rows.push_back({{"style", name}, {"tokens", r.tokens}, {"seconds", r.seconds}, {"mb_per_s", r.mb_per_s()}});
+    rows.push_back({{"style", name},
+                    {"tokens", r.tokens},
+                    {"seconds", r.seconds},
+                    {"mb_per_s", r.mb_per_s()}});
     if (!a.json) {
       std::printf("%-11s %zu bytes -> %zu tokens in %.3f s: %.1f MB/s\n", name.c_str(), r.bytes,
                   r.tokens, r.seconds, r.mb_per_s());
     }
   }
   if (a.json) {
-    std::cout << nlohmann::json{{"bench", "tokenizer"}, {"files", files.size()}, {"bytes", bytes}, {"styles", rows}}
+    std::cout << nlohmann::json{{"bench", "tokenizer"},
+                                {"files", files.size()},
+                                {"bytes", bytes},
+                                {"styles", rows}}
                      .dump()
               << "\n";
   }
