@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "forge/error.h"
+#include "text/byte_level.h"
 #include "text/utf8.h"
 
 namespace forge::text {
@@ -61,6 +62,12 @@ BpeModel::BpeModel(BpeConfig config, const std::string& source)
       std::snprintf(name, sizeof name, "<0x%02X>", b);
       if (auto it = vocab_.find(std::string_view(name)); it != vocab_.end())
         fallback_ids_[b] = it->second;
+    }
+  }
+  for (int b = 0; b < 256; ++b) byte_ids_[b] = char_id(byte_to_char(static_cast<std::uint8_t>(b)));
+  if (ignore_merges_) {
+    for (const auto& [token, id] : vocab_) {
+      if (auto raw = byte_level_to_bytes(token)) by_bytes_.emplace(std::move(*raw), id);
     }
   }
   if (config.unk_token) {
@@ -125,18 +132,34 @@ void BpeModel::initial_symbols(std::string_view piece, std::vector<std::uint32_t
   if (unk_pending) ids.push_back(*unk_id_);
 }
 
-void BpeModel::encode_piece(std::string_view piece, std::vector<std::uint32_t>& out,
-                            const CacheLease& lease) const {
+void BpeModel::byte_symbols(std::string_view piece, std::vector<std::uint32_t>& ids) const {
+  for (unsigned char b : piece) {
+    if (byte_ids_[b] < 0) {
+      // A byte-level character missing from the vocab: the general rules (unk, fallback).
+      initial_symbols(bytes_to_byte_level(piece), ids);
+      return;
+    }
+  }
+  for (unsigned char b : piece) ids.push_back(static_cast<std::uint32_t>(byte_ids_[b]));
+}
+
+void BpeModel::encode_piece(std::string_view piece, bool raw_bytes,
+                            std::vector<std::uint32_t>& out, const CacheLease& lease) const {
   if (piece.empty()) return;
   if (ignore_merges_) {
-    auto it = vocab_.find(piece);
-    if (it != vocab_.end()) {
+    const auto& whole = raw_bytes ? by_bytes_ : vocab_;
+    auto it = whole.find(piece);
+    if (it != whole.end()) {
       out.push_back(it->second);
       return;
     }
   }
-  if (utf8_next(piece, 0).len == piece.size()) {
-    initial_symbols(piece, out);
+  if (raw_bytes ? piece.size() == 1 : utf8_next(piece, 0).len == piece.size()) {
+    if (raw_bytes) {
+      byte_symbols(piece, out);
+    } else {
+      initial_symbols(piece, out);
+    }
     return;
   }
   const bool cacheable = lease.held() && piece.size() <= kCacheMaxPiece;
@@ -148,7 +171,7 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<std::uint32_t>& 
     }
   }
   const std::size_t first = out.size();
-  merge(piece, out);
+  merge(piece, raw_bytes, out);
   if (cacheable) {
     if (cache_.size() >= kCacheMaxEntries) cache_.clear();
     cache_.emplace(std::string(piece), std::vector<std::uint32_t>(out.begin() + first, out.end()));
@@ -157,10 +180,15 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<std::uint32_t>& 
 
 // Merges adjacent symbols, lowest rank first (leftmost among equal ranks),
 // using a heap of candidates that are re-checked when popped.
-void BpeModel::merge(std::string_view piece, std::vector<std::uint32_t>& out) const {
+void BpeModel::merge(std::string_view piece, bool raw_bytes,
+                     std::vector<std::uint32_t>& out) const {
   std::vector<std::uint32_t> id;  // [n] token of symbol i
   id.reserve(piece.size());
-  initial_symbols(piece, id);
+  if (raw_bytes) {
+    byte_symbols(piece, id);
+  } else {
+    initial_symbols(piece, id);
+  }
   const auto n = static_cast<std::int32_t>(id.size());
   if (n == 0) return;
   std::vector<std::int32_t> next(n), prev(n);

@@ -155,8 +155,13 @@ void PreTokenizer::run(std::size_t step, std::string_view piece, bool at_start,
         spaced.append(piece);
         s = spaced;
       }
+      const bool raw = raw_byte_level_ && step + 1 == steps_.size();
       auto mapped = [&](std::string_view sub, bool start) {
-        run(step + 1, bytes_to_byte_level(sub), start, emit);
+        if (raw) {
+          emit(sub);
+        } else {
+          run(step + 1, bytes_to_byte_level(sub), start, emit);
+        }
       };
       if (!st.use_regex) {
         mapped(s, at_start);

@@ -53,7 +53,14 @@ std::size_t gpt2_piece_end(std::string_view s, std::size_t i);
 class PreTokenizer {
  public:
   PreTokenizer() = default;
-  explicit PreTokenizer(std::vector<PreTokenizeStep> steps) : steps_(std::move(steps)) {}
+  // `raw_byte_level`: a final ByteLevel step emits raw bytes instead of their
+  // byte-level spelling (for BpeModel::encode_piece's raw_bytes path).
+  explicit PreTokenizer(std::vector<PreTokenizeStep> steps, bool raw_byte_level = false)
+      : steps_(std::move(steps)), raw_byte_level_(raw_byte_level) {}
+  // Pieces come out as raw bytes (see raw_byte_level).
+  bool emits_raw_bytes() const {
+    return raw_byte_level_ && !steps_.empty() && steps_.back().kind == PreTokenizeStep::Kind::kByteLevel;
+  }
 
   // Calls `emit` for every non-empty piece of `text`, in order. `at_start`:
   // `text` begins the input (Metaspace's prepend_scheme "first"). A piece may
@@ -67,6 +74,7 @@ class PreTokenizer {
   void run(std::size_t step, std::string_view piece, bool at_start,
            const std::function<void(std::string_view)>& emit) const;
   std::vector<PreTokenizeStep> steps_;
+  bool raw_byte_level_ = false;
 };
 
 }  // namespace forge::text

@@ -39,7 +39,7 @@ Tokenizer::Impl::Impl(text::TokenizerSpec spec)
       raw_matcher(with_normalized(spec.added, false, spec.normalizer)),
       norm_matcher(with_normalized(spec.added, true, spec.normalizer)),
       normalizer(std::move(spec.normalizer)),
-      pre(std::move(spec.pre_steps)),
+      pre(std::move(spec.pre_steps), /*raw_byte_level=*/true),
       post(std::move(spec.post)),
       decoder(std::move(spec.decoder)),
       bos(spec.bos),
@@ -97,8 +97,9 @@ std::vector<std::uint32_t> Tokenizer::Impl::encode(std::string_view text, bool m
   std::vector<std::uint32_t> out;
   out.reserve(text.size() / 3 + 1);
   const text::BpeModel::CacheLease lease(model);
+  const bool raw_bytes = pre.emits_raw_bytes();
   const std::function<void(std::string_view)> emit = [&](std::string_view piece) {
-    model.encode_piece(piece, out, lease);
+    model.encode_piece(piece, raw_bytes, out, lease);
   };
   // Normalized text between added tokens, then the added tokens matched in it.
   auto normalized = [&](std::string_view seg, bool at_start) {
