@@ -13,6 +13,7 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev          # libFuzzer for the parser fuzz test
   nodejs npm                        # npm fetches Dawn (package.json)
   fortunes                          # public-domain English text for the tokenizer benchmark and training
+  libonig-dev libicu-dev            # tokenizer: Split / Replace regexes, Unicode normalization
 )
 
 missing=()
