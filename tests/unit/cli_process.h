@@ -35,6 +35,8 @@ class CliProcess {
       if (fd < 0) ::_exit(120);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
+      // One CPU thread: fast on a busy machine, and the same arithmetic in every run.
+      ::setenv("OMP_NUM_THREADS", "1", 0);
       for (const auto& [k, v] : o.env) ::setenv(k.c_str(), v.c_str(), 1);
       if (o.max_file_size >= 0) {
         const rlimit r{rlim_t(o.max_file_size), rlim_t(o.max_file_size)};

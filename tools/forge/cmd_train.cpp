@@ -147,8 +147,8 @@ void run(TrainArgs a) {
                     (holds_train_run(out) ? " (the run stopped before its first one: start it again with --overwrite)"
                                           : ""));
     if (!found->recovered_from.empty())
-      say("an interrupted save left " + found->recovered_from + " behind; recovered the checkpoint of step " +
-          std::to_string(found->step) + " from it");
+      say("recovered the checkpoint of step " + std::to_string(found->step) + " from " + found->recovered_from +
+          " (a save had been cut short)");
     for (const std::string& note : apply_saved_settings(a, found->settings, found->step)) say(note);
   } else {
     if (holds_train_run(out) && !a.overwrite)

@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
   app.footer(
       "Run 'forge help COMMAND' for a command's options.\n"
       "Exit codes: 0 ok, 1 runtime error, 2 usage error, 130 / 143 stopped by SIGINT / SIGTERM.");
-  app.option_defaults()->always_capture_default();
+  // Help shows every default; an option given twice takes its last value.
+  app.option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.require_subcommand(1);
   for (auto& c : commands()) c.setup(*app.add_subcommand(c.name, c.help));
   CLI::App* bench = nullptr;
