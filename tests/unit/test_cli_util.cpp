@@ -95,10 +95,11 @@ TEST(CliUtil, DataFoldersStandForTheirTextFiles) {
   fs::create_directories(dir.path / "texts" / "sub");
   std::ofstream(dir.path / "texts" / "b.txt") << "b";
   std::ofstream(dir.path / "texts" / "sub" / "a.md") << "a";
-  std::ofstream(dir.path / "texts" / "image.png") << "png";
+  std::ofstream(dir.path / "texts" / "image.png") << std::string("\x89PNG\0\0", 6);  // binary: skipped
+  std::ofstream(dir.path / "texts" / ".hidden.txt") << "hidden";
   std::ofstream(dir.path / "one.txt") << "one";
   fs::create_directories(dir.path / "nothing");
-  std::ofstream(dir.path / "nothing" / "data.bin") << "bin";
+  std::ofstream(dir.path / "nothing" / "data.bin") << std::string("a\0b", 3);
 
   const auto files = forge::cli::expand_text_files({(dir.path / "one.txt").string(), (dir.path / "texts").string()},
                                                    "--data");

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 
 #include "forge/error.h"
 
@@ -115,6 +116,18 @@ fs::path check_model_dir(const std::string& path, const std::string& flag) {
   throw IoError(flag + " " + q + " is a folder without config.json, not a model folder");
 }
 
+namespace {
+
+// A text file: no NUL byte in its first 8 KB (as git and grep decide).
+bool looks_like_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  char buf[8192];
+  f.read(buf, sizeof buf);
+  return f.gcount() > 0 && std::find(buf, buf + f.gcount(), '\0') == buf + f.gcount();
+}
+
+}  // namespace
+
 std::vector<std::string> expand_text_files(const std::vector<std::string>& paths, const std::string& flag) {
   std::vector<std::string> out;
   for (const std::string& p : paths) {
@@ -125,12 +138,13 @@ std::vector<std::string> expand_text_files(const std::vector<std::string>& paths
     if (!fs::exists(p)) throw IoError(flag + " '" + p + "' does not exist");
     if (!fs::is_directory(p)) throw IoError(flag + " '" + p + "' is not a regular file");
     std::vector<std::string> found;
-    for (const auto& e : fs::recursive_directory_iterator(p)) {
-      const std::string ext = e.path().extension().string();
-      if (e.is_regular_file() && (ext == ".txt" || ext == ".md" || ext == ".text")) found.push_back(e.path().string());
+    for (auto it = fs::recursive_directory_iterator(p); it != fs::recursive_directory_iterator(); ++it) {
+      const bool hidden = it->path().filename().string().starts_with(".");
+      if (hidden && it->is_directory()) it.disable_recursion_pending();
+      if (!hidden && it->is_regular_file() && looks_like_text(it->path())) found.push_back(it->path().string());
     }
     if (found.empty())
-      throw IoError(flag + " '" + p + "' is a directory without text files (it reads *.txt, *.md and *.text in it)");
+      throw IoError(flag + " '" + p + "' is a directory without text files (hidden and binary files are skipped)");
     std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   }

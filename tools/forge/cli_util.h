@@ -57,9 +57,10 @@ std::filesystem::path tokenizer_json_path(const std::filesystem::path& file_or_d
 // folder without config.json.
 std::filesystem::path check_model_dir(const std::string& path, const std::string& flag = "--model");
 
-// The files a --data list names, a folder standing for its *.txt, *.md and
-// *.text files (recursively, in name order). IoError for a missing path or a
-// folder without such files.
+// The files a --data list names, a folder standing for the text files in it
+// (recursively, in name order; hidden files and files with a NUL byte in
+// their first 8 KB are skipped). IoError for a missing path or a folder
+// without text files.
 std::vector<std::string> expand_text_files(const std::vector<std::string>& paths, const std::string& flag);
 
 }  // namespace forge::cli

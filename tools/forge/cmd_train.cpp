@@ -310,7 +310,7 @@ void run(TrainArgs a) {
 }
 
 void add_options(CLI::App& sub, TrainArgs& a) {
-  sub.add_option("--data", a.data, "Text files, or folders of *.txt / *.md / *.text files, to train on")
+  sub.add_option("--data", a.data, "Text files, or folders (their text files), to train on")
       ->expected(1, -1);
   sub.add_option("-m,--model", a.model, "Start from this model folder (config.json + safetensors)");
   sub.add_option("--preset,--init", a.preset, "Start from a new random model of this size")
