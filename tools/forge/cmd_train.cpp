@@ -142,6 +142,9 @@ void run(TrainArgs a) {
   std::optional<FoundCheckpoint> found;
   if (a.resume) {
     found = recover_train_checkpoint(ckpt);
+    if (!found && fs::exists(ckpt / "optimizer.safetensors") && !fs::exists(ckpt / "train.json"))
+      throw IoError("[train] --resume: '" + ckpt.string() + "' has no train.json (an older forge wrote it); train "
+                    "it further with --model " + ckpt.string() + " and a new --out");
     if (!found)
       throw IoError("[train] --resume: no checkpoint in '" + ckpt.string() + "' to resume from" +
                     (holds_train_run(out) ? " (the run stopped before its first one: start it again with --overwrite)"
@@ -276,6 +279,7 @@ void run(TrainArgs a) {
                .dump()
         << "\n";
     log.flush();
+    if (!log) throw IoError("[train] cannot write '" + (out / "log.jsonl").string() + "' (is the disk full?)");
     char line[256];
     std::snprintf(line, sizeof line, "step %lld/%lld loss %.4f grad_norm %.3f lr %.2e %.0f tok/s ETA %s",
                   (long long)(step + 1), (long long)a.steps, r.loss, r.grad_norm, r.lr, tok_rate,

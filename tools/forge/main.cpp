@@ -89,13 +89,15 @@ int main(int argc, char** argv) {
   }
   if (args[0] == "help") {
     CLI::App* topic = &app;
+    std::string parents;  // "forge bench" for `forge help bench train`
     for (size_t i = 1; i < args.size(); ++i) {
       CLI::App* sub = nullptr;
       for (CLI::App* s : topic->get_subcommands({})) sub = s->get_name() == args[i] ? s : sub;
       if (!sub) return usage_error("unknown command '" + args[i] + "'", "");
+      parents += (parents.empty() ? "" : " ") + topic->get_name();
       topic = sub;
     }
-    std::printf("%s", topic->help().c_str());
+    std::printf("%s", topic->help(parents).c_str());
     return 0;
   }
   // CLI11 reports an unknown command as a missing one; name it instead.
