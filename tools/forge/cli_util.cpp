@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "forge/error.h"
+#include "forge/gpt2.h"
 
 namespace forge::cli {
 
@@ -77,6 +78,22 @@ CLI::Option* check_between(CLI::Option* opt, double lo, double hi) {
         return {};
       },
       range));
+}
+
+CLI::Option* add_preset_option(CLI::App& app, std::string& value, const std::string& help,
+                               const std::string& names) {
+  return app.add_option(names, value, help)
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            try {
+              gpt2_preset(s);
+              return {};
+            } catch (const ValueError& e) {
+              const std::string m = e.what();
+              return m.starts_with("[gpt2] ") ? m.substr(7) : m;
+            }
+          },
+          "124M|355M|774M|1.5B|tiny"));
 }
 
 CLI::Option* add_tokenizer_option(CLI::App& app, std::string& value, const std::string& help, bool allow_bytes) {

@@ -6,6 +6,7 @@
 //                128 + signal when a run stops on SIGINT / SIGTERM (ExitCode)
 //   messages     one line on stderr: "forge: error: ..." (printed by main.cpp)
 //   short forms  -m --model, -p --prompt, -n (a count, such as --max-new-tokens)
+//   --preset     124M, 355M, 774M, 1.5B or tiny (add_preset_option)
 //   id lists     "1,2,3", "1 2 3" or "1, 2, 3" (what `forge tokenize` prints)
 //   ranges       "--steps must be >= 1, got -5" (check_at_least / check_between)
 //   --tokenizer  a tokenizer.json, a folder holding one, or 'bytes' where allowed
@@ -43,6 +44,11 @@ std::vector<uint32_t> parse_id_list(const std::string& text, const std::string& 
 // upper bound when hi is infinite).
 CLI::Option* check_at_least(CLI::Option* opt, int64_t min);
 CLI::Option* check_between(CLI::Option* opt, double lo, double hi = HUGE_VAL);
+
+// --preset NAME: a GPT-2 size gpt2_preset knows (a usage error naming the known
+// ones otherwise). `names` may add an alias: "--preset,--init".
+CLI::Option* add_preset_option(CLI::App& app, std::string& value, const std::string& help,
+                               const std::string& names = "--preset");
 
 // --tokenizer FILE|DIR (and 'bytes' when allow_bytes): the path must exist.
 CLI::Option* add_tokenizer_option(CLI::App& app, std::string& value, const std::string& help,

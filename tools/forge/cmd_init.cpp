@@ -44,9 +44,7 @@ const bool registered = register_command(
     {"init", "Write a randomly initialised model checkpoint (Hugging Face layout)", [](CLI::App& sub) {
        static InitArgs a;
        sub.add_option("--arch", a.arch, "Architecture (gpt2)")->capture_default_str();
-       sub.add_option("--preset", a.preset, "Size: 124M, 355M, 774M, 1.5B or tiny")
-           ->required()
-           ->check(CLI::IsMember({"124M", "355M", "774M", "1.5B", "tiny"}));
+       add_preset_option(sub, a.preset, "Model size")->required();
        sub.add_option("--out", a.out, "Output folder")->required();
        sub.add_option("--seed", a.seed, "Random seed")->capture_default_str();
        add_tokenizer_option(sub, a.tokenizer, "A tokenizer (file or folder) to copy into the folder, or 'bytes'", true);

@@ -317,8 +317,7 @@ void add_options(CLI::App& sub, TrainArgs& a) {
   sub.add_option("--data", a.data, "Text files, or folders (their text files), to train on")
       ->expected(1, -1);
   sub.add_option("-m,--model", a.model, "Start from this model folder (config.json + safetensors)");
-  sub.add_option("--preset,--init", a.preset, "Start from a new random model of this size")
-      ->check(CLI::IsMember({"124M", "355M", "774M", "1.5B", "tiny"}));
+  add_preset_option(sub, a.preset, "Start from a new random model of this size", "--preset,--init");
   check_at_least(sub.add_option("--n-layer", a.n_layer, "New model: blocks (0: the preset's)"), 0);
   check_at_least(sub.add_option("--n-embd", a.n_embd, "New model: embedding width (0: the preset's)"), 0);
   check_at_least(sub.add_option("--n-head", a.n_head, "New model: attention heads (0: the preset's)"), 0);
