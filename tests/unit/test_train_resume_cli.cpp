@@ -343,4 +343,7 @@ TEST(TrainResumeCli, FullDiskKeepsThePreviousCheckpoint) {
   EXPECT_NE(r.out.find("forge: error: [safetensors] cannot write"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("File too large"), std::string::npos) << r.out;
   EXPECT_TRUE(read_bytes(model / "model.safetensors") == weights);
+  r = run_cli({"init", "--preset", "tiny", "--out", (fx / "new").string()}, fx.dir.path, small);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_FALSE(fs::exists(fx / "new"));  // no half-written model folder
 }

@@ -19,8 +19,7 @@ struct InitArgs {
   uint64_t seed = 0;
 };
 
-void run(const InitArgs& a) {
-  if (a.arch != "gpt2") throw UsageError("unknown --arch '" + a.arch + "' (known: gpt2)");
+void write_model(const InitArgs& a) {
   Gpt2Config config = gpt2_preset(a.preset);
   if (a.tokenizer == "bytes") config.vocab_size = kByteVocabSize;
   write_gpt2_checkpoint(a.out, config, gpt2_random_tensors(config, a.seed));
@@ -36,6 +35,20 @@ void run(const InitArgs& a) {
     std::filesystem::copy_file(tokenizer_json_path(a.tokenizer), dest,
                                std::filesystem::copy_options::overwrite_existing, ec);
     if (ec) throw IoError("[init] cannot copy tokenizer '" + a.tokenizer + "': " + ec.message());
+  }
+}
+
+void run(const InitArgs& a) {
+  if (a.arch != "gpt2") throw UsageError("unknown --arch '" + a.arch + "' (known: gpt2)");
+  const bool fresh = !std::filesystem::exists(a.out);
+  try {
+    write_model(a);
+  } catch (...) {
+    // A new folder goes again (a full disk, say); an existing one keeps its
+    // model.safetensors, which is replaced only once whole.
+    std::error_code ec;
+    if (fresh) std::filesystem::remove_all(a.out, ec);
+    throw;
   }
   std::printf("wrote %s (gpt2 %s, seed %llu)\n", a.out.c_str(), a.preset.c_str(), (unsigned long long)a.seed);
 }
