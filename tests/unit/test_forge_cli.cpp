@@ -48,6 +48,10 @@ TEST(ForgeCli, HelpWithoutArgumentsAndHelpCommand) {
   EXPECT_NE(r.out.find("forge help COMMAND"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("2 usage error"), std::string::npos) << r.out;
 
+  r = run_cli({"--version"}, dir.path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("forge ", 0), 0u) << r.out;
+
   r = run_cli({"help"}, dir.path);
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("inspect"), std::string::npos) << r.out;
