@@ -260,6 +260,18 @@ TEST(TrainResumeCli, CrashBetweenTheRenamesOfASaveIsRecovered) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("recovered the checkpoint of step 2 from checkpoint.old"), std::string::npos) << r.out;
   expect_same_run(ref, run2);
+
+  // Killed with the new save whole but not yet renamed: the newer one wins.
+  const fs::path run3 = fx / "run3";
+  ASSERT_EQ(run_cli(train_args(fx.text, run3, 6, {"--save-every", "2", "--stop-at", "2"}), fx.dir.path).code, 0);
+  kill_there.env = {{"FORGE_FAULT_KILL_AT", "checkpoint-written"}};
+  ASSERT_EQ(run_cli(resume_args(run3), fx.dir.path, kill_there).code, 128 + SIGKILL);
+  ASSERT_TRUE(fs::exists(run3 / "checkpoint"));
+  ASSERT_TRUE(fs::exists(run3 / "checkpoint.tmp"));
+  r = run_cli(resume_args(run3), fx.dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("recovered the checkpoint of step 4 from checkpoint.tmp"), std::string::npos) << r.out;
+  expect_same_run(ref, run3);
 }
 
 TEST(TrainResumeCli, SigkillAtRandomMomentsNeverLosesTheRun) {
