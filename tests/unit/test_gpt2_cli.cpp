@@ -167,7 +167,7 @@ TEST(Gpt2Cli, GenerateErrors) {
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("frobnicate"), std::string::npos) << r.out;
   r = run("init --arch gpt2 --preset 7B --out /tmp/forge_never_written");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);  // a usage error
   EXPECT_NE(r.out.find("unknown preset '7B'"), std::string::npos) << r.out;
 }
 
