@@ -129,11 +129,17 @@ std::string float_repr(double v) {
     } else if (static_cast<std::size_t>(exp) + 1 >= digits.size()) {
       out = digits + std::string(static_cast<std::size_t>(exp) + 1 - digits.size(), '0') + ".0";
     } else {
-      out = digits.substr(0, static_cast<std::size_t>(exp) + 1) + "." + digits.substr(static_cast<std::size_t>(exp) + 1);
+      const std::size_t point = static_cast<std::size_t>(exp) + 1;
+      out.assign(digits, 0, point);
+      out += '.';
+      out.append(digits, point, std::string::npos);
     }
   } else {
     out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) {
+      out += '.';
+      out.append(digits, 1, std::string::npos);
+    }
     char eb[16];
     std::snprintf(eb, sizeof eb, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
     out += eb;
