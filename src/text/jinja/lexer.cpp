@@ -147,12 +147,22 @@ class Lexer {
       if (src_.compare(k, 6, "endraw") != 0) continue;
       k += 6;
       while (k < src_.size() && is_space(src_[k])) ++k;
-      bool end_minus = false;
-      if (k < src_.size() && (src_[k] == '-' || src_[k] == '+')) end_minus = src_[k++] == '-';
+      bool end_minus = false, end_plus = false;
+      if (k < src_.size() && (src_[k] == '-' || src_[k] == '+')) {
+        end_minus = src_[k] == '-';
+        end_plus = src_[k++] == '+';
+      }
       if (src_.compare(k, 2, "%}") != 0) continue;
       std::string body = src_.substr(pos_, i - pos_);
       if (minus) {
         while (!body.empty() && is_space(body.back())) body.pop_back();
+      } else if (src_[i + 2] != '+') {
+        // lstrip_blocks applies to the endraw tag as to any block tag.
+        const std::size_t nl = body.rfind('\n');
+        const std::size_t l = nl == std::string::npos ? 0 : nl + 1;
+        bool blank = l > 0 && l < body.size();
+        for (std::size_t k = l; blank && k < body.size(); ++k) blank = body[k] == ' ' || body[k] == '\t';
+        if (blank) body.resize(l);
       }
       emit_text(body, line_);
       line_ += count_lines(src_, pos_, k + 2);
@@ -161,7 +171,7 @@ class Lexer {
         while (pos_ < src_.size() && is_space(src_[pos_])) line_ += src_[pos_++] == '\n';
         return false;
       }
-      return eat_newline();
+      return end_plus ? false : eat_newline();
     }
     fail(tag_line, "unclosed '{% raw %}' block (no '{% endraw %}')");
   }

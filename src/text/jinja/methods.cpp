@@ -163,10 +163,11 @@ void add_builtins(Frame& g) {
         }));
   g.set("strftime_now", make_fn("strftime_now", [](Interp&, const Args& a, int line) {
           const std::string& fmt = req_str(a, 0, "format", "strftime_now", line);
+          if (fmt.size() > 1024) fail(line, "strftime_now(): format longer than 1024 bytes");
           const std::time_t now = std::time(nullptr);
           std::tm tm{};
           localtime_r(&now, &tm);
-          std::string buf(256 + fmt.size() * 8, '\0');
+          std::string buf(256 + fmt.size() * 64, '\0');  // %c is the widest at ~12x
           const std::size_t n = fmt.empty() ? 0 : std::strftime(buf.data(), buf.size(), fmt.c_str(), &tm);
           buf.resize(n);
           return Value::string(std::move(buf));
