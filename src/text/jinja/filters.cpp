@@ -145,7 +145,7 @@ Value apply_filter(Interp& in, const std::string& name, const Value& v, const Ar
   if (name == "upper") return Value::string(py_upper(to_str(v)));
   if (name == "lower") return Value::string(py_lower(to_str(v)));
   if (name == "capitalize") return Value::string(py_capitalize(to_str(v)));
-  if (name == "title") return Value::string(py_title(to_str(v)));
+  if (name == "title") return Value::string(jinja_title(to_str(v)));
   if (name == "string") return Value::string(to_str(v));
   if (name == "safe") return v;
   if (name == "default" || name == "d") {
@@ -284,13 +284,25 @@ bool apply_test(Interp& in, const std::string& name, const Value& v, const Args&
   if (name == "lower") return v.is_string() && py_lower(v.str()) == v.str();
   if (name == "upper") return v.is_string() && py_upper(v.str()) == v.str();
   if (name == "odd" || name == "even" || name == "divisibleby") {
-    if (v.type != T::Int && v.type != T::Bool) fail(line, "test '" + name + "' needs an integer, got " + type_name(v));
-    const std::int64_t x = v.type == T::Bool ? v.b : v.i;
-    if (name == "odd") return x % 2 != 0;
-    if (name == "even") return x % 2 == 0;
-    const Value* d = arg(a, 0, "num");
-    if (!d || d->type != T::Int || d->i == 0) fail(line, "test 'divisibleby' needs a non-zero integer");
-    return d->i == -1 || x % d->i == 0;
+    // value % 2 == 1 etc., as Python computes it for ints and floats.
+    if (v.type != T::Int && v.type != T::Bool && v.type != T::Float) {
+      fail(line, "test '" + name + "' needs a number, got " + std::string(type_name(v)));
+    }
+    const Value* d = name == "divisibleby" ? arg(a, 0, "num") : nullptr;
+    if (name == "divisibleby" && (!d || (d->type != T::Int && d->type != T::Float))) {
+      fail(line, "test 'divisibleby' needs a number");
+    }
+    const double m = name == "divisibleby" ? (d->type == T::Int ? static_cast<double>(d->i) : d->f) : 2.0;
+    if (m == 0) fail(line, "test 'divisibleby': modulo by zero");
+    if (v.type != T::Float && (!d || d->type == T::Int)) {
+      const std::int64_t x = v.type == T::Bool ? v.b : v.i;
+      const std::int64_t y = static_cast<std::int64_t>(m);
+      const std::int64_t r = y == -1 ? 0 : ((x % y) + y) % y;
+      return name == "odd" ? r == 1 : r == 0;
+    }
+    const double x = v.type == T::Float ? v.f : static_cast<double>(v.type == T::Bool ? v.b : v.i);
+    const double r = x - std::floor(x / m) * m;
+    return name == "odd" ? r == 1 : r == 0;
   }
   const Value* other = arg(a, 0, "other");
   static const char* const cmp[] = {"equalto", "eq", "==", "ne", "!=", "lt", "<", "le", "<=", "gt", ">", "ge", ">=", "in", "sameas"};

@@ -470,7 +470,8 @@ Value Interp::eval_slice(const Expr& e) {
     }
     return Value::string(std::move(out));
   }
-  return Value::undefined(std::string("'") + type_name(obj) + " object' cannot be sliced");
+  // jinja2 compiles a slice to Python's own subscript: other types raise.
+  fail(e.line, std::string("'") + type_name(obj) + "' object is not subscriptable");
 }
 
 namespace {

@@ -123,35 +123,136 @@ std::string py_replace(const std::string& s, const std::string& from, const std:
   return out;
 }
 
-std::string py_upper(std::string s) {
-  for (auto& c : s) {
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+namespace {
+
+// Simple case mappings of the scripts chat text mostly uses: ASCII, Latin-1,
+// Latin Extended-A, Greek and Cyrillic (Python maps all of Unicode; other
+// letters pass through unchanged here).
+std::uint32_t to_upper_cp(std::uint32_t c) {
+  if (c >= 'a' && c <= 'z') return c - 32;
+  if ((c >= 0xe0 && c <= 0xfe && c != 0xf7)) return c - 32;
+  if (c == 0xff) return 0x178;
+  if (c >= 0x100 && c <= 0x17f && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x17f) {
+    const bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e);
+    if (odd_upper ? (c % 2 == 0) : (c % 2 == 1)) return c - 1;
+    return c;
   }
-  return s;
+  if (c >= 0x3b1 && c <= 0x3cb && c != 0x3c2) return c - 32;
+  if (c == 0x3c2) return 0x3a3;
+  if (c == 0x3ac) return 0x386;
+  if (c >= 0x3ad && c <= 0x3af) return c - 37;
+  if (c == 0x3cc) return 0x38c;
+  if (c == 0x3cd || c == 0x3ce) return c - 63;
+  if (c >= 0x430 && c <= 0x44f) return c - 32;
+  if (c >= 0x450 && c <= 0x45f) return c - 80;
+  return c;
+}
+
+std::uint32_t to_lower_cp(std::uint32_t c) {
+  if (c >= 'A' && c <= 'Z') return c + 32;
+  if (c >= 0xc0 && c <= 0xde && c != 0xd7) return c + 32;
+  if (c == 0x178) return 0xff;
+  if (c >= 0x100 && c <= 0x17f && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x17f) {
+    const bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e);
+    if (odd_upper ? (c % 2 == 1) : (c % 2 == 0)) return c + 1;
+    return c;
+  }
+  if (c >= 0x391 && c <= 0x3ab && c != 0x3a2) return c + 32;
+  if (c == 0x386) return 0x3ac;
+  if (c >= 0x388 && c <= 0x38a) return c + 37;
+  if (c == 0x38c) return 0x3cc;
+  if (c == 0x38e || c == 0x38f) return c + 63;
+  if (c >= 0x410 && c <= 0x42f) return c + 32;
+  if (c >= 0x400 && c <= 0x40f) return c + 80;
+  return c;
+}
+
+bool is_cased_letter(std::uint32_t c) { return to_upper_cp(c) != c || to_lower_cp(c) != c || c == 0xdf; }
+
+// Maps each code point; U+00DF (sharp s) upper-cases to "SS" as in Python.
+template <class F>
+std::string map_cps(const std::string& s, F f) {
+  std::string out;
+  out.reserve(s.size());
+  for (const auto& c : decode(s)) {
+    if (c.cp == kInvalidCodePoint) {
+      out.append(s, c.at, c.len);
+    } else {
+      f(c.cp, out);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string py_upper(std::string s) {
+  return map_cps(s, [](std::uint32_t c, std::string& out) {
+    if (c == 0xdf) {
+      out += "SS";
+    } else {
+      utf8_append(out, to_upper_cp(c));
+    }
+  });
 }
 
 std::string py_lower(std::string s) {
-  for (auto& c : s) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
+  return map_cps(s, [](std::uint32_t c, std::string& out) { utf8_append(out, to_lower_cp(c)); });
 }
 
+// str.title(): a cased letter after an uncased character starts a word.
 std::string py_title(const std::string& s) {
-  std::string out = s;
-  bool prev_letter = false;
-  for (auto& c : out) {
-    const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    if (letter) c = prev_letter ? static_cast<char>(std::tolower(c)) : static_cast<char>(std::toupper(c));
-    prev_letter = letter;
-  }
-  return out;
+  bool prev_cased = false;
+  return map_cps(s, [&](std::uint32_t c, std::string& out) {
+    const bool cased = is_cased_letter(c);
+    if (cased && !prev_cased) {
+      if (c == 0xdf) {
+        out += "Ss";
+      } else {
+        utf8_append(out, to_upper_cp(c));
+      }
+    } else {
+      utf8_append(out, to_lower_cp(c));
+    }
+    prev_cased = cased;
+  });
 }
 
+// str.capitalize(): the first character upper-cased, the rest lower-cased.
 std::string py_capitalize(const std::string& s) {
-  std::string out = py_lower(s);
-  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 'a' + 'A');
-  return out;
+  bool first = true;
+  return map_cps(s, [&](std::uint32_t c, std::string& out) {
+    if (first) {
+      if (c == 0xdf) {
+        out += "Ss";
+      } else {
+        utf8_append(out, to_upper_cp(c));
+      }
+    } else {
+      utf8_append(out, to_lower_cp(c));
+    }
+    first = false;
+  });
+}
+
+std::string jinja_title(const std::string& s) {
+  bool chunk_start = true;
+  return map_cps(s, [&](std::uint32_t c, std::string& out) {
+    const bool sep = py_space(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
+    if (sep) {
+      utf8_append(out, c);
+      chunk_start = true;
+    } else if (chunk_start) {
+      if (c == 0xdf) {
+        out += "SS";  // item[0].upper()
+      } else {
+        utf8_append(out, to_upper_cp(c));
+      }
+      chunk_start = false;
+    } else {
+      utf8_append(out, to_lower_cp(c));
+    }
+  });
 }
 
 }  // namespace forge::text::jinja

@@ -1,5 +1,6 @@
 // Python str methods the templates call (strip, split, replace, case changes),
-// on UTF-8 text by code point. Case changes map ASCII letters only.
+// on UTF-8 text by code point. Case changes cover ASCII, Latin-1, Latin
+// Extended-A, Greek and Cyrillic; other scripts pass through unchanged.
 #pragma once
 #include <optional>
 #include <string>
@@ -19,5 +20,9 @@ std::string py_upper(std::string s);
 std::string py_lower(std::string s);
 std::string py_title(const std::string& s);
 std::string py_capitalize(const std::string& s);
+// jinja2's title filter (not str.title): each chunk between runs of
+// whitespace, '-', '(', '{', '[' or '<' gets its first character upper-cased
+// and the rest lower-cased.
+std::string jinja_title(const std::string& s);
 
 }  // namespace forge::text::jinja
