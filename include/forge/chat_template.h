@@ -1,6 +1,7 @@
 // Chat templates: the Jinja programs that tokenizer_config.json ships to turn a
 // conversation into the prompt text a model was trained on. forge renders them
-// with its own Jinja interpreter (src/text/jinja) the way Hugging Face
+// with its own Jinja interpreter (src/text/jinja; Debian packages no C++ Jinja
+// engine that covers what released templates use) the way Hugging Face
 // transformers does: trim_blocks and lstrip_blocks on, jinja2's default
 // Undefined, `raise_exception`, `strftime_now`, and a `tojson` equal to Python's
 // json.dumps(ensure_ascii=False).
