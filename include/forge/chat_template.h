@@ -35,10 +35,11 @@ class ChatTemplate {
   // Parses `source` once; throws TemplateError on a syntax error.
   explicit ChatTemplate(const std::string& source, std::optional<std::string> bos_token = std::nullopt,
                         std::optional<std::string> eos_token = std::nullopt);
-  // The template of a model folder: tokenizer_config.json "chat_template" (a
-  // string, or a list of {"name", "template"} where "default" is taken), else
-  // chat_template.jinja; bos/eos tokens from tokenizer_config.json (strings or
-  // {"content": ...} objects). Throws IoError when the folder has no template.
+  // The template of a model folder: chat_template.jinja, else
+  // tokenizer_config.json "chat_template" (a string, or a list of {"name",
+  // "template"} where "default" is taken), the order transformers uses;
+  // bos/eos tokens from tokenizer_config.json (strings or {"content": ...}
+  // objects). Throws IoError when the folder has no template.
   static ChatTemplate from_model_dir(const std::string& dir);
   ~ChatTemplate();
   ChatTemplate(ChatTemplate&&) noexcept;

@@ -52,7 +52,10 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir_name) {
     if (!cfg.is_object()) throw IoError("[chat-template] '" + cfg_path.string() + "' is not a JSON object");
   }
   std::optional<std::string> source;
-  const auto ct = cfg.find("chat_template");
+  // As in transformers, a chat_template.jinja file takes priority over the config's entry.
+  const auto jinja_path = dir / "chat_template.jinja";
+  if (std::filesystem::exists(jinja_path)) source = text::read_text_file(jinja_path);
+  const auto ct = source ? cfg.end() : cfg.find("chat_template");
   if (ct != cfg.end() && ct->is_string()) {
     source = ct->get<std::string>();
   } else if (ct != cfg.end() && ct->is_array()) {
@@ -69,8 +72,6 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir_name) {
   } else if (ct != cfg.end() && !ct->is_null()) {
     throw IoError("[chat-template] '" + cfg_path.string() + "': chat_template is neither a string nor a list");
   }
-  const auto jinja_path = dir / "chat_template.jinja";
-  if (!source && std::filesystem::exists(jinja_path)) source = text::read_text_file(jinja_path);
   if (!source) {
     throw IoError("[chat-template] '" + dir.string() +
                   "' has no chat template (no chat_template in tokenizer_config.json, no chat_template.jinja)");

@@ -151,9 +151,10 @@ TEST(ChatTemplateGolden, ModelFolderTemplateAndTokens) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(ojson::parse(r.out)["text"], c["text"]);
 
-  // chat_template.jinja when tokenizer_config.json has none.
-  std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "</s>"})";
+  // chat_template.jinja takes priority over the config's template, as in transformers.
   std::ofstream(dir / "chat_template.jinja") << "{% for m in messages %}{{ m.content + eos_token }}{% endfor %}\n";
+  EXPECT_EQ(forge::ChatTemplate::from_model_dir(dir.string()).render(c["messages"], false), "2+2?</s>4</s>And 3+3?</s>");
+  std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "</s>"})";
   EXPECT_EQ(forge::ChatTemplate::from_model_dir(dir.string()).render(c["messages"], false), "2+2?</s>4</s>And 3+3?</s>");
 
   fs::remove(dir / "chat_template.jinja");
