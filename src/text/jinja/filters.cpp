@@ -120,6 +120,57 @@ std::string indent_unit(const Value* v, int line) {
   fail(line, std::string("tojson: indent must be an int or str, not ") + type_name(*v));
 }
 
+// The sort/unique/min/max key: the attribute, lower-cased unless case_sensitive.
+Value sort_key(Interp& in, const Value& item, const Args& a, std::size_t case_pos, int line) {
+  const Value* attr = a.get(99, "attribute");
+  Value k = attr && !attr->is_none() ? attr_path(in, item, to_str(*attr), line) : item;
+  const Value* cs = a.get(case_pos, "case_sensitive");
+  if (k.is_string() && !(cs && truthy(*cs))) k = Value::string(py_lower(k.str()));
+  return k;
+}
+
+// sort, unique, min, max.
+Value ordered(Interp& in, const std::string& name, const Value& v, const Args& a, int line) {
+  List items = iterate(v, line);
+  const std::size_t case_pos = name == "sort" ? 1 : 0;
+  std::vector<std::pair<Value, std::size_t>> keyed;
+  for (std::size_t k = 0; k < items.size(); ++k) keyed.emplace_back(sort_key(in, items[k], a, case_pos, line), k);
+  if (name == "unique") {
+    List out;
+    std::vector<Value> seen;
+    for (auto& [key, k] : keyed) {
+      bool dup = false;
+      for (const auto& s : seen) dup = dup || equal(s, key);
+      in.charge(seen.size(), line);
+      if (!dup) {
+        seen.push_back(key);
+        out.push_back(items[k]);
+      }
+    }
+    return Value::make_list(std::move(out));
+  }
+  in.charge(items.size() * 20, line);
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [&](const auto& x, const auto& y) { return py_order(x.first, y.first, line) < 0; });
+  if (name == "min" || name == "max") {
+    if (keyed.empty()) return Value::undefined("No aggregated item, sequence was empty.");
+    if (name == "min") return items[keyed.front().second];
+    // Python's max keeps the first of equal maxima.
+    std::size_t best = keyed.size() - 1;
+    while (best > 0 && py_order(keyed[best - 1].first, keyed.back().first, line) == 0) --best;
+    return items[keyed[best].second];
+  }
+  const Value* rev = arg(a, 0, "reverse");
+  if (rev && truthy(*rev)) {
+    // sorted(reverse=True) keeps equal items in their original order.
+    std::stable_sort(keyed.begin(), keyed.end(),
+                     [&](const auto& x, const auto& y) { return py_order(x.first, y.first, line) > 0; });
+  }
+  List out;
+  for (auto& [key, k] : keyed) out.push_back(items[k]);
+  return Value::make_list(std::move(out));
+}
+
 }  // namespace
 
 Value apply_filter(Interp& in, const std::string& name, const Value& v, const Args& a, int line) {
@@ -207,6 +258,45 @@ Value apply_filter(Interp& in, const std::string& name, const Value& v, const Ar
     return name == "first" ? items.front() : items.back();
   }
   if (name == "list") return Value::make_list(iterate(v, line));
+  if (name == "sort" || name == "unique" || name == "min" || name == "max") return ordered(in, name, v, a, line);
+  if (name == "sum") {
+    const Value* attr = arg(a, 0, "attribute");
+    const Value* start = arg(a, 1, "start");
+    Value total = start ? *start : Value::integer(0);
+    for (const auto& item : iterate(v, line)) {
+      const Value x = attr && !attr->is_none() ? attr_path(in, item, to_str(*attr), line) : item;
+      const bool ints = (total.type == Value::Type::Int || total.type == Value::Type::Bool) &&
+                        (x.type == Value::Type::Int || x.type == Value::Type::Bool);
+      const bool nums = (total.is_number() || total.type == Value::Type::Bool) && (x.is_number() || x.type == Value::Type::Bool);
+      if (!nums) fail(line, std::string("filter 'sum' cannot add '") + type_name(x) + "' to '" + type_name(total) + "'");
+      auto as_i = [](const Value& y) { return y.type == Value::Type::Bool ? static_cast<std::int64_t>(y.b) : y.i; };
+      auto as_f = [&](const Value& y) { return y.type == Value::Type::Float ? y.f : static_cast<double>(as_i(y)); };
+      if (ints) {
+        std::int64_t r = 0;
+        if (__builtin_add_overflow(as_i(total), as_i(x), &r)) fail(line, "integer overflow in filter 'sum'");
+        total = Value::integer(r);
+      } else {
+        total = Value::number(as_f(total) + as_f(x));
+      }
+    }
+    return total;
+  }
+  if (name == "round") {
+    const Value* p = arg(a, 0, "precision");
+    const Value* m = arg(a, 1, "method");
+    const std::string method = m ? to_str(*m) : "common";
+    if (!v.is_number()) fail(line, std::string("filter 'round' needs a number, got ") + type_name(v));
+    const double x = v.type == Value::Type::Float ? v.f : static_cast<double>(v.i);
+    const std::int64_t prec = p && p->type == Value::Type::Int ? std::clamp<std::int64_t>(p->i, -20, 20) : 0;
+    const double scale = std::pow(10.0, static_cast<double>(prec));
+    double r = 0;
+    if (method == "common") r = std::nearbyint(x * scale) / scale;  // Python's round: half to even
+    else if (method == "ceil") r = std::ceil(x * scale) / scale;
+    else if (method == "floor") r = std::floor(x * scale) / scale;
+    else fail(line, "filter 'round': method must be common, ceil or floor");
+    if (v.type == Value::Type::Int && method == "common" && prec >= 0) return v;
+    return Value::number(r);
+  }
   if (name == "reverse") {
     if (v.is_string()) {
       auto cps = code_points(v.str());

@@ -631,6 +631,8 @@ bool contains(const Value& hay, const Value& needle, int line) {
 
 }  // namespace
 
+int py_order(const Value& a, const Value& b, int line) { return order(a, b, "<", line); }
+
 Value Interp::eval_compare(const Expr& e) {
   Value left = eval(*e.args[0]);
   for (std::size_t k = 0; k < e.ops.size(); ++k) {

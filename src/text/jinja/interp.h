@@ -80,6 +80,8 @@ class Interp {
 // The items a for loop visits: a list's items, a dict's keys, a string's
 // characters; nothing for undefined; other types are errors.
 List iterate(const Value& v, int line);
+// Python's ordering (-1, 0, 1) of numbers, strings and lists; other pairs are errors.
+int py_order(const Value& a, const Value& b, int line);
 // The error an undefined value raises when it is used (its name or missing attribute).
 [[noreturn]] void undefined_error(const Value& v, int line);
 
