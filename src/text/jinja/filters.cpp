@@ -371,8 +371,12 @@ bool apply_test(Interp& in, const std::string& name, const Value& v, const Args&
   if (name == "true") return v.type == T::Bool && v.b;
   if (name == "false") return v.type == T::Bool && !v.b;
   if (name == "callable") return v.type == T::Callable;
-  if (name == "lower") return v.is_string() && py_lower(v.str()) == v.str();
-  if (name == "upper") return v.is_string() && py_upper(v.str()) == v.str();
+  if (name == "lower" || name == "upper") {
+    // str(value).islower() / isupper(): at least one cased letter, none of the other case.
+    const std::string s = to_str(v);
+    const std::string lo = py_lower(s), up = py_upper(s);
+    return name == "lower" ? (lo == s && up != s) : (up == s && lo != s);
+  }
   if (name == "odd" || name == "even" || name == "divisibleby") {
     // value % 2 == 1 etc., as Python computes it for ints and floats.
     if (v.type != T::Int && v.type != T::Bool && v.type != T::Float) {
