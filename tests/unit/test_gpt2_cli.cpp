@@ -159,7 +159,7 @@ TEST(Gpt2Cli, GenerateErrors) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("--top-p must be in (0, 1]"), std::string::npos) << r.out;
   r = run("generate --model " + fx + " --prompt-ids 1,x --device cpu");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2) << "a bad id list is a usage error";
   EXPECT_NE(r.out.find("'x'"), std::string::npos) << r.out;
   r = run("generate --model " + fx + " --prompt-ids 1 --greedy --temperature 0.5 --device cpu");
   EXPECT_EQ(r.code, 1);

@@ -17,6 +17,7 @@
 #include <random>
 #include <sstream>
 
+#include "cli_util.h"
 #include "command.h"
 #include "devices.h"
 #include "forge/generate.h"
@@ -36,38 +37,6 @@ struct GenerateArgs {
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
 };
-
-// "1,2,3" or "1 2 3" -> ids.
-std::vector<uint32_t> parse_prompt_ids(const std::string& text) {
-  std::vector<uint32_t> ids;
-  std::string item;
-  std::istringstream in(text);
-  auto take = [&](const std::string& s) {
-    size_t used = 0;
-    unsigned long long v = 0;
-    try {
-      v = std::stoull(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (s.empty() || used != s.size() || s[0] == '-' || s[0] == '+' || v > 0xFFFFFFFFull)
-      throw ValueError("[generate] --prompt-ids item '" + s + "' is not a token id");
-    ids.push_back(uint32_t(v));
-  };
-  std::string token;
-  for (char c : text) {
-    if (c == ',' || c == ' ' || c == '\t' || c == '\n') {
-      if (!token.empty()) take(token);
-      else if (c == ',') take("");
-      token.clear();
-    } else {
-      token += c;
-    }
-  }
-  if (!token.empty()) take(token);
-  if (ids.empty()) throw ValueError("[generate] --prompt-ids holds no ids");
-  return ids;
-}
 
 bool has_tokenizer(const std::filesystem::path& dir) {
   return std::filesystem::exists(dir / "tokenizer.json") || std::filesystem::exists(dir / "vocab.json") ||
@@ -141,7 +110,7 @@ void run(const GenerateArgs& a) {
   if (has_tokenizer(dir)) tok = Tokenizer::from_dir(dir);
   std::vector<uint32_t> prompt;
   if (!a.prompt_ids.empty()) {
-    prompt = parse_prompt_ids(a.prompt_ids);
+    prompt = parse_id_list(a.prompt_ids, "--prompt-ids");
   } else {
     if (!tok)
       throw IoError("[generate] a text prompt needs a tokenizer in " + a.model +
@@ -234,7 +203,7 @@ const bool registered = register_command(
        prompt->add_option("--prompt-file", a.prompt_file, "Read the prompt text from a file (- for stdin)");
        prompt->add_option("--prompt-ids", a.prompt_ids, "Prompt token ids: 1,2,3 or \"1 2 3\"");
        prompt->require_option(1);
-       sub.add_option("-n,--max-new-tokens", a.n, "Tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
+       check_at_least(sub.add_option("-n,--max-new-tokens", a.n, "Tokens to generate")->capture_default_str(), 0);
        sub.add_flag("--greedy", a.greedy, "Pick the most likely token (the default without sampling flags)");
        sub.add_option("--temperature", a.temperature, "Sampling temperature (0: greedy)");
        sub.add_option("--top-k", a.top_k, "Keep the K most likely tokens (0: all)");
