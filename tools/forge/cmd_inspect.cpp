@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
@@ -37,8 +38,18 @@ json config_json(const ModelConfig& m) {
     if (c.rope_scaling)
       j["rope_scaling"] = {{"type", c.rope_scaling->type}, {"factor", c.rope_scaling->factor}};
   }
-  j["model_type"] = arch_name(m.arch);
-  if (m.quantization) j["quantization"] = {{"group_size", m.quantization->group_size}, {"bits", m.quantization->bits}};
+  j["model_type"] = m.arch == Arch::Gpt2 ? std::string("gpt2") : m.llama().model_type;
+  j["architectures"] = {m.architecture};
+  if (m.arch == Arch::Llama) {
+    const LlamaConfig& c = m.llama();
+    if (c.has_bias_q()) j["qkv_bias"] = true;
+    if (!c.layer_window.empty()) j["layer_window"] = c.layer_window;
+  }
+  if (m.quantization) {
+    j["quantization"] = {{"group_size", m.quantization->group_size}, {"bits", m.quantization->bits}};
+    for (const auto& [path, spec] : m.quantization->overrides)
+      j["quantization"][path] = spec ? json{{"group_size", spec->group_size}, {"bits", spec->bits}} : json(false);
+  }
   if (m.bos_token_id) j["bos_token_id"] = *m.bos_token_id;
   if (!m.eos_token_ids.empty()) j["eos_token_id"] = m.eos_token_ids;
   return j;
@@ -91,6 +102,16 @@ json inspect(const fs::path& path) {
     out["quantized"] = layout.quantized;
     out["parameters"] = layout.parameters;
     out["unused_tensors"] = layout.unused;
+    // What loading puts on the device: packed words and their scales as
+    // stored, dense floats widened to f32.
+    uint64_t device = 0;
+    std::set<std::string> unused(layout.unused.begin(), layout.unused.end());
+    for (const TensorInfo& t : tensors) {
+      if (unused.count(t.name)) continue;
+      const bool packed = t.dtype == StDType::U32 || t.name.ends_with(".scales") || t.name.ends_with(".biases");
+      device += packed ? t.nbytes() : uint64_t(numel(t.shape)) * 4;
+    }
+    out["device_bytes"] = device;
   } else if (auto arch = guess_arch(tensors)) {
     out["architecture"] = arch_name(*arch);
     out["architecture_from"] = "tensor names";
@@ -121,9 +142,9 @@ void print_text(const json& r) {
   if (r.contains("config")) {
     std::printf("config:\n");
     for (const auto& [k, v] : r["config"].items()) std::printf("  %s: %s\n", k.c_str(), v.dump().c_str());
-    std::printf("layout: prefix '%s', %s embeddings%s\n", r["prefix"].get<std::string>().c_str(),
+    std::printf("layout: prefix '%s', %s embeddings%s; %.1f MB on the device\n", r["prefix"].get<std::string>().c_str(),
                 r["tied_embeddings"].get<bool>() ? "tied" : "untied",
-                r["quantized"].get<bool>() ? ", quantized" : "");
+                r["quantized"].get<bool>() ? ", quantized" : "", double(r["device_bytes"].get<uint64_t>()) / 1e6);
     for (const auto& u : r["unused_tensors"]) std::printf("  unused tensor: %s\n", u.get<std::string>().c_str());
   }
   std::printf("metadata:\n");

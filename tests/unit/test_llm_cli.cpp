@@ -1,0 +1,115 @@
+// The Llama family through the command line exactly as users (and
+// acceptance) call it: `forge eval` writes the fixture's logits and loss,
+// `forge generate --prompt-ids ... --greedy --json` gives its greedy ids, on
+// folders without tokenizer files; `forge inspect` reports the bytes that
+// loading puts on the device.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "forge/model.h"
+#include "forge/safetensors.h"
+#include "parity/parity.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kData = FORGE_TEST_DATA;
+
+struct CliResult {
+  int code;
+  std::string out;
+};
+
+CliResult run(const std::string& args) {
+  const std::string cmd = std::string(FORGE_CLI) + " " + args + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+nlohmann::json last_json_line(const std::string& out) {
+  size_t end = out.find_last_not_of('\n');
+  size_t start = out.rfind('\n', end);
+  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1, end - start));
+}
+
+std::string id_list(const std::vector<float>& v) {
+  std::string s;
+  for (float x : v) s += (s.empty() ? "" : ",") + std::to_string(int(x));
+  return s;
+}
+
+void check_fixture(const std::string& name, const std::string& device) {
+  const std::string dir = kData + "/" + name;
+  auto ref = forge::SafetensorsFile::open(dir + "/reference.safetensors");
+  const fs::path out = fs::temp_directory_path() / ("forge_llm_cli_" + name + "_" + std::to_string(::getpid()) + ".st");
+  CliResult r = run("eval --model " + dir + " --input " + dir + "/reference.safetensors --output " + out.string() +
+                    " --device " + device);
+  ASSERT_EQ(r.code, 0) << r.out;
+  {
+    auto got = forge::SafetensorsFile::open(out);
+    const double atol = device == "cpu" ? 1e-4 : 1e-3;
+    EXPECT_TRUE(forge::testing::all_close(got.get("logits").to_f32(), ref.get("logits").to_f32(), atol, 1e-4))
+        << name << " on " << device;
+    EXPECT_NEAR(got.get("loss").to_f32()[0], ref.get("loss").to_f32()[0], atol) << name << " on " << device;
+  }
+  fs::remove(out);
+  r = run("generate --model " + dir + " --prompt-ids " + id_list(ref.get("generate_prompt").to_f32()) +
+          " -n 24 --greedy --json --device " + device);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(last_json_line(r.out)["ids"].get<std::vector<float>>(), ref.get("generate_greedy").to_f32())
+      << name << " on " << device;
+}
+
+}  // namespace
+
+TEST(LlmCli, EvalAndGenerateCpu) {
+  for (const char* name : {"llama-tiny", "llama3-tiny", "qwen2-tiny", "mistral-tiny", "llama-tiny-mlx8",
+                           "llama-tiny-mlx4"})
+    check_fixture(name, "cpu");
+}
+
+TEST(LlmCli, EvalAndGenerateWebGPU) {
+  for (const char* name : {"mistral-tiny", "llama-tiny-mlx4"}) check_fixture(name, "webgpu");
+}
+
+TEST(LlmCli, InspectReportsDeviceBytes) {
+  for (const char* name : {"llama-tiny", "llama-tiny-mlx4", "mistral-tiny"}) {
+    CliResult r = run("inspect " + kData + "/" + name + " --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    auto j = nlohmann::json::parse(r.out);
+    auto model = forge::load_model(kData + "/" + name, forge::Device::cpu());
+    EXPECT_EQ(j["device_bytes"].get<uint64_t>(), model->info().device_bytes) << name;
+  }
+}
+
+TEST(LlmCli, UnsupportedConfigIsAClearError) {
+  const fs::path dir = fs::temp_directory_path() / ("forge_llm_cli_bad_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy(kData + "/llama-tiny", dir, fs::copy_options::recursive);
+  auto cfg = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  cfg["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  std::ofstream(dir / "config.json") << cfg.dump();
+  const std::string cmd = std::string(FORGE_CLI) + " generate --model " + dir.string() +
+                          " --prompt-ids 1,2 -n 2 --device cpu 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(out.find("unsupported RoPE scaling type 'yarn'"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
