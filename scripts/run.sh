@@ -7,4 +7,4 @@ build/forge info
 build/forge demo --device all
 # Text from the GPT-2 that forge trained on Debian's fortunes (models/gpt2-fortunes).
 build/forge generate --model models/gpt2-fortunes --prompt "The meaning of life is" -n 60 \
-  --temperature 0.8 --top-k 40 --seed 1 --device auto --json
+  --temperature 0.8 --top-k 40 --seed 1 --device auto
