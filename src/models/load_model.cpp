@@ -6,6 +6,7 @@
 #include "forge/gpt2.h"
 #include "forge/model.h"
 #include "forge/quantize.h"
+#include "models/common/owned_tensors.h"
 #include "models/llama/llama.h"
 
 namespace forge {
@@ -29,17 +30,9 @@ std::vector<std::byte> random_llama_checkpoint(const ModelConfig& mc, uint64_t s
   const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 0.02f);
-  struct Owned {
-    std::string name;
-    StDType dtype;
-    Shape shape;
-    std::vector<std::byte> bytes;
-  };
-  std::vector<Owned> owned;
+  models::OwnedTensors owned;
   auto put = [&](const std::string& name, StDType dt, const Shape& shape, const void* data, size_t n) {
-    Owned o{name, dt, shape, std::vector<std::byte>(n)};
-    std::memcpy(o.bytes.data(), data, n);
-    owned.push_back(std::move(o));
+    owned.put(name, dt, shape, data, n);
   };
   auto bf16 = [](const std::vector<float>& v) {
     std::vector<uint16_t> h(v.size());
@@ -89,9 +82,7 @@ std::vector<std::byte> random_llama_checkpoint(const ModelConfig& mc, uint64_t s
   }
   vec("model.norm.weight", H, 1.0f);
   if (!c.tie_word_embeddings) matrix("lm_head", V, H);
-  std::vector<TensorToWrite> list;
-  for (const Owned& o : owned) list.push_back({o.name, o.dtype, o.shape, o.bytes});
-  return serialize_safetensors(list);
+  return serialize_safetensors(owned.views());
 }
 
 }  // namespace

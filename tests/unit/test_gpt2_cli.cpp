@@ -14,27 +14,18 @@
 
 #include "forge/safetensors.h"
 #include "parity/parity.h"
+#include "unit/cli_shell.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 const std::string kData = FORGE_TEST_DATA;
 
-struct CliResult {
-  int code;
-  std::string out;  // stdout (and stderr when asked)
-};
+using forge::testing::CliResult;
+using forge::testing::last_json_line;
+using forge::testing::run_forge;
 
-CliResult run(const std::string& args, bool with_stderr = true) {
-  const std::string cmd = std::string(FORGE_CLI) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+CliResult run(const std::string& args, bool with_stderr = true) { return run_forge(args, with_stderr); }
 
 // A fresh folder under the system temp dir, removed at the end of the scope.
 struct TempDir {
@@ -47,11 +38,6 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
-nlohmann::json last_json_line(const std::string& out) {
-  size_t end = out.find_last_not_of('\n');
-  size_t start = out.rfind('\n', end);
-  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1, end - start));
-}
 
 }  // namespace
 

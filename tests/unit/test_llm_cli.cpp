@@ -5,44 +5,26 @@
 // loading puts on the device.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "forge/model.h"
 #include "forge/safetensors.h"
 #include "parity/parity.h"
+#include "unit/cli_shell.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 const std::string kData = FORGE_TEST_DATA;
 
-struct CliResult {
-  int code;
-  std::string out;
-};
+using forge::testing::CliResult;
+using forge::testing::last_json_line;
 
-CliResult run(const std::string& args) {
-  const std::string cmd = std::string(FORGE_CLI) + " " + args + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-nlohmann::json last_json_line(const std::string& out) {
-  size_t end = out.find_last_not_of('\n');
-  size_t start = out.rfind('\n', end);
-  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1, end - start));
-}
+CliResult run(const std::string& args) { return forge::testing::run_forge(args, false); }
 
 std::string id_list(const std::vector<float>& v) {
   std::string s;
@@ -102,14 +84,9 @@ TEST(LlmCli, UnsupportedConfigIsAClearError) {
   auto cfg = nlohmann::json::parse(std::ifstream(dir / "config.json"));
   cfg["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
   std::ofstream(dir / "config.json") << cfg.dump();
-  const std::string cmd = std::string(FORGE_CLI) + " generate --model " + dir.string() +
-                          " --prompt-ids 1,2 -n 2 --device cpu 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  EXPECT_EQ(WEXITSTATUS(status), 1);
+  const CliResult r = forge::testing::run_forge("generate --model " + dir.string() + " --prompt-ids 1,2 -n 2 --device cpu");
+  EXPECT_EQ(r.code, 1);
+  const std::string& out = r.out;
   EXPECT_NE(out.find("unsupported RoPE scaling type 'yarn'"), std::string::npos) << out;
   fs::remove_all(dir);
 }

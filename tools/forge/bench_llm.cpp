@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 
+#include "bench_util.h"
 #include "command.h"
 #include "devices.h"
 #include "forge/generate.h"
@@ -19,34 +19,6 @@
 
 namespace forge::cli {
 namespace {
-
-void sync(const Device& d) {
-  if (d.is_webgpu()) d.runtime().sync();
-}
-
-// Best prefill time of T tokens (seconds) after a second of warm-up (a GPU
-// raises its clocks only under sustained load), over at least a second and
-// `reps` calls.
-double prefill_seconds(const CausalLM& model, int64_t T, int reps) {
-  std::vector<uint32_t> ids(static_cast<size_t>(T));
-  for (int64_t i = 0; i < T; ++i) ids[size_t(i)] = uint32_t((i * 7919) % model.vocab_size());
-  Tensor t = Tensor::from_vector(ids, {1, T});
-  auto once = [&] {
-    KvCache cache = model.new_cache(1, T);
-    sync(model.device());
-    auto start = std::chrono::steady_clock::now();
-    sample(model.forward_cached(t, cache)).to_vector<uint32_t>();  // ends with a read back
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  for (double warm = 0; warm < 1.0;) warm += once();
-  double best = 1e30, timed = 0;
-  for (int r = 0; r < reps || timed < 1.0; ++r) {
-    const double s = once();
-    timed += s;
-    best = std::min(best, s);
-  }
-  return best;
-}
 
 void run(const std::string& device, const std::string& arch, const std::string& dtype, int64_t prefill,
          int64_t decode_tokens, bool json) {
@@ -61,22 +33,15 @@ void run(const std::string& device, const std::string& arch, const std::string& 
     nlohmann::json r{{"device", d.name()}, {"arch", arch}, {"dtype", dtype}, {"weights", model->info().weights},
                      {"parameters", model->info().parameters}, {"weight_bytes", model->info().device_bytes}};
     if (prefill > 0) {
-      const double s = prefill_seconds(*model, prefill, 5);
+      const double s = best_prefill_seconds(*model, prefill, 5);
       r["prefill_tokens"] = prefill;
       r["prefill_ms"] = s * 1e3;
       r["prefill_tokens_per_s"] = double(prefill) / s;
     }
     std::vector<uint32_t> prompt(16);
     for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = uint32_t((i * 131 + 7) % size_t(model->vocab_size()));
-    GenerateOptions o;
-    o.max_new_tokens = decode_tokens;
     GenerateStats st;
-    generate(*model, prompt, o, {}, &st);  // warm-up
-    double rate = 0;
-    for (int rep = 0; rep < 3; ++rep) {
-      generate(*model, prompt, o, {}, &st);
-      if (st.decode_s > 0) rate = std::max(rate, double(st.decode_tokens) / st.decode_s);
-    }
+    const double rate = best_decode_rate(*model, prompt, decode_tokens, &st);
     KvCache cache = model->new_cache(1, std::max<int64_t>(prefill, 16 + decode_tokens));
     uint64_t cache_bytes = 0;
     for (size_t l = 0; l < cache.k.size(); ++l) cache_bytes += cache.k[l].nbytes() + cache.v[l].nbytes();

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <random>
 
+#include "bench_util.h"
 #include "command.h"
 #include "devices.h"
 #include "forge/ops.h"
@@ -12,10 +13,6 @@
 
 namespace forge::cli {
 namespace {
-
-void sync(const Device& d) {
-  if (d.is_webgpu()) d.runtime().sync();
-}
 
 // Seconds per call of fn, after warm-up, over at least `min_iters` calls and ~0.5 s.
 template <class Fn>

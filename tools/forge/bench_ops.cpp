@@ -12,6 +12,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "bench_util.h"
 #include "command.h"
 #include "forge/error.h"
 #include "forge/ops.h"
@@ -61,10 +62,6 @@ std::string dims(std::initializer_list<int64_t> d) {
   std::string s = "[";
   for (int64_t v : d) s += (s.size() > 1 ? ", " : "") + std::to_string(v);
   return s + "]";
-}
-
-void sync(const Device& d) {
-  if (d.is_webgpu()) d.runtime().sync();
 }
 
 // Milliseconds per call.

@@ -8,6 +8,7 @@
 #include "forge/error.h"
 #include "forge/quantize.h"
 #include "forge/safetensors.h"
+#include "models/common/owned_tensors.h"
 
 namespace forge {
 
@@ -54,21 +55,13 @@ uint64_t quantize_model(const fs::path& src, const fs::path& dst, const QuantSpe
                      " is " + arch_name(mc.arch));
   if (mc.quantization) throw ValueError("[quantize] " + src.string() + " is already quantized");
   Checkpoint ckpt = Checkpoint::open(src);
-  WeightLayout layout = check_weights(mc, ckpt.tensors(), src.string());
+  check_weights(mc, ckpt.tensors(), src.string());
 
   // Scales and biases in the model's 16-bit dtype (bf16 for an f32 model).
   StDType scale_dtype = StDType::BF16;
-  struct Out {
-    std::string name;
-    StDType dtype;
-    Shape shape;
-    std::vector<std::byte> bytes;
-  };
-  std::vector<Out> outs;
-  auto put = [&](std::string name, StDType dt, Shape shape, const void* data, size_t n) {
-    Out o{std::move(name), dt, std::move(shape), std::vector<std::byte>(n)};
-    std::memcpy(o.bytes.data(), data, n);
-    outs.push_back(std::move(o));
+  models::OwnedTensors outs;
+  auto put = [&](const std::string& name, StDType dt, const Shape& shape, const void* data, size_t n) {
+    outs.put(name, dt, shape, data, n);
   };
   for (const TensorInfo& t : ckpt.tensors())
     if (t.dtype == StDType::F16) scale_dtype = StDType::F16;
@@ -92,7 +85,6 @@ uint64_t quantize_model(const fs::path& src, const fs::path& dst, const QuantSpe
       put(base + suffix, scale_dtype, {out, groups}, h.data(), h.size() * 2);
     }
   }
-  (void)layout;
 
   // Everything goes into a temporary folder beside dst, renamed at the end.
   const fs::path parent = dst.has_parent_path() ? dst.parent_path() : fs::path(".");
@@ -101,9 +93,7 @@ uint64_t quantize_model(const fs::path& src, const fs::path& dst, const QuantSpe
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   try {
-    std::vector<TensorToWrite> list;
-    for (const Out& o : outs) list.push_back({o.name, o.dtype, o.shape, o.bytes});
-    write_safetensors(tmp / "model.safetensors", list, {{"format", "mlx"}});
+    write_safetensors(tmp / "model.safetensors", outs.views(), {{"format", "mlx"}});
     nlohmann::json cfg = read_json(src / "config.json");
     nlohmann::json quant = {{"group_size", spec.group_size}, {"bits", spec.bits}};
     for (const auto& [k, v] : overrides.items()) quant[k] = v;

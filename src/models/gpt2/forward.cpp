@@ -5,6 +5,7 @@
 
 #include "forge/gpt2.h"
 #include "forge/ops.h"
+#include "models/common/cache.h"
 
 namespace forge {
 
@@ -88,18 +89,9 @@ Tensor Gpt2::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) const {
 }
 
 KvCache Gpt2::new_cache(int64_t batch, int64_t capacity) const {
-  if (batch < 1) throw ValueError("[gpt2] cache batch must be >= 1, got " + S(batch));
-  if (capacity < 0 || capacity > config_.n_positions)
-    throw ValueError("[gpt2] cache capacity must be in [0, " + S(config_.n_positions) + "], got " + S(capacity));
-  KvCache c;
-  c.batch = batch;
-  c.capacity = capacity ? capacity : config_.n_positions;
-  const Shape s{batch, config_.n_head, c.capacity, config_.head_dim()};
-  for (int64_t l = 0; l < config_.n_layer; ++l) {
-    c.k.push_back(Tensor::zeros(s, DType::F32, device_));
-    c.v.push_back(Tensor::zeros(s, DType::F32, device_));
-  }
-  return c;
+  capacity = models::cache_capacity("gpt2", batch, capacity, config_.n_positions);
+  return models::zero_cache(config_.n_layer, {batch, config_.n_head, capacity, config_.head_dim()}, batch, capacity,
+                            device_);
 }
 
 Tensor Gpt2::forward_cached(const Tensor& ids_in, KvCache& cache) const {
@@ -117,13 +109,7 @@ Tensor Gpt2::forward_cached(const Tensor& ids_in, KvCache& cache) const {
   Tensor x = embedding_chunked(ids, w_.wte, w_.wte_chunk_rows, &w_.wpe, cache.len);  // [B, T, C]
   for (int64_t l = 0; l < config_.n_layer; ++l) x = block(l, x, &cache);
   cache.len += T;
-  if (T > 1) {
-    // The last position of each sequence: rows b * T + T - 1 of [B * T, C].
-    std::vector<uint32_t> rows(static_cast<size_t>(B));
-    for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = uint32_t(b * T + T - 1);
-    x = embedding(Tensor::from_vector(rows, {B}), x.reshape({B * T, C}));  // [B, C]
-  }
-  return lm_head(x.reshape({B, C}));  // [B, V]
+  return lm_head(models::last_positions(x.reshape({B * T, C}), B, T));  // [B, V]
 }
 
 float Gpt2::loss(const Tensor& logits, const Tensor& ids) { return causal_lm_loss(logits, ids); }

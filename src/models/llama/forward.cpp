@@ -3,6 +3,7 @@
 // flash attention reads them); a model whose every layer has the same
 // sliding window keeps only that many positions, in a ring.
 #include "forge/ops.h"
+#include "models/common/cache.h"
 #include "models/llama/llama.h"
 
 namespace forge::models {
@@ -10,11 +11,6 @@ namespace forge::models {
 namespace {
 
 std::string S(int64_t v) { return std::to_string(v); }
-
-// The rows [B * T] of x [B * T, C] given by `rows` (one per batch row) as [B, C].
-Tensor rows_of(const Tensor& x, const std::vector<uint32_t>& rows) {
-  return embedding(Tensor::from_vector(rows, {int64_t(rows.size())}), x);
-}
 
 // Appends src [B, T, nkv, hd] to a cache tensor [B, cap, nkv, hd] at slot `at`.
 void append(Tensor& cache, const Tensor& src, int64_t at) {
@@ -129,22 +125,12 @@ Tensor LlamaModel::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) co
 }
 
 KvCache LlamaModel::new_cache(int64_t batch, int64_t capacity) const {
-  const int64_t ctx = c_.max_position_embeddings;
-  if (batch < 1) throw ValueError("[llama] cache batch must be >= 1, got " + S(batch));
-  if (capacity < 0 || capacity > ctx)
-    throw ValueError("[llama] cache capacity must be in [0, " + S(ctx) + "], got " + S(capacity));
-  KvCache c;
-  c.batch = batch;
-  c.capacity = capacity ? capacity : ctx;
-  if (const int64_t w = ring_window(); w > 0 && c.capacity > w) {
-    c.capacity = w;
-    c.ring = true;
-  }
-  const Shape s{batch, c.capacity, c_.num_key_value_heads, c_.head_dim};
-  for (int64_t l = 0; l < c_.num_hidden_layers; ++l) {
-    c.k.push_back(Tensor::zeros(s, DType::F32, device_));
-    c.v.push_back(Tensor::zeros(s, DType::F32, device_));
-  }
+  capacity = cache_capacity("llama", batch, capacity, c_.max_position_embeddings);
+  bool ring = false;
+  if (const int64_t w = ring_window(); w > 0 && capacity > w) capacity = w, ring = true;
+  KvCache c = zero_cache(c_.num_hidden_layers, {batch, capacity, c_.num_key_value_heads, c_.head_dim}, batch,
+                         capacity, device_);
+  c.ring = ring;
   return c;
 }
 
@@ -178,13 +164,7 @@ Tensor LlamaModel::forward_cached(const Tensor& ids_in, KvCache& cache) const {
   const Tensor rope_tab = rope_table(inv_freq_, cache.len, T, device_);
   for (int64_t l = 0; l < c_.num_hidden_layers; ++l) x = layer(l, x, rope_tab, &cache);
   cache.len += T;
-  Tensor last = x.reshape({B * T, H});
-  if (T > 1) {
-    std::vector<uint32_t> rows(static_cast<size_t>(B));
-    for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = uint32_t(b * T + T - 1);
-    last = rows_of(last, rows);  // [B, H]
-  }
-  return head(last);  // [B, V]
+  return head(last_positions(x.reshape({B * T, H}), B, T));  // [B, V]
 }
 
 }  // namespace forge::models

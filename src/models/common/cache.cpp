@@ -1,0 +1,34 @@
+#include "models/common/cache.h"
+
+#include "forge/ops.h"
+
+namespace forge::models {
+
+int64_t cache_capacity(const char* family, int64_t batch, int64_t capacity, int64_t ctx) {
+  if (batch < 1) throw ValueError(std::string("[") + family + "] cache batch must be >= 1, got " + std::to_string(batch));
+  if (capacity < 0 || capacity > ctx)
+    throw ValueError(std::string("[") + family + "] cache capacity must be in [0, " + std::to_string(ctx) + "], got " +
+                     std::to_string(capacity));
+  return capacity ? capacity : ctx;
+}
+
+KvCache zero_cache(int64_t layers, const Shape& shape, int64_t batch, int64_t capacity, const Device& device) {
+  KvCache c;
+  c.batch = batch;
+  c.capacity = capacity;
+  for (int64_t l = 0; l < layers; ++l) {
+    c.k.push_back(Tensor::zeros(shape, DType::F32, device));
+    c.v.push_back(Tensor::zeros(shape, DType::F32, device));
+  }
+  return c;
+}
+
+Tensor last_positions(const Tensor& x, int64_t B, int64_t T) {
+  if (T == 1) return x.reshape({B, x.dim(-1)});
+  std::vector<uint32_t> rows(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = uint32_t(b * T + T - 1);
+  // Gathered as embedding rows: a slice need not meet a binding's alignment.
+  return embedding(Tensor::from_vector(rows, {B}), x);
+}
+
+}  // namespace forge::models

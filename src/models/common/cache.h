@@ -1,0 +1,20 @@
+// Pieces of the KV-cache path every family shares.
+#pragma once
+#include <cstdint>
+
+#include "forge/model.h"
+
+namespace forge::models {
+
+// Checks a new_cache request of `family` (batch >= 1, capacity in [0, ctx])
+// and returns the capacity to allocate (ctx for 0).
+int64_t cache_capacity(const char* family, int64_t batch, int64_t capacity, int64_t ctx);
+
+// A cache of `layers` zeroed k and v tensors of `shape` each.
+KvCache zero_cache(int64_t layers, const Shape& shape, int64_t batch, int64_t capacity, const Device& device);
+
+// x [B * T, C] -> [B, C]: each sequence's last position (row b * T + T - 1),
+// gathered on x's device; x itself when T == 1.
+Tensor last_positions(const Tensor& x, int64_t B, int64_t T);
+
+}  // namespace forge::models

@@ -1,0 +1,51 @@
+#include "bench_util.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "forge/ops.h"
+#include "gpu/runtime.h"
+
+namespace forge::cli {
+
+void sync(const Device& d) {
+  if (d.is_webgpu()) d.runtime().sync();
+}
+
+double best_prefill_seconds(const CausalLM& model, int64_t T, int reps) {
+  std::vector<uint32_t> ids(static_cast<size_t>(T));
+  for (int64_t i = 0; i < T; ++i) ids[size_t(i)] = uint32_t((i * 7919) % model.vocab_size());
+  Tensor t = Tensor::from_vector(ids, {1, T});
+  auto once = [&] {
+    KvCache cache = model.new_cache(1, T);
+    sync(model.device());
+    auto start = std::chrono::steady_clock::now();
+    sample(model.forward_cached(t, cache)).to_vector<uint32_t>();  // ends with a read back
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (double warm = 0; warm < 1.0;) warm += once();
+  double best = 1e30, timed = 0;
+  for (int r = 0; r < reps || timed < 1.0; ++r) {
+    const double s = once();
+    timed += s;
+    best = std::min(best, s);
+  }
+  return best;
+}
+
+double best_decode_rate(const CausalLM& model, const std::vector<uint32_t>& prompt, int64_t tokens,
+                        GenerateStats* stats) {
+  GenerateOptions o;
+  o.max_new_tokens = tokens;
+  GenerateStats st;
+  generate(model, prompt, o, {}, &st);  // warm-up
+  double rate = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    generate(model, prompt, o, {}, &st);
+    if (st.decode_s > 0) rate = std::max(rate, double(st.decode_tokens) / st.decode_s);
+  }
+  if (stats) *stats = st;
+  return rate;
+}
+
+}  // namespace forge::cli

@@ -1,0 +1,26 @@
+// What the benchmarks share: waiting for a device, and timing a model's
+// prefill and decode the same way for every family.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "forge/generate.h"
+#include "forge/model.h"
+
+namespace forge::cli {
+
+// Waits until the device has finished what was submitted (nothing on the CPU).
+void sync(const Device& d);
+
+// Seconds of the fastest prefill of T tokens (a fresh cache each time, ending
+// with the sampled id read back), after at least a second of warm-up (a GPU
+// raises its clocks only under sustained load and drops them when idle),
+// over at least a second and `reps` calls.
+double best_prefill_seconds(const CausalLM& model, int64_t T, int reps);
+
+// Decode tokens/s of batch-1 greedy generation of `tokens` after `prompt`:
+// one warm-up run, then the best of three. `stats` gets the last run's.
+double best_decode_rate(const CausalLM& model, const std::vector<uint32_t>& prompt, int64_t tokens,
+                        GenerateStats* stats = nullptr);
+
+}  // namespace forge::cli
