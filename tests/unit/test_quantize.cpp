@@ -83,14 +83,19 @@ TEST(Quantize, ErrorBoundEveryFormat) {
   EXPECT_THROW(quantize_affine(w, out, 200, QuantSpec{64, 4}), ValueError);
 }
 
-// forge quantize on a bf16 Llama folder: the output loads as MLX 4-bit with
-// quantized weights on the device (fewer bytes), its logits stay close to the
-// dense model's on both backends, and the backends agree with each other.
-TEST(Quantize, CommandWritesLoadableFolder) {
-  TempDir tmp("cmd");
+// forge quantize on a bf16 Qwen2 folder (q/k/v biases stay dense) and an f32
+// Mistral one (untied head, quantized too): the output loads as MLX 4-bit
+// with quantized weights on the device (fewer bytes), its logits stay close
+// to the dense model's on both backends, and the backends agree.
+class QuantizeFolder : public ::testing::TestWithParam<const char*> {};
+INSTANTIATE_TEST_SUITE_P(Families, QuantizeFolder, ::testing::Values("qwen2-tiny", "mistral-tiny"));
+
+TEST_P(QuantizeFolder, CommandWritesLoadableFolder) {
+  const std::string name = GetParam();
+  TempDir tmp("cmd_" + name);
   const fs::path out = tmp.path / "q4";
-  const std::string cmd = std::string(FORGE_CLI) + " quantize --model " + kData + "/qwen2-tiny --bits 4 --group-size 32 --out " +
-                          out.string() + " 2>&1";
+  const std::string cmd = std::string(FORGE_CLI) + " quantize --model " + kData + "/" + name +
+                          " --bits 4 --group-size 32 --out " + out.string() + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   nlohmann::json cfg = nlohmann::json::parse(std::ifstream(out / "config.json"));
   EXPECT_EQ(cfg["quantization"]["bits"], 4);
@@ -98,7 +103,7 @@ TEST(Quantize, CommandWritesLoadableFolder) {
   // Writing over an existing folder is refused, and nothing is changed.
   EXPECT_NE(std::system(cmd.c_str()), 0);
 
-  auto dense = load_model(kData + "/qwen2-tiny", Device::cpu());
+  auto dense = load_model(kData + "/" + name, Device::cpu());
   Tensor ids = Tensor::from_vector(std::vector<uint32_t>{3, 17, 400, 999, 5, 6, 7, 8}, {1, 8});
   std::vector<float> want = dense->forward(ids).to_f32();
   std::vector<float> got_cpu;

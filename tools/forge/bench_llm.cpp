@@ -16,12 +16,13 @@
 #include "forge/model.h"
 #include "forge/ops.h"
 #include "gpu/runtime.h"
+#include "model_arg.h"
 
 namespace forge::cli {
 namespace {
 
-void run(const std::string& device, const std::string& arch, const std::string& dtype, int64_t prefill,
-         int64_t decode_tokens, bool json) {
+void run(const std::string& device, const std::string& model_dir, const std::string& arch, const std::string& dtype,
+         int64_t prefill, int64_t decode_tokens, bool json) {
   ModelConfig config = model_preset(arch);
   DType dense = DType::F32;
   if (dtype == "bf16") dense = DType::BF16;
@@ -29,8 +30,12 @@ void run(const std::string& device, const std::string& arch, const std::string& 
   else if (dtype != "f32") throw ValueError("[bench llm] --dtype must be f32, bf16, q8 or q4, got '" + dtype + "'");
   nlohmann::json results = nlohmann::json::array();
   for (const Device& d : resolve_devices(device)) {
-    auto model = random_model(config, 1, d, dense);
-    nlohmann::json r{{"device", d.name()}, {"arch", arch}, {"dtype", dtype}, {"weights", model->info().weights},
+    // A model folder as it is, or random weights of the preset's shapes.
+    auto model = model_dir.empty() ? random_model(config, 1, d, dense) : load_model(model_folder(model_dir), d);
+    const std::string name = model_dir.empty() ? arch : model_dir;
+    prefill = std::min(prefill, model->context_length() - 1);
+    nlohmann::json r{{"device", d.name()}, {"arch", name}, {"dtype", model_dir.empty() ? dtype : ""},
+                     {"weights", model->info().weights},
                      {"parameters", model->info().parameters}, {"weight_bytes", model->info().device_bytes}};
     if (prefill > 0) {
       const double s = best_prefill_seconds(*model, prefill, 5);
@@ -51,7 +56,7 @@ void run(const std::string& device, const std::string& arch, const std::string& 
     r["device_bytes"] = model->info().device_bytes + cache_bytes;
     if (!json)
       std::printf("%-36s %s %s  prefill %lld: %8.2f ms (%8.0f tok/s)  decode %7.1f tok/s  device %.1f MB\n",
-                  d.name().c_str(), arch.c_str(), dtype.c_str(), (long long)prefill, r.value("prefill_ms", 0.0),
+                  d.name().c_str(), name.c_str(), model->info().weights.c_str(), (long long)prefill, r.value("prefill_ms", 0.0),
                   r.value("prefill_tokens_per_s", 0.0), rate, double(r["device_bytes"].get<uint64_t>()) / 1e6);
     results.push_back(r);
   }
@@ -60,10 +65,11 @@ void run(const std::string& device, const std::string& arch, const std::string& 
 
 const bool registered = register_bench(
     {"llm", "Llama-family prefill and decode tokens/s and device memory of a random-init model", [](CLI::App& sub) {
-       static std::string device = "auto", arch = "smollm2-135m", dtype = "f32";
+       static std::string device = "auto", model, arch = "smollm2-135m", dtype = "f32";
        static int64_t prefill = 1024, decode_tokens = 128;
        static bool json = false;
        add_device_option(sub, device, true);
+       sub.add_option("-m,--model", model, "Time this model folder (or Hugging Face id) instead of --arch/--dtype");
        sub.add_option("--arch", arch, "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama3.2-1b or tinyllama-1.1b")
            ->capture_default_str();
        sub.add_option("--dtype", dtype, "Weights: f32, bf16 (computed in f32), q8 or q4 (MLX, group 64)")
@@ -73,7 +79,7 @@ const bool registered = register_bench(
            ->check(CLI::NonNegativeNumber);
        sub.add_option("--decode-tokens", decode_tokens, "Tokens to decode")->capture_default_str()->check(CLI::PositiveNumber);
        sub.add_flag("--json", json, "Print JSON");
-       sub.callback([] { run(device, arch, dtype, prefill, decode_tokens, json); });
+       sub.callback([] { run(device, model, arch, dtype, prefill, decode_tokens, json); });
      }});
 
 }  // namespace
