@@ -98,6 +98,7 @@ TEST(ConfigValidate, HugeSizesAreRefusedBeforeTheyOverflow) {
   g["vocab_size"] = int64_t(1) << 30;
   g["n_embd"] = int64_t(1) << 30;
   g["n_head"] = 1;
+  g["n_inner"] = 64;
   expect_error<ValueError>([&] { parse_config(g.dump(), "m/config.json"); }, "parameters");
   // group_size 2^32 + 64 used to wrap to 64 in an int.
   json q = fixture("llama-tiny-mlx8");

@@ -31,12 +31,12 @@ struct LoweredTimeout {
   double saved;
 };
 
-struct Run {
+struct CliRun {
   int code;       // exit status, -1 when killed by a signal
   std::string out;
 };
 
-Run run_cli(const std::string& env_and_args) {
+CliRun run_cli(const std::string& env_and_args) {
   const std::string cmd = env_and_args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed"};
@@ -79,7 +79,7 @@ TEST(WebGpuFaults, TimedOutWaitIsAGpuErrorAndTheDeviceStaysUsable) {
 
 TEST(WebGpuFaults, GarbageTimeoutInTheEnvironmentIsAClearError) {
   for (const char* value : {"abc", "0", "-5", "1e999", "5s"}) {
-    Run r = run_cli(std::string("FORGE_GPU_TIMEOUT=") + value + " " + FORGE_CLI + " info");
+    CliRun r = run_cli(std::string("FORGE_GPU_TIMEOUT=") + value + " " + FORGE_CLI + " info");
     EXPECT_EQ(r.code, 1) << value << ": " << r.out;
     EXPECT_NE(r.out.find(std::string("FORGE_GPU_TIMEOUT='") + value + "' is not a positive number"),
               std::string::npos)
@@ -90,7 +90,7 @@ TEST(WebGpuFaults, GarbageTimeoutInTheEnvironmentIsAClearError) {
   const std::string fx = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
   const std::string out = ::testing::TempDir() + "forge_timeout_eval.safetensors";
   std::remove(out.c_str());
-  Run r = run_cli(std::string("FORGE_GPU_TIMEOUT=0.000001 ") + FORGE_CLI + " eval --model " + fx + " --input " + fx +
+  CliRun r = run_cli(std::string("FORGE_GPU_TIMEOUT=0.000001 ") + FORGE_CLI + " eval --model " + fx + " --input " + fx +
                   "/reference.safetensors --output " + out + " --device webgpu");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("timed out"), std::string::npos) << r.out;
