@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "forge/generate.h"
+#include "forge/model.h"
 #include "forge/model_config.h"
 #include "forge/ops/sample.h"
 #include "forge/tensor.h"
@@ -52,12 +54,9 @@ struct Gpt2Weights {
   Tensor ln_f_w, ln_f_b;          // [C]
 };
 
-// Keys and values of every layer for positions [0, len), preallocated to the
-// context length P.
-struct Gpt2Cache {
-  std::vector<Tensor> k, v;       // per layer [B, n_head, P, head_dim]
-  int64_t len = 0;                // positions filled
-};
+// Keys and values of every layer for positions [0, len): k and v per layer
+// [B, n_head, capacity, head_dim].
+using Gpt2Cache = KvCache;
 
 // A host-side tensor by its Hugging Face name (Conv1D layout), for writing
 // checkpoints.
@@ -67,7 +66,9 @@ struct Gpt2HostTensor {
   std::vector<float> values;
 };
 
-class Gpt2 {
+// GPT-2 as a CausalLM (forge/model.h); load_model() returns one for a GPT-2
+// folder.
+class Gpt2 : public CausalLM {
  public:
   // DIR/config.json and DIR's safetensors (single or sharded), checked with
   // check_weights; f32, f16 and bf16 weights are converted to f32.
@@ -78,35 +79,33 @@ class Gpt2 {
   static Gpt2 from_host(const Gpt2Config& config, const std::vector<Gpt2HostTensor>& tensors, const Device& device);
 
   const Gpt2Config& config() const { return config_; }
-  const Device& device() const { return device_; }
   const Gpt2Weights& weights() const { return w_; }
 
   // ids [B, T] (u32 or i32; or [T]) -> logits [B, T, V] (or [T, V]). When
   // `hidden` is given it receives L + 1 tensors [B, T, C]: the embedding
   // output, the output of blocks 0 .. L-2, and ln_f of the last block's
   // output (as transformers' hidden_states). ValueError when T > P.
-  Tensor forward(const Tensor& ids, std::vector<Tensor>* hidden = nullptr) const;
+  Tensor forward(const Tensor& ids, std::vector<Tensor>* hidden = nullptr) const override;
 
   // An empty cache for `batch` sequences on the model's device.
-  Gpt2Cache new_cache(int64_t batch) const;
+  KvCache new_cache(int64_t batch, int64_t capacity = 0) const override;
   // Appends ids [B, T] (u32 or i32, CPU or the model's device) at positions
   // cache.len .. cache.len + T - 1 and returns the logits of the last one,
   // [B, V]. ValueError naming the context length when they do not fit.
-  Tensor forward_cached(const Tensor& ids, Gpt2Cache& cache) const;
+  Tensor forward_cached(const Tensor& ids, KvCache& cache) const override;
 
   // Mean next-token cross-entropy of logits [B, T, V] against ids [B, T]
   // (labels are ids shifted by one: B * (T - 1) positions), read back.
   static float loss(const Tensor& logits, const Tensor& ids);
 
  private:
-  Gpt2(Gpt2Config config, Device device) : config_(std::move(config)), device_(std::move(device)) {}
+  Gpt2(Gpt2Config config, Device device);
   // x [B, T, C] through block l; cache may be null (no cache, positions 0..T-1).
   Tensor block(int64_t l, const Tensor& x, Gpt2Cache* cache) const;
   // x [B, T, C] -> logits [B, T, V] over the chunked wte.
   Tensor lm_head(const Tensor& x) const;
 
   Gpt2Config config_;
-  Device device_;
   Gpt2Weights w_;
 };
 
@@ -134,16 +133,9 @@ struct Gpt2GenerateOptions {
   std::optional<uint32_t> eos;    // stop after producing this id
 };
 
-struct Gpt2GenerateStats {
-  int64_t prefill_tokens = 0, decode_tokens = 0;
-  double prefill_s = 0, decode_s = 0;  // wall time, device work included
-};
+using Gpt2GenerateStats = GenerateStats;
 
-// Generates up to max_new_tokens ids after `prompt` (batch 1), calling
-// on_token with each as soon as it is read back. With the cache, each decode
-// step is recorded on the device and only the sampled id is read back.
-// ValueError for an empty prompt, an id >= V, or prompt + max_new_tokens
-// beyond the context length P.
+// generate() (forge/generate.h) with GPT-2's options: on_token sees every id.
 std::vector<uint32_t> gpt2_generate(const Gpt2& model, const std::vector<uint32_t>& prompt,
                                     const Gpt2GenerateOptions& options,
                                     const std::function<void(uint32_t)>& on_token = {},

@@ -18,8 +18,17 @@
 
 namespace forge {
 
+// The block structure a checkpoint uses. Llama covers every family that is
+// "Llama plus data": Qwen2 (q/k/v bias), Mistral (sliding window), TinyLlama,
+// SmolLM2, Llama 3.x.
 enum class Arch { Gpt2, Llama };
 const char* arch_name(Arch a);  // "gpt2", "llama"
+
+// One quantized matrix's format.
+struct QuantSpec {
+  int group_size = 64;  // 32, 64 or 128
+  int bits = 8;         // 2, 4 or 8
+};
 
 // MLX affine quantization ("quantization" or "quantization_config"): each Linear
 // weight [out, in] is stored as u32 words [out, in*bits/32] plus bf16/f16 scales and
@@ -27,6 +36,12 @@ const char* arch_name(Arch a);  // "gpt2", "llama"
 struct QuantizationConfig {
   int group_size = 64;
   int bits = 8;
+  // Per-module overrides as mlx-lm's mixed recipes write them, by full module
+  // path ("model.layers.0.mlp.down_proj"): another format, or nullopt for a
+  // module left unquantized (`false`).
+  std::map<std::string, std::optional<QuantSpec>> overrides;
+  // The format of the module at `path`; nullopt when it is not quantized.
+  std::optional<QuantSpec> for_module(const std::string& path) const;
 };
 
 struct Gpt2Config {
@@ -66,13 +81,21 @@ struct LlamaConfig {
   double rope_theta = 10000.0;      // top level or rope_parameters.rope_theta
   std::optional<RopeScaling> rope_scaling;  // absent for plain RoPE
   std::string hidden_act = "silu";
-  bool attention_bias = false;
+  bool attention_bias = false;     // bias on q, k, v and o ("attention_bias")
+  bool qkv_bias = false;           // bias on q, k, v only (Qwen2)
   bool mlp_bias = false;
   bool tie_word_embeddings = false;
+  std::string model_type = "llama";  // "llama", "qwen2", "mistral"
+  // Sliding attention window of each layer in positions, 0 = full attention
+  // (Mistral's "sliding_window"; Qwen2's "layer_types"/"use_sliding_window").
+  std::vector<int64_t> layer_window;
+  int64_t window(int64_t layer) const { return layer_window.empty() ? 0 : layer_window[size_t(layer)]; }
+  bool has_bias_q() const { return attention_bias || qkv_bias; }
 };
 
 struct ModelConfig {
   Arch arch = Arch::Gpt2;
+  std::string architecture;            // "GPT2LMHeadModel", "LlamaForCausalLM", ... (from "architectures")
   std::variant<Gpt2Config, LlamaConfig> params;
   std::optional<QuantizationConfig> quantization;
   std::optional<int64_t> bos_token_id;
@@ -84,6 +107,7 @@ struct ModelConfig {
   const LlamaConfig& llama() const;
   bool tie_word_embeddings() const;
   int64_t vocab_size() const;
+  int64_t context_length() const;      // n_positions / max_position_embeddings
 };
 
 // Parses config.json text; `source` names the file in messages. Throws IoError for

@@ -1,15 +1,16 @@
-// Byte-level BPE tokenizer (GPT-2 and SmolLM2 style), loaded from a
-// Hugging Face tokenizer.json or from vocab.json + merges.txt. Pre-tokenization
-// is GPT-2's split pattern (optionally after a Digits split); other Split
-// patterns (Llama-3's, Qwen's) are rejected with an IoError when loading.
+// A Hugging Face tokenizer.json, as the `tokenizers` library runs it: BPE
+// (byte-level as GPT-2, Llama 3, Qwen2, SmolLM2; or SentencePiece-style with
+// byte fallback as Llama 2 / TinyLlama / Mistral) with its normalizer,
+// pre-tokenizer, added tokens, post-processor and decoder. Also loads a
+// vocab.json + merges.txt folder (GPT-2's pipeline).
 //
 //   auto tok = forge::Tokenizer::from_dir("models/gpt2");
 //   std::vector<uint32_t> ids = tok.encode("Hello, world!");   // {15496, 11, 995, 0}
 //   std::string text = tok.decode(ids);                        // "Hello, world!"
 //
-// encode() returns the model's tokens only: post-processing that inserts BOS /
-// EOS is left to the caller (see bos_id() / eos_id()). Loading errors are
-// forge::IoError naming the file; bad ids are forge::ValueError.
+// encode() adds what the post-processor adds (the BOS of Llama tokenizers)
+// unless asked not to. Loading errors are forge::IoError naming the file and
+// the unsupported component; bad ids and invalid UTF-8 are forge::ValueError.
 // A Tokenizer is cheap to copy (shared, immutable state) and safe to use from
 // several threads at once.
 #pragma once
@@ -26,7 +27,7 @@ namespace forge {
 
 class Tokenizer {
  public:
-  // A tokenizer.json file (model type BPE with a ByteLevel pre-tokenizer).
+  // A tokenizer.json file (model type BPE).
   static Tokenizer from_file(const std::filesystem::path& tokenizer_json);
   // A model folder holding tokenizer.json, or vocab.json + merges.txt, or
   // GPT-2's original encoder.json + vocab.bpe. tokenizer_config.json and
@@ -35,17 +36,21 @@ class Tokenizer {
   // from_dir for a folder, from_file otherwise.
   static Tokenizer from_path(const std::filesystem::path& file_or_dir);
 
-  // Token ids of `text`. Added tokens (such as "<|endoftext|>") written in
-  // the text are matched first and become their single id. Invalid UTF-8 is
-  // encoded byte by byte.
-  std::vector<std::uint32_t> encode(std::string_view text) const;
-  // Like encode(), but added tokens in the text are encoded as plain text.
+  // Token ids of `text`, as Hugging Face's encode(text, add_special_tokens).
+  // Added tokens (such as "<|endoftext|>") written in the text are matched
+  // first and become their single id; `add_special_tokens` adds the
+  // post-processor's tokens (BOS). Invalid UTF-8 is a ValueError naming the
+  // byte offset.
+  std::vector<std::uint32_t> encode(std::string_view text, bool add_special_tokens = true) const;
+  // Like encode(text, false), but added tokens in the text are encoded as plain text.
   std::vector<std::uint32_t> encode_ordinary(std::string_view text) const;
 
-  // Text of `ids`; bytes that do not form valid UTF-8 become U+FFFD.
+  // Text of `ids` through the decoder; bytes that do not form valid UTF-8
+  // become U+FFFD. `skip_special` leaves special tokens out.
   // Throws ValueError for an id >= vocab_size() or one without a token.
   std::string decode(std::span<const std::uint32_t> ids, bool skip_special = false) const;
-  // Raw bytes of one token (may be part of a UTF-8 character).
+  // Raw bytes one token contributes inside a text (may be part of a UTF-8
+  // character): the decoder's per-token steps, without Strip / Fuse.
   const std::string& token_bytes(std::uint32_t id) const;
 
   // One more than the largest id, added tokens included.
@@ -67,19 +72,24 @@ class Tokenizer {
 // Incremental decoding for streaming generation: push() returns the text that
 // is complete so far and holds back a UTF-8 character whose bytes are split
 // across tokens until its last byte arrives. The concatenation of all push()
-// results and flush() equals Tokenizer::decode of the same ids.
+// results and flush() equals Tokenizer::decode of the same ids. Like Hugging
+// Face's DecodeStream it decodes a short window (the previous token for
+// context, so Strip / Metaspace see the same neighbours) and emits the growth.
 class StreamDecoder {
  public:
   explicit StreamDecoder(Tokenizer tokenizer, bool skip_special = false);
   // Text completed by `id` (possibly empty). Throws ValueError for a bad id.
   std::string push(std::uint32_t id);
-  // The held-back bytes, with an incomplete character as U+FFFD; resets.
+  // The held-back text, with an incomplete character as U+FFFD; resets.
   std::string flush();
 
  private:
   Tokenizer tokenizer_;
   bool skip_special_;
-  std::string pending_;  // bytes of an unfinished UTF-8 character (at most 3)
+  std::vector<std::uint32_t> ids_;  // the window: context tokens, then unemitted ones
+  std::size_t context_ = 0;         // ids_[0, context_) are already emitted
+  std::string prefix_;              // decode of ids_[0, context_)
+  std::string pending_bytes_;       // raw bytes of the unemitted tokens
 };
 
 }  // namespace forge

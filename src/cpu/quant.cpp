@@ -54,7 +54,8 @@ void affine_dequantize(const Tensor& w, const Tensor& scales, const Tensor& bias
 }
 
 void quantized_matmul(const Tensor& x, const Tensor& w, const Tensor& scales, const Tensor& biases,
-                      const QuantPlan& p, int64_t m, Tensor& y) {
+                      const Tensor* bias, const QuantPlan& p, int64_t m, Tensor& y) {
+  const float* pb = bias ? bias->data<float>() : nullptr;
   const uint32_t* pw = w.data<uint32_t>();
   const float* px = x.data<float>();
   float* py = y.data<float>();
@@ -65,9 +66,18 @@ void quantized_matmul(const Tensor& x, const Tensor& w, const Tensor& scales, co
       const float* xr = px + r * p.in;
       double acc = 0;
       for (int64_t i = 0; i < p.in; ++i) acc += double(xr[i]) * row[i];
-      py[r * p.out + o] = float(acc);
+      py[r * p.out + o] = pb ? float(acc) + pb[o] : float(acc);
     }
   }
+}
+
+void affine_embedding(const Tensor& ids, const Tensor& w, const Tensor& scales, const Tensor& biases,
+                      const QuantPlan& p, Tensor& out) {
+  const uint32_t* pw = w.data<uint32_t>();
+  // i32 and u32 ids share the bits of in-range values.
+  const auto* pid = static_cast<const uint32_t*>(ids.raw_data());
+  float* po = out.data<float>();
+  for (int64_t r = 0, n = ids.numel(); r < n; ++r) dequantize_row(pw, scales, biases, p, pid[r], po + r * p.in);
 }
 
 }  // namespace forge::cpu

@@ -1,9 +1,11 @@
 // Hugging Face config.json -> ModelConfig.
 #include "forge/model_config.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -80,8 +82,44 @@ const json& sub_object(const json& j, const char* key, const std::string& source
   return v;
 }
 
-LlamaConfig parse_llama(const json& j, const ConfigReader& r) {
+// The attention window of every layer: "layer_types" when given
+// ("full_attention" / "sliding_attention"), else Mistral's "sliding_window" on
+// every layer, else Qwen2's "use_sliding_window" from "max_window_layers" on.
+// Empty when every layer attends to all positions.
+std::vector<int64_t> parse_layer_windows(const json& j, const ConfigReader& r, const LlamaConfig& c) {
+  const int64_t L = c.num_hidden_layers;
+  const std::optional<int64_t> window = r.opt_positive("sliding_window");
+  std::vector<int64_t> out(size_t(L), 0);
+  bool any = false;
+  if (r.has("layer_types")) {
+    const json& types = j.at("layer_types");
+    if (!types.is_array() || int64_t(types.size()) != L)
+      throw IoError("[config] 'layer_types' must be a list of " + std::to_string(L) + " strings in " + r.source());
+    for (int64_t l = 0; l < L; ++l) {
+      const json& t = types[size_t(l)];
+      if (t == "full_attention") continue;
+      if (t != "sliding_attention")
+        throw bad(r, "unsupported 'layer_types[" + std::to_string(l) + "]' " + t.dump() +
+                         " (supported: full_attention, sliding_attention)");
+      if (!window) throw bad(r, "'layer_types' asks for sliding attention but 'sliding_window' is not set");
+      out[size_t(l)] = *window, any = true;
+    }
+  } else if (c.model_type == "qwen2") {
+    if (r.opt_boolean("use_sliding_window").value_or(false) && window) {
+      const int64_t first = r.opt_integer("max_window_layers").value_or(L);
+      for (int64_t l = std::max<int64_t>(first, 0); l < L; ++l) out[size_t(l)] = *window, any = true;
+    }
+  } else if (c.model_type == "mistral" && window) {
+    std::fill(out.begin(), out.end(), *window);
+    any = true;
+  }
+  if (!any) out.clear();
+  return out;
+}
+
+LlamaConfig parse_llama(const json& j, const ConfigReader& r, const std::string& model_type) {
   LlamaConfig c;
+  c.model_type = model_type;
   c.vocab_size = r.positive("vocab_size");
   c.hidden_size = r.positive("hidden_size");
   c.intermediate_size = r.positive("intermediate_size");
@@ -104,8 +142,11 @@ LlamaConfig parse_llama(const json& j, const ConfigReader& r) {
   c.rms_norm_eps = r.opt_number("rms_norm_eps").value_or(c.rms_norm_eps);
   if (c.rms_norm_eps <= 0) throw bad(r, "'rms_norm_eps' must be positive");
   c.hidden_act = r.opt_string("hidden_act").value_or(c.hidden_act);
+  if (c.hidden_act != "silu")
+    throw bad(r, "unsupported 'hidden_act' '" + c.hidden_act + "' (supported: silu)");
   c.attention_bias = r.opt_boolean("attention_bias").value_or(false);
   c.mlp_bias = r.opt_boolean("mlp_bias").value_or(false);
+  c.qkv_bias = model_type == "qwen2";  // Qwen2Attention: q, k, v with bias, o without
   c.tie_word_embeddings = r.opt_boolean("tie_word_embeddings").value_or(false);
 
   std::optional<double> theta = r.opt_number("rope_theta");
@@ -125,6 +166,22 @@ LlamaConfig parse_llama(const json& j, const ConfigReader& r) {
   }
   c.rope_theta = theta.value_or(c.rope_theta);
   if (c.rope_theta <= 0) throw bad(r, "'rope_theta' must be positive");
+  c.layer_window = parse_layer_windows(j, r, c);
+  return c;
+}
+
+QuantSpec parse_quant_spec(const ConfigReader& q) {
+  QuantSpec c;
+  // Checked as int64: a cast first would wrap 2^32 + 64 to an accepted 64.
+  const int64_t group = q.positive("group_size"), bits = q.positive("bits");
+  if (bits != 2 && bits != 4 && bits != 8)
+    throw ValueError("[config] " + q.name("bits") + " = " + std::to_string(bits) + " is not one of 2, 4, 8 in " +
+                     q.source());
+  if (group != 32 && group != 64 && group != 128)
+    throw ValueError("[config] " + q.name("group_size") + " = " + std::to_string(group) +
+                     " is not supported (32, 64 or 128) in " + q.source());
+  c.group_size = int(group);
+  c.bits = int(bits);
   return c;
 }
 
@@ -132,20 +189,31 @@ std::optional<QuantizationConfig> parse_quantization(const json& j, const std::s
   std::optional<QuantizationConfig> found;
   for (const char* key : {"quantization", "quantization_config"}) {
     if (!j.contains(key) || j[key].is_null()) continue;
-    ConfigReader q(sub_object(j, key, source), source, key);
+    const json& obj = sub_object(j, key, source);
+    ConfigReader q(obj, source, key);
     if (auto method = q.opt_string("quant_method"))
       throw ValueError("[config] unsupported " + q.name("quant_method") + " '" + *method +
                        "' (only MLX affine group quantization) in " + source);
+    QuantSpec spec = parse_quant_spec(q);
     QuantizationConfig c;
-    const int64_t group = q.positive("group_size"), bits = q.positive("bits");
-    if (group > INT32_MAX)
-      throw ValueError("[config] " + q.name("group_size") + " = " + std::to_string(group) + " is too large in " + source);
-    c.group_size = int(group);
-    c.bits = bits > 8 ? 0 : int(bits);  // 0: refused below
-    if (c.bits != 2 && c.bits != 3 && c.bits != 4 && c.bits != 5 && c.bits != 6 && c.bits != 8)
-      throw ValueError("[config] " + q.name("bits") + " = " + std::to_string(bits) +
-                       " is not one of 2, 3, 4, 5, 6, 8 in " + source);
-    if (found && (found->bits != c.bits || found->group_size != c.group_size))
+    c.group_size = spec.group_size;
+    c.bits = spec.bits;
+    // Every other key is a module path: {group_size, bits} or false.
+    for (const auto& [path, v] : obj.items()) {
+      if (path == "group_size" || path == "bits" || path == "mode") continue;
+      const std::string where = std::string(key) + "." + path;
+      if (v.is_boolean()) {
+        if (v.get<bool>()) c.overrides[path] = spec;
+        else c.overrides[path] = std::nullopt;
+      } else if (v.is_object()) {
+        c.overrides[path] = parse_quant_spec(ConfigReader(v, source, where));
+      } else {
+        throw IoError("[config] '" + where + "' is " + v.dump() + ", expected {group_size, bits} or false in " + source);
+      }
+    }
+    if (auto mode = q.opt_string("mode"); mode && *mode != "affine")
+      throw ValueError("[config] unsupported " + q.name("mode") + " '" + *mode + "' (only affine) in " + source);
+    if (found && (found->bits != c.bits || found->group_size != c.group_size || found->overrides.size() != c.overrides.size()))
       throw ValueError("[config] 'quantization' and 'quantization_config' disagree in " + source);
     found = c;
   }
@@ -183,6 +251,15 @@ bool ModelConfig::tie_word_embeddings() const {
   return arch == Arch::Gpt2 ? gpt2().tie_word_embeddings : llama().tie_word_embeddings;
 }
 int64_t ModelConfig::vocab_size() const { return arch == Arch::Gpt2 ? gpt2().vocab_size : llama().vocab_size; }
+int64_t ModelConfig::context_length() const {
+  return arch == Arch::Gpt2 ? gpt2().n_positions : llama().max_position_embeddings;
+}
+
+std::optional<QuantSpec> QuantizationConfig::for_module(const std::string& path) const {
+  auto it = overrides.find(path);
+  if (it != overrides.end()) return it->second;
+  return QuantSpec{group_size, bits};
+}
 
 namespace {
 
@@ -193,16 +270,33 @@ ModelConfig parse_config_json(const json& j, const std::string& source) {
   if (!type) throw IoError("[config] missing required key 'model_type' in " + source);
   ModelConfig m;
   m.source = source;
+  // model_type -> the architecture class Hugging Face names for it.
+  static const std::map<std::string, std::string> families = {{"gpt2", "GPT2LMHeadModel"},
+                                                              {"llama", "LlamaForCausalLM"},
+                                                              {"qwen2", "Qwen2ForCausalLM"},
+                                                              {"mistral", "MistralForCausalLM"}};
+  auto family = families.find(*type);
+  if (family == families.end())
+    throw ValueError("[config] unsupported 'model_type' '" + *type +
+                     "' (supported: gpt2, llama, qwen2, mistral) in " + source);
+  m.architecture = family->second;
+  if (r.has("architectures")) {
+    const json& a = j.at("architectures");
+    if (!a.is_array() || a.empty() || !a[0].is_string())
+      throw IoError("[config] 'architectures' is " + a.dump() + ", expected a list of names in " + source);
+    const std::string name = a[0].get<std::string>();
+    if (name != family->second)
+      throw ValueError("[config] unsupported 'architectures' value '" + name + "' for model_type '" + *type +
+                       "' (supported: " + family->second + ") in " + source);
+  }
   if (*type == "gpt2") {
     m.arch = Arch::Gpt2;
     m.params = parse_gpt2(r);
     validate(std::get<Gpt2Config>(m.params), source);
-  } else if (*type == "llama") {
-    m.arch = Arch::Llama;
-    m.params = parse_llama(j, r);
-    validate(std::get<LlamaConfig>(m.params), source);
   } else {
-    throw ValueError("[config] unsupported 'model_type' '" + *type + "' (supported: gpt2, llama) in " + source);
+    m.arch = Arch::Llama;
+    m.params = parse_llama(j, r, *type);
+    validate(std::get<LlamaConfig>(m.params), source);
   }
   m.quantization = parse_quantization(j, source);
   parse_special_tokens(j, r, m);

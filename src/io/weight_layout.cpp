@@ -55,7 +55,11 @@ class WeightChecker {
     if (cfg_.arch != Arch::Llama)
       throw IoError("[weights] quantized " + std::string(arch_name(cfg_.arch)) + " weight '" + full(base + ".weight") +
                     "' is not supported in " + source_);
-    const int64_t bits = cfg_.quantization->bits, group = cfg_.quantization->group_size;
+    const std::optional<QuantSpec> spec = cfg_.quantization->for_module(full(base));
+    if (!spec)
+      throw IoError("[weights] tensor '" + full(base + ".scales") + "' marks a quantized weight but the config's " +
+                    "'quantization' leaves '" + full(base) + "' unquantized in " + source_);
+    const int64_t bits = spec->bits, group = spec->group_size;
     if ((in * bits) % 32 != 0 || in % group != 0)
       throw IoError("[weights] '" + full(base + ".weight") + "' has " + std::to_string(in) +
                     " inputs, not a multiple of group_size " + std::to_string(group) + " and of 32/bits (bits " +
@@ -158,7 +162,8 @@ void check_llama(const LlamaConfig& c, WeightChecker& k) {
         {"q_proj", {q, H}}, {"k_proj", {kv, H}}, {"v_proj", {kv, H}}, {"o_proj", {H, q}}};
     for (const auto& [name, dims] : attn) {
       k.linear(p + "self_attn." + name, dims.first, dims.second);
-      if (c.attention_bias) k.dense(p + "self_attn." + name + ".bias", {dims.first});
+      const bool bias = std::string(name) == "o_proj" ? c.attention_bias : c.has_bias_q();
+      if (bias) k.dense(p + "self_attn." + name + ".bias", {dims.first});
     }
     const std::pair<const char*, std::pair<int64_t, int64_t>> mlp[] = {
         {"gate_proj", {I, H}}, {"up_proj", {I, H}}, {"down_proj", {H, I}}};

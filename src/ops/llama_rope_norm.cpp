@@ -11,7 +11,7 @@ namespace forge {
 
 namespace {
 
-void rope_impl(const char* op, Tensor& x, int64_t head_dim, int64_t pos, double theta, bool inverse) {
+RopePlan rope_plan(const char* op, const Tensor& x, int64_t head_dim, bool inverse) {
   check::same_device(op, {&x});
   check::dtype(op, "x", x, DType::F32);
   check::rank(op, "x", x, 1, 4);
@@ -32,27 +32,26 @@ void rope_impl(const char* op, Tensor& x, int64_t head_dim, int64_t pos, double 
   }
   if (head_dim <= 0 || head_dim % 2 != 0) fail("head_dim must be positive and even");
   if (p.hidden % head_dim != 0) fail("head_dim must divide the hidden size " + std::to_string(p.hidden));
-  if (pos < 0) throw ValueError(std::string("[") + op + "] pos must be >= 0, got " + std::to_string(pos));
-  if (!(theta > 0)) throw ValueError(std::string("[") + op + "] theta must be positive, got " + std::to_string(theta));
   p.tokens = p.hidden ? x.numel() / p.hidden : 0;
-  if (p.tokens == 0 || p.seq == 0) return;
+  return p;
+}
 
-  // table [seq, half, 2]: (cos, sin) of f32(f32(pos + s) * inv_freq[i]).
-  int64_t half = head_dim / 2;
-  std::vector<float> inv_freq(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i) inv_freq[i] = float(std::pow(theta, -double(2 * i) / double(head_dim)));
-  std::vector<float> cs(size_t(p.seq * half * 2));
-  for (int64_t s = 0; s < p.seq; ++s) {
-    float position = float(pos + s);
-    for (int64_t i = 0; i < half; ++i) {
-      float angle = position * inv_freq[i];
-      cs[(s * half + i) * 2] = float(std::cos(double(angle)));
-      cs[(s * half + i) * 2 + 1] = float(std::sin(double(angle)));
-    }
-  }
-  Tensor table = Tensor::from_vector(cs, {p.seq, half, 2}, x.device());
+void rope_run(const char* op, Tensor& x, const RopePlan& p, const Tensor& table) {
+  if (p.tokens == 0 || p.seq == 0) return;
+  check::same_device(op, {&x, &table});
+  check::dtype(op, "table", table, DType::F32);
+  if (table.rank() != 3 || table.dim(0) < p.seq || table.dim(1) != p.head_dim / 2 || table.dim(2) != 2)
+    throw ShapeError(std::string("[") + op + "] table must be [>= " + std::to_string(p.seq) + ", " +
+                     std::to_string(p.head_dim / 2) + ", 2] for x " + x.describe() + ", got " + table.describe());
   if (x.device().is_cpu()) cpu::rope(x, table, p);
   else webgpu::rope(x, table, p);
+}
+
+void rope_impl(const char* op, Tensor& x, int64_t head_dim, int64_t pos, double theta, bool inverse) {
+  RopePlan p = rope_plan(op, x, head_dim, inverse);
+  if (!(theta > 0)) throw ValueError(std::string("[") + op + "] theta must be positive, got " + std::to_string(theta));
+  if (p.tokens == 0 || p.seq == 0) return;
+  rope_run(op, x, p, rope_table(rope_inv_freq(head_dim, theta), pos, p.seq, x.device()));
 }
 
 void check_weight(const char* op, const Tensor& w, int64_t cols) {
@@ -74,6 +73,40 @@ RowsPlan rows_plan(const char* op, const Tensor& x, float eps) {
 }
 
 }  // namespace
+
+std::vector<float> rope_inv_freq(int64_t head_dim, double theta) {
+  if (head_dim <= 0 || head_dim % 2 != 0)
+    throw ValueError("[rope] head_dim must be positive and even, got " + std::to_string(head_dim));
+  std::vector<float> inv_freq(static_cast<size_t>(head_dim / 2));
+  for (int64_t i = 0; i < head_dim / 2; ++i) inv_freq[i] = float(std::pow(theta, -double(2 * i) / double(head_dim)));
+  return inv_freq;
+}
+
+Tensor rope_table(const std::vector<float>& inv_freq, int64_t pos, int64_t seq, const Device& device) {
+  if (pos < 0) throw ValueError("[rope] pos must be >= 0, got " + std::to_string(pos));
+  if (seq < 1) throw ValueError("[rope] seq must be >= 1, got " + std::to_string(seq));
+  if (inv_freq.empty()) throw ValueError("[rope] no frequencies");
+  // table [seq, half, 2]: (cos, sin) of f32(f32(pos + s) * inv_freq[i]).
+  const int64_t half = int64_t(inv_freq.size());
+  std::vector<float> cs(size_t(seq * half * 2));
+  for (int64_t s = 0; s < seq; ++s) {
+    float position = float(pos + s);
+    for (int64_t i = 0; i < half; ++i) {
+      float angle = position * inv_freq[size_t(i)];
+      cs[(s * half + i) * 2] = float(std::cos(double(angle)));
+      cs[(s * half + i) * 2 + 1] = float(std::sin(double(angle)));
+    }
+  }
+  return Tensor::from_vector(cs, {seq, half, 2}, device);
+}
+
+void rope(Tensor& x, int64_t head_dim, const Tensor& table) {
+  rope_run("rope", x, rope_plan("rope", x, head_dim, false), table);
+}
+
+void rope_backward(Tensor& dy, int64_t head_dim, const Tensor& table) {
+  rope_run("rope_backward", dy, rope_plan("rope_backward", dy, head_dim, true), table);
+}
 
 void rope(Tensor& x, int64_t head_dim, int64_t pos, double theta) {
   rope_impl("rope", x, head_dim, pos, theta, false);

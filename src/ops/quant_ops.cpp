@@ -2,6 +2,7 @@
 // affine layout and dispatch.
 #include "cpu/quant_kernels.h"
 #include "ops/check.h"
+#include "ops/gather_ids.h"
 #include "webgpu/quant_kernels.h"
 
 namespace forge {
@@ -11,8 +12,8 @@ namespace {
 QuantPlan quant_plan(const char* op, const Tensor& w, const Tensor& scales, const Tensor& biases, int bits,
                      int group_size) {
   auto shapes = [&] { return check::operands({{"w_packed", &w}, {"scales", &scales}, {"biases", &biases}}); };
-  if (bits != 4 && bits != 8)
-    throw ValueError(std::string("[") + op + "] bits must be 4 or 8, got " + std::to_string(bits));
+  if (bits != 2 && bits != 4 && bits != 8)
+    throw ValueError(std::string("[") + op + "] bits must be 2, 4 or 8, got " + std::to_string(bits));
   if (group_size != 32 && group_size != 64 && group_size != 128)
     throw ValueError(std::string("[") + op + "] group_size must be 32, 64 or 128, got " + std::to_string(group_size));
   check::dtype(op, "w_packed", w, DType::U32);
@@ -68,23 +69,48 @@ Tensor affine_dequantize(const Tensor& w_packed, const Tensor& scales, const Ten
 }
 
 Tensor quantized_matmul(const Tensor& x, const Tensor& w_packed, const Tensor& scales, const Tensor& biases,
-                        int bits, int group_size) {
+                        int bits, int group_size, const Tensor* bias) {
   const char* op = "quantized_matmul";
   check::same_device(op, {&x, &w_packed, &scales, &biases});
+  if (bias) check::same_device(op, {&x, bias});
   QuantPlan p = quant_plan(op, w_packed, scales, biases, bits, group_size);
   check::dtype(op, "x", x, DType::F32);
   check::rank(op, "x", x, 1, 8);
   if (x.dim(-1) != p.in)
     throw ShapeError("[quantized_matmul] x's last dim must be in = " + std::to_string(p.in) + ": " +
                      check::operands({{"x", &x}, {"w_packed", &w_packed}}));
+  if (bias) {
+    check::dtype(op, "bias", *bias, DType::F32);
+    if (bias->shape() != Shape{p.out})
+      throw ShapeError("[quantized_matmul] bias must be [" + std::to_string(p.out) + "]: " +
+                       check::operands({{"bias", bias}, {"w_packed", &w_packed}}));
+  }
   Shape shape = x.shape();
   shape.back() = p.out;
   int64_t m = p.in ? x.numel() / p.in : 0;
   Tensor y = Tensor::zeros(shape, DType::F32, x.device());
   if (y.numel() == 0 || p.in == 0) return y;
-  if (x.device().is_cpu()) cpu::quantized_matmul(x, w_packed, scales, biases, p, m, y);
-  else webgpu::quantized_matmul(x, w_packed, scales, biases, p, m, y);
+  if (x.device().is_cpu()) cpu::quantized_matmul(x, w_packed, scales, biases, bias, p, m, y);
+  else webgpu::quantized_matmul(x, w_packed, scales, biases, bias, p, m, y);
   return y;
+}
+
+Tensor affine_embedding(const Tensor& ids, const Tensor& w_packed, const Tensor& scales, const Tensor& biases,
+                        int bits, int group_size) {
+  const char* op = "affine_embedding";
+  check::same_device(op, {&w_packed, &scales, &biases});
+  QuantPlan p = quant_plan(op, w_packed, scales, biases, bits, group_size);
+  gather::check_ids_dtype(op, ids);
+  check::rank(op, "ids", ids, 1, 2);
+  const Device& dev = w_packed.device();
+  Tensor dev_ids = gather::ids_for(op, ids, p.out, dev);
+  Shape shape = ids.shape();
+  shape.push_back(p.in);
+  Tensor out = Tensor::empty(shape, DType::F32, dev);
+  if (out.numel() == 0) return out;
+  if (dev.is_cpu()) cpu::affine_embedding(dev_ids, w_packed, scales, biases, p, out);
+  else webgpu::affine_embedding(dev_ids, w_packed, scales, biases, p, out);
+  return out;
 }
 
 }  // namespace forge

@@ -9,7 +9,7 @@ namespace forge {
 enum class ScaleKind : uint32_t { F32 = 0, BF16 = 1, F16 = 2 };
 
 struct QuantPlan {
-  int bits = 8;          // 4 or 8
+  int bits = 8;          // 2, 4 or 8
   int group_size = 64;   // 32, 64 or 128
   int64_t out = 0, in = 0;
   int64_t words = 0;     // u32 words per row of W: in * bits / 32

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "text/unicode_tables.h"
+#include "text/unicode.h"
 #include "text/utf8.h"
 
 namespace forge::text {
@@ -15,16 +15,7 @@ std::size_t char_start_before(std::string_view s, std::size_t i) {
   return j;
 }
 
-CharClass class_at(std::string_view s, std::size_t i) {
-  const Utf8Step step = utf8_next(s, i);
-  return step.cp == kInvalidCodePoint ? CharClass::kOther : char_class(step.cp);
-}
-
-bool is_word_char(std::string_view s, std::size_t i) {
-  if (s[i] == '_') return true;
-  const CharClass c = class_at(s, i);
-  return c == CharClass::kLetter || c == CharClass::kNumber;
-}
+std::uint32_t cp_at(std::string_view s, std::size_t i) { return utf8_next(s, i).cp; }
 
 }  // namespace
 
@@ -39,42 +30,50 @@ AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens) {
   });
 }
 
-std::optional<AddedTokenMatcher::Match> AddedTokenMatcher::find(std::string_view text,
-                                                                std::size_t from) const {
-  if (tokens_.empty()) return std::nullopt;
-  for (std::size_t pos = from; pos < text.size(); ++pos) {
-    if (!first_byte_[static_cast<unsigned char>(text[pos])]) continue;
-    if (auto m = match_at(text, from, pos)) return m;
+int AddedTokenMatcher::longest_at(std::string_view text, std::size_t pos) const {
+  if (!first_byte_[static_cast<unsigned char>(text[pos])]) return -1;
+  for (std::size_t k = 0; k < tokens_.size(); ++k) {
+    if (text.substr(pos, tokens_[k].content.size()) == tokens_[k].content)
+      return static_cast<int>(k);
   }
-  return std::nullopt;
+  return -1;
 }
 
-std::optional<AddedTokenMatcher::Match> AddedTokenMatcher::match_at(std::string_view text,
-                                                                    std::size_t from,
-                                                                    std::size_t pos) const {
-  for (const auto& t : tokens_) {
-    if (text.substr(pos).substr(0, t.content.size()) != t.content) continue;
-    std::size_t begin = pos;
-    std::size_t end = pos + t.content.size();
+std::vector<AddedTokenMatcher::Segment> AddedTokenMatcher::split(std::string_view text) const {
+  std::vector<Segment> out;
+  std::size_t done = 0;  // text[0, done) is in `out`
+  for (std::size_t pos = 0; !tokens_.empty() && pos < text.size();) {
+    const int k = longest_at(text, pos);
+    if (k < 0) {
+      ++pos;
+      continue;
+    }
+    const AddedToken& t = tokens_[k];
+    std::size_t begin = pos, end = pos + t.content.size();
+    pos = end;  // the next search starts after this match, even a discarded one
     if (t.single_word) {
-      if (begin > 0 && is_word_char(text, char_start_before(text, begin))) continue;
-      if (end < text.size() && is_word_char(text, end)) continue;
+      const bool word_before =
+          begin > 0 && is_word_char(cp_at(text, char_start_before(text, begin)));
+      const bool word_after = end < text.size() && is_word_char(cp_at(text, end));
+      if (word_before || word_after) continue;
     }
     if (t.lstrip) {
-      while (begin > from) {
+      while (begin > done) {
         const std::size_t prev = char_start_before(text, begin);
-        if (class_at(text, prev) != CharClass::kSpace) break;
+        if (!is_whitespace(cp_at(text, prev))) break;
         begin = prev;
       }
     }
     if (t.rstrip) {
-      while (end < text.size() && class_at(text, end) == CharClass::kSpace) {
-        end += utf8_next(text, end).len;
-      }
+      while (end < text.size() && is_whitespace(cp_at(text, end))) end += utf8_next(text, end).len;
+      pos = std::max(pos, end);
     }
-    return Match{begin, end, t.id};
+    if (done < begin) out.push_back({done, begin, std::nullopt});
+    out.push_back({begin, end, t.id});
+    done = end;
   }
-  return std::nullopt;
+  if (done < text.size()) out.push_back({done, text.size(), std::nullopt});
+  return out;
 }
 
 }  // namespace forge::text

@@ -1,5 +1,8 @@
 // Added tokens (tokenizer.json's added_tokens, e.g. "<|endoftext|>"): found in
-// the text before pre-tokenization and encoded as their single id.
+// the text before pre-tokenization and encoded as their single id. As in
+// Hugging Face tokenizers, tokens with `normalized` false are matched in the
+// raw text, the others in the normalized text (their content normalized too);
+// matches are leftmost-longest and do not overlap.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -17,6 +20,7 @@ struct AddedToken {
   bool lstrip = false;       // swallows whitespace on its left
   bool rstrip = false;       // swallows whitespace on its right
   bool single_word = false;  // only matches when not inside a word
+  bool normalized = false;   // matched after normalization
 };
 
 class AddedTokenMatcher {
@@ -24,15 +28,17 @@ class AddedTokenMatcher {
   AddedTokenMatcher() = default;
   explicit AddedTokenMatcher(const std::vector<AddedToken>& tokens);
 
-  struct Match {
-    std::size_t begin, end;  // text[begin, end) is replaced by `id` (stripped whitespace included)
-    std::uint32_t id;
+  struct Segment {
+    std::size_t begin, end;         // text[begin, end)
+    std::optional<std::uint32_t> id;  // set: the segment (stripped whitespace included) is this token
   };
-  // The leftmost match (longest among those starting there) in text[from..].
-  std::optional<Match> find(std::string_view text, std::size_t from) const;
+  // `text` cut into plain segments and added-token matches, in order.
+  std::vector<Segment> split(std::string_view text) const;
+  bool empty() const { return tokens_.empty(); }
 
  private:
-  std::optional<Match> match_at(std::string_view text, std::size_t from, std::size_t pos) const;
+  // Index into tokens_ of the longest token at text[pos], or -1.
+  int longest_at(std::string_view text, std::size_t pos) const;
   std::vector<AddedToken> tokens_;           // longest content first
   std::array<bool, 256> first_byte_{};       // some token starts with this byte
 };

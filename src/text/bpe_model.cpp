@@ -5,6 +5,7 @@
 
 #include "forge/error.h"
 #include "text/byte_level.h"
+#include "text/utf8.h"
 
 namespace forge::text {
 
@@ -32,18 +33,42 @@ struct Candidate {
 }  // namespace
 
 BpeModel::BpeModel(BpeConfig config, const std::string& source)
-    : vocab_(std::move(config.vocab)), ignore_merges_(config.ignore_merges) {
+    : vocab_(std::move(config.vocab)),
+      ignore_merges_(config.ignore_merges),
+      byte_fallback_(config.byte_fallback),
+      fuse_unk_(config.fuse_unk) {
   std::uint32_t end = 0;
   for (const auto& [token, id] : vocab_) end = std::max(end, id + 1);
   spelling_.resize(end);
   has_.assign(end, false);
-  byte_ids_.fill(-1);
+  bmp_ids_.assign(0x10000, -1);
+  fallback_ids_.fill(-1);
   for (const auto& [token, id] : vocab_) {
     spelling_[id] = token;
     has_[id] = true;
-    const auto bytes = byte_level_to_bytes(token);
-    if (bytes && bytes->size() == 1) byte_ids_[static_cast<unsigned char>((*bytes)[0])] = id;
-    if (bytes && ignore_merges_) by_bytes_.emplace(*bytes, id);
+    if (token.empty()) continue;
+    const Utf8Step step = utf8_next(token, 0);
+    if (step.len == token.size() && step.cp != kInvalidCodePoint) {
+      if (step.cp < 0x10000) {
+        bmp_ids_[step.cp] = static_cast<std::int32_t>(id);
+      } else {
+        astral_ids_[step.cp] = id;
+      }
+    }
+  }
+  if (byte_fallback_) {
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      if (auto it = vocab_.find(std::string_view(name)); it != vocab_.end())
+        fallback_ids_[b] = it->second;
+    }
+  }
+  for (int b = 0; b < 256; ++b) byte_ids_[b] = char_id(byte_to_char(static_cast<std::uint8_t>(b)));
+  if (ignore_merges_) {
+    for (const auto& [token, id] : vocab_) {
+      if (auto raw = byte_level_to_bytes(token)) by_bytes_.emplace(std::move(*raw), id);
+    }
   }
   if (config.unk_token) {
     auto it = vocab_.find(*config.unk_token);
@@ -63,27 +88,79 @@ BpeModel::BpeModel(BpeConfig config, const std::string& source)
   }
 }
 
-std::uint32_t BpeModel::byte_id(unsigned char b) const {
-  if (byte_ids_[b] >= 0) return static_cast<std::uint32_t>(byte_ids_[b]);
-  if (unk_id_) return *unk_id_;
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "0x%02X", b);
-  throw ValueError(std::string("[tokenizer] byte ") + hex +
-                   " has no token in the vocab and there is no unk token");
+std::int64_t BpeModel::char_id(std::uint32_t cp) const {
+  if (cp < 0x10000) return bmp_ids_[cp];
+  auto it = astral_ids_.find(cp);
+  return it == astral_ids_.end() ? std::int64_t{-1} : std::int64_t{it->second};
 }
 
-void BpeModel::encode_piece(std::string_view piece, std::vector<std::uint32_t>& out,
-                            const CacheLease& lease) const {
-  if (piece.size() == 1) {
-    out.push_back(byte_id(static_cast<unsigned char>(piece[0])));
-    return;
+void BpeModel::initial_symbols(std::string_view piece, std::vector<std::uint32_t>& ids) const {
+  bool unk_pending = false;  // an unk not yet appended (fuse_unk may extend it)
+  for (std::size_t i = 0; i < piece.size();) {
+    const Utf8Step step = utf8_next(piece, i);
+    const std::int64_t id = step.cp == kInvalidCodePoint ? -1 : char_id(step.cp);
+    const std::string_view ch = piece.substr(i, step.len);
+    i += step.len;
+    if (id >= 0) {
+      if (unk_pending) ids.push_back(*unk_id_);
+      unk_pending = false;
+      ids.push_back(static_cast<std::uint32_t>(id));
+      continue;
+    }
+    if (byte_fallback_) {
+      bool all = true;
+      for (unsigned char b : ch) all = all && fallback_ids_[b] >= 0;
+      if (all) {
+        // Hugging Face appends these before a pending unk: kept for identical ids.
+        for (unsigned char b : ch) ids.push_back(static_cast<std::uint32_t>(fallback_ids_[b]));
+        continue;
+      }
+    }
+    if (!unk_id_) {
+      std::string hex;
+      for (unsigned char b : ch) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "%s0x%02X", hex.empty() ? "" : " ", b);
+        hex += buf;
+      }
+      throw ValueError("[tokenizer] character " + hex +
+                       " has no token in the vocab and there is no unk token");
+    }
+    if (unk_pending && !fuse_unk_) ids.push_back(*unk_id_);
+    unk_pending = true;
   }
+  if (unk_pending) ids.push_back(*unk_id_);
+}
+
+void BpeModel::byte_symbols(std::string_view piece, std::vector<std::uint32_t>& ids) const {
+  for (unsigned char b : piece) {
+    if (byte_ids_[b] < 0) {
+      // A byte-level character missing from the vocab: the general rules (unk, fallback).
+      initial_symbols(bytes_to_byte_level(piece), ids);
+      return;
+    }
+  }
+  for (unsigned char b : piece) ids.push_back(static_cast<std::uint32_t>(byte_ids_[b]));
+}
+
+void BpeModel::encode_piece(std::string_view piece, bool raw_bytes,
+                            std::vector<std::uint32_t>& out, const CacheLease& lease) const {
+  if (piece.empty()) return;
   if (ignore_merges_) {
-    auto it = by_bytes_.find(piece);
-    if (it != by_bytes_.end()) {
+    const auto& whole = raw_bytes ? by_bytes_ : vocab_;
+    auto it = whole.find(piece);
+    if (it != whole.end()) {
       out.push_back(it->second);
       return;
     }
+  }
+  if (raw_bytes ? piece.size() == 1 : utf8_next(piece, 0).len == piece.size()) {
+    if (raw_bytes) {
+      byte_symbols(piece, out);
+    } else {
+      initial_symbols(piece, out);
+    }
+    return;
   }
   const bool cacheable = lease.held() && piece.size() <= kCacheMaxPiece;
   if (cacheable) {
@@ -94,7 +171,7 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<std::uint32_t>& 
     }
   }
   const std::size_t first = out.size();
-  merge(piece, out);
+  merge(piece, raw_bytes, out);
   if (cacheable) {
     if (cache_.size() >= kCacheMaxEntries) cache_.clear();
     cache_.emplace(std::string(piece), std::vector<std::uint32_t>(out.begin() + first, out.end()));
@@ -103,13 +180,20 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<std::uint32_t>& 
 
 // Merges adjacent symbols, lowest rank first (leftmost among equal ranks),
 // using a heap of candidates that are re-checked when popped.
-void BpeModel::merge(std::string_view piece, std::vector<std::uint32_t>& out) const {
-  const auto n = static_cast<std::int32_t>(piece.size());
-  std::vector<std::uint32_t> id(n);  // [n] token of the symbol starting at byte i
+void BpeModel::merge(std::string_view piece, bool raw_bytes,
+                     std::vector<std::uint32_t>& out) const {
+  std::vector<std::uint32_t> id;  // [n] token of symbol i
+  id.reserve(piece.size());
+  if (raw_bytes) {
+    byte_symbols(piece, id);
+  } else {
+    initial_symbols(piece, id);
+  }
+  const auto n = static_cast<std::int32_t>(id.size());
+  if (n == 0) return;
   std::vector<std::int32_t> next(n), prev(n);
   std::vector<bool> dead(n, false);
   for (std::int32_t i = 0; i < n; ++i) {
-    id[i] = byte_id(static_cast<unsigned char>(piece[i]));
     prev[i] = i - 1;
     next[i] = i + 1 < n ? i + 1 : -1;
   }

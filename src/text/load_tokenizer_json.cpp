@@ -1,7 +1,9 @@
-// Hugging Face tokenizer.json -> TokenizerSpec. Only what byte-level BPE needs
-// is accepted; any other setting that would change the ids is an IoError
-// rather than a silently different tokenization.
+// Hugging Face tokenizer.json -> TokenizerSpec: the BPE model and added tokens
+// here, the pipeline components in load_components.cpp. Any setting that would
+// change the ids and is not implemented is an IoError rather than a silently
+// different tokenization.
 #include "forge/error.h"
+#include "text/load_components.h"
 #include "text/tokenizer_spec.h"
 
 namespace forge::text {
@@ -20,51 +22,9 @@ std::string quoted(const std::filesystem::path& p) {
   return s;
 }
 
-const char* const kGpt2Pattern =
-    R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)re";
-
 bool flag(const json& j, const char* key, bool fallback) {
   auto it = j.find(key);
   return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
-}
-
-std::string type_of(const json& j) {
-  auto it = j.find("type");
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string("?");
-}
-
-// Appends the steps of one pre-tokenizer; `byte_level` is set once ByteLevel is seen.
-void parse_pre_tokenizer(const json& j, const std::string& source,
-                         std::vector<PreTokenizeStep>& steps, bool& byte_level) {
-  const std::string type = type_of(j);
-  if (byte_level) fail(source, "pre-tokenizer '" + type + "' after ByteLevel is not supported");
-  if (type == "Sequence") {
-    auto it = j.find("pretokenizers");
-    if (it == j.end() || !it->is_array()) fail(source, "Sequence pre-tokenizer without a list");
-    for (const auto& sub : *it) parse_pre_tokenizer(sub, source, steps, byte_level);
-  } else if (type == "ByteLevel") {
-    if (flag(j, "add_prefix_space", true)) steps.push_back(PreTokenizeStep::kPrefixSpace);
-    if (flag(j, "use_regex", true)) steps.push_back(PreTokenizeStep::kGpt2Split);
-    byte_level = true;
-  } else if (type == "Digits") {
-    steps.push_back(flag(j, "individual_digits", false) ? PreTokenizeStep::kDigits
-                                                        : PreTokenizeStep::kDigitRuns);
-  } else if (type == "Split") {
-    const json pattern = j.value("pattern", json::object());
-    const std::string regex = pattern.value("Regex", std::string());
-    const std::string behavior = j.value("behavior", std::string());
-    if (regex != kGpt2Pattern) {
-      fail(source, "Split pre-tokenizer pattern '" + (regex.empty() ? pattern.dump() : regex) +
-                       "' is not supported (only GPT-2's pattern is)");
-    }
-    if (behavior != "Isolated" || flag(j, "invert", false)) {
-      fail(source, "Split pre-tokenizer with behavior '" + behavior +
-                       "' / invert is not supported (only Isolated, not inverted)");
-    }
-    steps.push_back(PreTokenizeStep::kGpt2Split);
-  } else {
-    fail(source, "pre-tokenizer type '" + type + "' is not supported");
-  }
 }
 
 StringMap<std::uint32_t> parse_vocab(const json& vocab, const std::string& source) {
@@ -106,7 +66,6 @@ std::vector<std::pair<std::string, std::string>> parse_merges(const json& merges
 }
 
 void check_model_options(const json& model, const std::string& source) {
-  if (flag(model, "byte_fallback", false)) fail(source, "BPE byte_fallback is not supported");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     auto it = model.find(key);
     if (it != model.end() && it->is_string() && !it->get<std::string>().empty()) {
@@ -129,9 +88,10 @@ std::vector<AddedToken> parse_added_tokens(const json& root, const std::string& 
         !t.contains("id") || !t["id"].is_number_unsigned()) {
       fail(source, "added token without string content and integer id: " + t.dump());
     }
-    out.push_back(AddedToken{t["content"].get<std::string>(), t["id"].get<std::uint32_t>(),
-                             flag(t, "special", false), flag(t, "lstrip", false),
-                             flag(t, "rstrip", false), flag(t, "single_word", false)});
+    const bool special = flag(t, "special", false);
+    out.push_back(AddedToken{t["content"].get<std::string>(), t["id"].get<std::uint32_t>(), special,
+                             flag(t, "lstrip", false), flag(t, "rstrip", false),
+                             flag(t, "single_word", false), flag(t, "normalized", !special)});
   }
   return out;
 }
@@ -160,19 +120,24 @@ TokenizerSpec parse_tokenizer_json(const json& root, const std::filesystem::path
   }
   spec.added = parse_added_tokens(root, src);
 
-  if (auto norm = root.find("normalizer"); norm != root.end() && !norm->is_null()) {
-    fail(src, "normalizer '" + type_of(*norm) + "' is not supported");
-  }
-  bool byte_level = false;
-  if (auto pre = root.find("pre_tokenizer"); pre != root.end() && !pre->is_null()) {
-    parse_pre_tokenizer(*pre, src, spec.pre_steps, byte_level);
-  }
-  if (!byte_level) fail(src, "no ByteLevel pre-tokenizer: only byte-level BPE is supported");
-  auto decoder = root.find("decoder");
-  if (decoder == root.end() || decoder->is_null() || type_of(*decoder) != "ByteLevel") {
-    const std::string got = decoder == root.end() || decoder->is_null() ? "none" : type_of(*decoder);
-    fail(src, "decoder '" + got + "' is not supported (only ByteLevel)");
-  }
+  spec.bpe.byte_fallback = flag(*model, "byte_fallback", false);
+  spec.bpe.fuse_unk = flag(*model, "fuse_unk", false);
+  auto component = [&](const char* key) {
+    auto it = root.find(key);
+    return it == root.end() ? json() : *it;
+  };
+  spec.normalizer = parse_normalizer(component("normalizer"), src);
+  spec.pre_steps = parse_pre_tokenizer(component("pre_tokenizer"), src);
+  spec.decoder = parse_decoder(component("decoder"), src);
+  spec.post = parse_post_processor(component("post_processor"), src, [&](const std::string& name) {
+    for (const auto& t : spec.added) {
+      if (t.content == name) return t.id;
+    }
+    auto it = spec.bpe.vocab.find(name);
+    if (it == spec.bpe.vocab.end())
+      fail(src, "post-processor token '" + name + "' is not in the vocab");
+    return it->second;
+  });
   return spec;
 }
 

@@ -57,7 +57,8 @@ TokenizerSpec load_vocab_merges(const std::filesystem::path& vocab,
   spec.source.push_back('\'');
   spec.bpe.vocab = parse_vocab_json(vocab);
   spec.bpe.merges = parse_merges_txt(merges);
-  spec.pre_steps = {PreTokenizeStep::kGpt2Split};
+  spec.pre_steps = {PreTokenizeStep::of(PreTokenizeStep::Kind::kByteLevel)};
+  spec.decoder = Decoder({ByteLevelDecode{}});
   if (auto it = spec.bpe.vocab.find("<|endoftext|>"); it != spec.bpe.vocab.end()) {
     spec.added.push_back(AddedToken{it->first, it->second, true});
   }

@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "text/byte_level.h"
+#include "text/unicode.h"
+
 #include "text/unicode_tables.h"
 #include "text/utf8.h"
 
@@ -35,6 +38,42 @@ std::size_t contraction_length(std::string_view s, std::size_t i) {
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Marks for a per-character predicate: each matching character is its own match.
+template <class Pred>
+std::vector<Mark> char_marks(std::string_view s, Pred pred) {
+  std::vector<Mark> out;
+  std::size_t gap = 0;
+  for (std::size_t i = 0; i < s.size();) {
+    const Utf8Step step = utf8_next(s, i);
+    if (pred(step.cp)) {
+      if (gap < i) out.push_back({gap, i, false});
+      out.push_back({i, i + step.len, true});
+      gap = i + step.len;
+    }
+    i += step.len;
+  }
+  if (gap < s.size()) out.push_back({gap, s.size(), false});
+  return out;
+}
+
+const Regex& whitespace_regex() {
+  static const std::unique_ptr<Regex> re = compile_regex(R"(\w+|[^\w\s]+)");
+  return *re;
+}
+
+std::string replace_spaces(std::string_view s, const std::string& with) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  for (char c : s) {
+    if (c == ' ') {
+      out += with;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -72,49 +111,102 @@ std::size_t gpt2_piece_end(std::string_view s, std::size_t i) {
   return j;
 }
 
-void PreTokenizer::split(std::string_view text,
+void PreTokenizer::split(std::string_view text, bool at_start,
                          const std::function<void(std::string_view)>& emit) const {
   if (text.empty()) return;
-  run(0, text, emit);
+  run(0, text, at_start, emit);
 }
 
-void PreTokenizer::run(std::size_t step, std::string_view piece,
+void PreTokenizer::run(std::size_t step, std::string_view piece, bool at_start,
                        const std::function<void(std::string_view)>& emit) const {
+  if (piece.empty()) return;
   if (step == steps_.size()) {
     emit(piece);
     return;
   }
-  switch (steps_[step]) {
-    case PreTokenizeStep::kGpt2Split:
+  const PreTokenizeStep& st = steps_[step];
+  auto each = [&](const std::vector<Span>& spans) {
+    for (const Span& sp : spans) {
+      run(step + 1, piece.substr(sp.begin, sp.end - sp.begin), at_start && sp.begin == 0, emit);
+    }
+  };
+  using K = PreTokenizeStep::Kind;
+  switch (st.kind) {
+    case K::kGpt2Split:
       for (std::size_t i = 0; i < piece.size();) {
         const std::size_t end = gpt2_piece_end(piece, i);
-        run(step + 1, piece.substr(i, end - i), emit);
+        run(step + 1, piece.substr(i, end - i), at_start && i == 0, emit);
         i = end;
       }
       return;
-    case PreTokenizeStep::kDigits:
-    case PreTokenizeStep::kDigitRuns: {
-      const bool runs = steps_[step] == PreTokenizeStep::kDigitRuns;
-      for (std::size_t i = 0; i < piece.size();) {
-        std::size_t end = i + 1;
-        if (is_digit(piece[i])) {
-          while (runs && end < piece.size() && is_digit(piece[end])) ++end;
+    case K::kSplit: {
+      std::vector<Mark> marks = marks_from_matches(st.pattern.find_all(piece), piece.size());
+      if (st.invert) {
+        for (Mark& m : marks) m.match = !m.match;
+      }
+      each(apply_behavior(std::move(marks), st.behavior));
+      return;
+    }
+    case K::kByteLevel: {
+      std::string spaced;
+      std::string_view s = piece;
+      if (st.add_prefix_space && piece.front() != ' ') {
+        spaced = " ";
+        spaced.append(piece);
+        s = spaced;
+      }
+      const bool raw = raw_byte_level_ && step + 1 == steps_.size();
+      auto mapped = [&](std::string_view sub, bool start) {
+        if (raw) {
+          emit(sub);
         } else {
-          while (end < piece.size() && !is_digit(piece[end])) ++end;
+          run(step + 1, bytes_to_byte_level(sub), start, emit);
         }
-        run(step + 1, piece.substr(i, end - i), emit);
+      };
+      if (!st.use_regex) {
+        mapped(s, at_start);
+        return;
+      }
+      for (std::size_t i = 0; i < s.size();) {
+        const std::size_t end = gpt2_piece_end(s, i);
+        mapped(s.substr(i, end - i), at_start && i == 0);
         i = end;
       }
       return;
     }
-    case PreTokenizeStep::kPrefixSpace: {
-      if (piece.front() == ' ') {
-        run(step + 1, piece, emit);
+    case K::kDigits:
+      each(apply_behavior(
+          char_marks(piece,
+                     [](std::uint32_t cp) { return cp < 0x80 && is_digit(static_cast<char>(cp)); }),
+          st.individual_digits ? SplitBehavior::kIsolated : SplitBehavior::kContiguous));
+      return;
+    case K::kPunctuation:
+      each(apply_behavior(char_marks(piece, is_punctuation), st.behavior));
+      return;
+    case K::kWhitespaceSplit:
+      each(apply_behavior(char_marks(piece, is_whitespace), SplitBehavior::kRemoved));
+      return;
+    case K::kWhitespace:
+      each(text::find_all(whitespace_regex(), piece));
+      return;
+    case K::kMetaspace: {
+      std::string s = replace_spaces(piece, st.replacement);
+      const bool starts = s.compare(0, st.replacement.size(), st.replacement) == 0;
+      if (!starts && (st.prepend_scheme == PrependScheme::kAlways ||
+                      (st.prepend_scheme == PrependScheme::kFirst && at_start))) {
+        s.insert(0, st.replacement);
+      }
+      if (!st.split) {
+        run(step + 1, s, at_start, emit);
         return;
       }
-      std::string spaced(1, ' ');
-      spaced.append(piece);
-      run(step + 1, spaced, emit);
+      const std::vector<Span> spans = apply_behavior(
+          marks_from_matches(Pattern::literal(st.replacement).find_all(s), s.size()),
+          SplitBehavior::kMergedWithNext);
+      for (const Span& sp : spans) {
+        run(step + 1, std::string_view(s).substr(sp.begin, sp.end - sp.begin),
+            at_start && sp.begin == 0, emit);
+      }
       return;
     }
   }

@@ -1,22 +1,16 @@
 #include "forge/tokenizer.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <functional>
 
 #include "forge/error.h"
-#include "text/byte_level.h"
 #include "text/tokenizer_impl.h"
 #include "text/utf8.h"
 
 namespace forge {
 
 namespace {
-
-// The ByteLevel decoder's rule: a token spelled in the byte alphabet decodes
-// to those bytes, any other token to its own UTF-8 text.
-std::string decoded_bytes(const std::string& spelling) {
-  auto raw = text::byte_level_to_bytes(spelling);
-  return raw ? std::move(*raw) : spelling;
-}
 
 std::optional<std::uint32_t> first_known(const Tokenizer::Impl& t,
                                          std::initializer_list<const char*> names) {
@@ -27,29 +21,48 @@ std::optional<std::uint32_t> first_known(const Tokenizer::Impl& t,
   return std::nullopt;
 }
 
+std::vector<text::AddedToken> with_normalized(std::vector<text::AddedToken> tokens, bool normalized,
+                                              const text::Normalizer& n) {
+  std::vector<text::AddedToken> out;
+  for (auto& t : tokens) {
+    if (t.normalized != normalized) continue;
+    if (normalized) t.content = n.apply(t.content);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 }  // namespace
 
 Tokenizer::Impl::Impl(text::TokenizerSpec spec)
     : model(std::move(spec.bpe), spec.source),
-      matcher(spec.added),
-      pre(std::move(spec.pre_steps)),
+      raw_matcher(with_normalized(spec.added, false, spec.normalizer)),
+      norm_matcher(with_normalized(spec.added, true, spec.normalizer)),
+      normalizer(std::move(spec.normalizer)),
+      pre(std::move(spec.pre_steps), /*raw_byte_level=*/true),
+      post(std::move(spec.post)),
+      decoder(std::move(spec.decoder)),
       bos(spec.bos),
       eos(spec.eos) {
   std::uint32_t size = model.id_end();
   for (const auto& t : spec.added) size = std::max(size, t.id + 1);
+  tokens.resize(size);
   bytes.resize(size);
   present.assign(size, false);
   special.assign(size, false);
   for (std::uint32_t id = 0; id < model.id_end(); ++id) {
     if (!model.has(id)) continue;
-    bytes[id] = decoded_bytes(model.spelling(id));
+    tokens[id] = model.spelling(id);
     present[id] = true;
   }
   for (const auto& t : spec.added) {
-    bytes[t.id] = decoded_bytes(t.content);
+    tokens[t.id] = t.content;
     present[t.id] = true;
     special[t.id] = t.special;
     added_ids.emplace(t.content, t.id);
+  }
+  for (std::uint32_t id = 0; id < size; ++id) {
+    if (present[id]) bytes[id] = decoder.token_bytes(tokens[id]);
   }
   if (!eos) eos = first_known(*this, {"<|endoftext|>", "</s>", "<|end_of_text|>"});
   if (!bos) bos = first_known(*this, {"<s>", "<|begin_of_text|>"});
@@ -61,26 +74,78 @@ Tokenizer::Impl::Impl(text::TokenizerSpec spec)
     throw IoError("[tokenizer] " + spec.source + ": eos id " + std::to_string(*eos) +
                   " is out of range for vocab size " + std::to_string(size));
   }
-}
-
-void Tokenizer::Impl::encode(std::string_view text, bool match_added,
-                             std::vector<std::uint32_t>& out) const {
-  const text::BpeModel::CacheLease lease(model);
-  const std::function<void(std::string_view)> emit = [&](std::string_view piece) {
-    model.encode_piece(piece, out, lease);
-  };
-  std::size_t pos = 0;
-  while (match_added) {
-    const auto m = matcher.find(text, pos);
-    if (!m) break;
-    pre.split(text.substr(pos, m->begin - pos), emit);
-    out.push_back(m->id);
-    pos = m->end;
+  for (const auto& t : post) {
+    for (const auto& p : t) {
+      for (std::uint32_t id : p.ids) {
+        if (id >= size) {
+          throw IoError("[tokenizer] " + spec.source + ": post-processor id " + std::to_string(id) +
+                        " is out of range for vocab size " + std::to_string(size));
+        }
+      }
+    }
   }
-  pre.split(text.substr(pos), emit);
 }
 
-const std::string& Tokenizer::Impl::bytes_of(std::uint32_t id) const {
+std::vector<std::uint32_t> Tokenizer::Impl::encode(std::string_view text, bool match_added,
+                                                   bool add_special) const {
+  if (const std::size_t bad = text::utf8_first_invalid(text); bad != std::string_view::npos) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[bad]));
+    throw ValueError("[tokenizer] encode: text is not valid UTF-8 at byte offset " +
+                     std::to_string(bad) + " (byte " + hex + ")");
+  }
+  std::vector<std::uint32_t> out;
+  out.reserve(text.size() / 3 + 1);
+  const text::BpeModel::CacheLease lease(model);
+  const bool raw_bytes = pre.emits_raw_bytes();
+  const std::function<void(std::string_view)> emit = [&](std::string_view piece) {
+    model.encode_piece(piece, raw_bytes, out, lease);
+  };
+  // Normalized text between added tokens, then the added tokens matched in it.
+  auto normalized = [&](std::string_view seg, bool at_start) {
+    if (normalizer.empty() && norm_matcher.empty()) {
+      pre.split(seg, at_start, emit);
+      return;
+    }
+    const std::string n = normalizer.apply(seg);
+    const std::string_view nv(n);
+    if (!match_added) {
+      pre.split(nv, at_start, emit);
+      return;
+    }
+    for (const auto& s : norm_matcher.split(nv)) {
+      if (s.id) {
+        out.push_back(*s.id);
+      } else {
+        pre.split(nv.substr(s.begin, s.end - s.begin), at_start && s.begin == 0, emit);
+      }
+    }
+  };
+  if (!match_added || raw_matcher.empty()) {
+    normalized(text, true);
+  } else {
+    for (const auto& s : raw_matcher.split(text)) {
+      if (s.id) {
+        out.push_back(*s.id);
+      } else {
+        normalized(text.substr(s.begin, s.end - s.begin), s.begin == 0);
+      }
+    }
+  }
+  return add_special && !post.empty() ? text::apply_templates(post, std::move(out)) : out;
+}
+
+std::string Tokenizer::Impl::decode(std::span<const std::uint32_t> ids, bool skip_special) const {
+  std::vector<std::string> strs;
+  strs.reserve(ids.size());
+  for (std::uint32_t id : ids) {
+    check(id);
+    if (!(skip_special && special[id])) strs.push_back(tokens[id]);
+  }
+  return decoder.decode(std::move(strs));
+}
+
+void Tokenizer::Impl::check(std::uint32_t id) const {
   if (id >= bytes.size()) {
     throw ValueError("[tokenizer] token id " + std::to_string(id) +
                      " is out of range for vocab size " + std::to_string(bytes.size()));
@@ -89,6 +154,10 @@ const std::string& Tokenizer::Impl::bytes_of(std::uint32_t id) const {
     throw ValueError("[tokenizer] token id " + std::to_string(id) + " has no token (vocab size " +
                      std::to_string(bytes.size()) + ")");
   }
+}
+
+const std::string& Tokenizer::Impl::bytes_of(std::uint32_t id) const {
+  check(id);
   return bytes[id];
 }
 
@@ -114,30 +183,20 @@ Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
 }
 
 Tokenizer Tokenizer::from_path(const std::filesystem::path& file_or_dir) {
-  return std::filesystem::is_directory(file_or_dir) ? from_dir(file_or_dir) : from_file(file_or_dir);
+  return std::filesystem::is_directory(file_or_dir) ? from_dir(file_or_dir)
+                                                    : from_file(file_or_dir);
 }
 
-std::vector<std::uint32_t> Tokenizer::encode(std::string_view text) const {
-  std::vector<std::uint32_t> out;
-  out.reserve(text.size() / 3 + 1);
-  impl_->encode(text, true, out);
-  return out;
+std::vector<std::uint32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  return impl_->encode(text, true, add_special_tokens);
 }
 
 std::vector<std::uint32_t> Tokenizer::encode_ordinary(std::string_view text) const {
-  std::vector<std::uint32_t> out;
-  out.reserve(text.size() / 3 + 1);
-  impl_->encode(text, false, out);
-  return out;
+  return impl_->encode(text, false, false);
 }
 
 std::string Tokenizer::decode(std::span<const std::uint32_t> ids, bool skip_special) const {
-  std::string raw;
-  for (std::uint32_t id : ids) {
-    const std::string& b = impl_->bytes_of(id);
-    if (!(skip_special && impl_->special[id])) raw += b;
-  }
-  return text::utf8_lossy(raw);
+  return impl_->decode(ids, skip_special);
 }
 
 const std::string& Tokenizer::token_bytes(std::uint32_t id) const { return impl_->bytes_of(id); }

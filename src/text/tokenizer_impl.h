@@ -1,6 +1,7 @@
 // The state behind forge::Tokenizer, built once from a TokenizerSpec.
 #pragma once
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,16 +16,26 @@ namespace forge {
 struct Tokenizer::Impl {
   explicit Impl(text::TokenizerSpec spec);
 
-  // Appends the ids of `text`; added tokens are matched first when `match_added`.
-  void encode(std::string_view text, bool match_added, std::vector<std::uint32_t>& out) const;
-  // Raw bytes of `id`; ValueError if it is out of range or has no token.
+  // The ids of `text` (valid UTF-8, else ValueError naming the byte offset);
+  // added tokens are matched first when `match_added`, the post-processor's
+  // special tokens added when `add_special`.
+  std::vector<std::uint32_t> encode(std::string_view text, bool match_added, bool add_special) const;
+  // Text of `ids` through the decoder.
+  std::string decode(std::span<const std::uint32_t> ids, bool skip_special) const;
+  // Raw bytes of `id` in the middle of a text; ValueError if it is out of range or has no token.
   const std::string& bytes_of(std::uint32_t id) const;
+  void check(std::uint32_t id) const;
 
   text::BpeModel model;
-  text::AddedTokenMatcher matcher;
+  text::AddedTokenMatcher raw_matcher;   // added tokens with normalized false
+  text::AddedTokenMatcher norm_matcher;  // the others, their content normalized
+  text::Normalizer normalizer;
   text::PreTokenizer pre;
-  std::vector<std::string> bytes;  // [vocab_size] what each id decodes to
-  std::vector<bool> present;       // [vocab_size] id has a token
+  std::vector<text::Template> post;
+  text::Decoder decoder;
+  std::vector<std::string> tokens;  // [vocab_size] token string of each id
+  std::vector<std::string> bytes;   // [vocab_size] what each id contributes (decoder.token_bytes)
+  std::vector<bool> present;        // [vocab_size] id has a token
   std::vector<bool> special;       // [vocab_size] id is a special added token
   text::StringMap<std::uint32_t> added_ids;  // added-token content -> id
   std::optional<std::uint32_t> bos, eos;

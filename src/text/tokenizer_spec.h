@@ -12,6 +12,9 @@
 
 #include "text/added_tokens.h"
 #include "text/bpe_model.h"
+#include "text/decoder.h"
+#include "text/normalizer.h"
+#include "text/post_processor.h"
 #include "text/pretokenizer.h"
 
 namespace forge::text {
@@ -19,7 +22,10 @@ namespace forge::text {
 struct TokenizerSpec {
   BpeConfig bpe;
   std::vector<AddedToken> added;
+  Normalizer normalizer;
   std::vector<PreTokenizeStep> pre_steps;
+  std::vector<Template> post;  // applied when special tokens are requested
+  Decoder decoder;
   std::optional<std::uint32_t> bos, eos;
   std::string source;  // file name for error messages
 };

@@ -103,4 +103,17 @@ std::size_t utf8_complete_prefix(std::string_view bytes) {
   return n;
 }
 
+std::size_t utf8_first_invalid(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const Utf8Step step = utf8_next(s, i);
+    if (step.cp == kInvalidCodePoint) return i;
+    i += step.len;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace forge::text

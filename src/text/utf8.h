@@ -24,6 +24,9 @@ Utf8Step utf8_next(std::string_view s, std::size_t i);
 // Appends the UTF-8 encoding of `cp` (<= U+10FFFF) to `out`.
 void utf8_append(std::string& out, std::uint32_t cp);
 
+// Byte offset of the first invalid or truncated sequence, or npos if `s` is valid.
+std::size_t utf8_first_invalid(std::string_view s);
+
 // `bytes` with each maximal invalid subpart replaced by U+FFFD.
 std::string utf8_lossy(std::string_view bytes);
 

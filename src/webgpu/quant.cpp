@@ -16,6 +16,7 @@ namespace {
 const gpu::Kernel kBytes{"dequantize", shaders::dequantize_bytes};
 const ComposedKernel kAffine{"affine_dequantize", {shaders::affine_quant, shaders::affine_dequantize}};
 const ComposedKernel kQMatmul{"quantized_matmul", {shaders::affine_quant, shaders::quantized_matmul}};
+const ComposedKernel kQEmbed{"affine_embedding", {shaders::affine_quant, shaders::affine_embedding}};
 
 struct BytesParams {
   uint32_t count;
@@ -25,7 +26,7 @@ static_assert(sizeof(BytesParams) == 16);
 
 // Mirrors `struct Params` of shaders/affine_quant.wgsl.
 struct QuantParams {
-  uint32_t w_rows, cols, words, groups, x_rows, out_stride, out_first, pad;
+  uint32_t w_rows, cols, words, groups, x_rows, out_stride, out_first, has_bias;
 };
 static_assert(sizeof(QuantParams) == 32);
 
@@ -64,22 +65,41 @@ void affine_dequantize(const Tensor& w, const Tensor& scales, const Tensor& bias
 }
 
 void quantized_matmul(const Tensor& x, const Tensor& w, const Tensor& scales, const Tensor& biases,
-                      const QuantPlan& p, int64_t m, Tensor& y) {
+                      const Tensor* bias, const QuantPlan& p, int64_t m, Tensor& y) {
   const Device& dev = y.device();
+  // Without a bias the slot still needs a buffer: x, never read.
   uint64_t w_row = uint64_t(p.words) * 4, s_row = uint64_t(p.groups) * uint64_t(p.scale_bytes);
   uint64_t x_row = uint64_t(p.in) * 4, y_row = uint64_t(p.out) * 4;
   for_each_row_chunk_multi(dev.runtime(), "quantized_matmul", m, {x_row, y_row}, [&](int64_t xf, int64_t xc) {
     for_each_w_chunk(dev, "quantized_matmul", p, 0, [&](int64_t first, int64_t count) {
       QuantParams q{uint32_t(count), uint32_t(p.in),  uint32_t(p.words),  uint32_t(p.groups),
-                    uint32_t(xc),    uint32_t(p.out), uint32_t(first),    0};
+                    uint32_t(xc),    uint32_t(p.out), uint32_t(first),    bias ? 1u : 0u};
       uint64_t f = uint64_t(first), c = uint64_t(count);
       uint64_t tiles = (uint64_t(xc) + 3) / 4;
       launch(dev, "quantized_matmul", kQMatmul.kernel(), q,
              {arg(w, f * w_row, c * w_row), arg(scales, f * s_row, c * s_row), arg(biases, f * s_row, c * s_row),
-              arg(y, uint64_t(xf) * y_row, uint64_t(xc) * y_row), arg(x, uint64_t(xf) * x_row, uint64_t(xc) * x_row)},
+              arg(y, uint64_t(xf) * y_row, uint64_t(xc) * y_row), arg(x, uint64_t(xf) * x_row, uint64_t(xc) * x_row),
+              bias ? arg(*bias, f * 4, c * 4) : arg(x, uint64_t(xf) * x_row, uint64_t(xc) * x_row)},
              grid_1d(c * tiles, dev.runtime().limits()),
              {{"BITS", double(p.bits)}, {"GROUP", double(p.group_size)}, {"SCALE_KIND", double(p.scale_kind)}});
     });
+  });
+}
+
+void affine_embedding(const Tensor& ids, const Tensor& w, const Tensor& scales, const Tensor& biases,
+                      const QuantPlan& p, Tensor& out) {
+  // The table is bound whole (an id may select any row); the ids and output
+  // are split by rows under the binding limit.
+  const Device& dev = out.device();
+  const int64_t R = ids.numel();
+  uint64_t o_row = uint64_t(p.in) * 4;
+  for_each_row_chunk_multi(dev.runtime(), "affine_embedding", R, {4, o_row}, [&](int64_t first, int64_t count) {
+    QuantParams q{uint32_t(p.out), uint32_t(p.in), uint32_t(p.words), uint32_t(p.groups), uint32_t(count), 0, 0, 0};
+    uint64_t f = uint64_t(first), c = uint64_t(count);
+    launch(dev, "affine_embedding", kQEmbed.kernel(), q,
+           {arg(w), arg(scales), arg(biases), arg(out, f * o_row, c * o_row), arg(ids, f * 4, c * 4)},
+           grid_1d((c * uint64_t(p.in) + 255) / 256, dev.runtime().limits()),
+           {{"BITS", double(p.bits)}, {"GROUP", double(p.group_size)}, {"SCALE_KIND", double(p.scale_kind)}});
   });
 }
 

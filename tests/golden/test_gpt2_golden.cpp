@@ -17,31 +17,15 @@
 #include "forge/ops.h"
 #include "forge/safetensors.h"
 #include "gpu/runtime.h"
+#include "golden/reference_fixture.h"
 #include "parity/parity.h"
 
 using namespace forge;
 using forge::testing::all_close;
+using forge::testing::Fixture;
 using forge::testing::gpu_device;
 
 namespace {
-
-struct Fixture {
-  std::string dir;
-  SafetensorsFile ref;
-  explicit Fixture(const std::string& name)
-      : dir(std::string(FORGE_TEST_DATA) + "/" + name), ref(SafetensorsFile::open(dir + "/reference.safetensors")) {}
-  std::vector<float> f32(const std::string& n) const { return ref.get(n).to_f32(); }
-  Shape shape(const std::string& n) const { return ref.get(n).shape(); }
-  Tensor input_ids() const {
-    std::vector<float> v = f32("input_ids");
-    std::vector<uint32_t> ids(v.begin(), v.end());
-    return Tensor::from_vector(ids, shape("input_ids"));
-  }
-  std::vector<uint32_t> ids(const std::string& n) const {
-    std::vector<float> v = f32(n);
-    return {v.begin(), v.end()};
-  }
-};
 
 struct Tol {
   double atol, rtol, loss;

@@ -130,8 +130,14 @@ TEST(Gpt2Cli, InitTinyThenGenerateTextWithSampling) {
   EXPECT_EQ(ja["ids"], jb["ids"]) << "a fixed seed reproduces the run";
   EXPECT_EQ(ja["ids"], jg["ids"]) << "CPU and WebGPU draw the same ids";
   EXPECT_TRUE(ja["text"].is_string());
-  // The streamed text precedes the JSON line.
-  EXPECT_EQ(a.out.rfind(ja["text"].get<std::string>(), 0), 0u) << a.out;
+  EXPECT_EQ(ja["seed"], 11);
+  // With --json stdout holds the JSON object and nothing else.
+  EXPECT_EQ(a.out, ja.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  // Without --seed a sampling run draws a fresh seed and reports it.
+  const std::string unseeded = "generate --model " + dir + " --prompt 'Hello there' -n 6 --temperature 0.8 --json "
+                               "--device cpu";
+  auto u1 = last_json_line(run(unseeded, false).out), u2 = last_json_line(run(unseeded, false).out);
+  EXPECT_NE(u1["seed"], u2["seed"]);
 }
 
 TEST(Gpt2Cli, GenerateErrors) {
@@ -143,11 +149,17 @@ TEST(Gpt2Cli, GenerateErrors) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("prompt id 5000 at position 1 is out of range for vocab size 1000"), std::string::npos)
       << r.out;
-  r = run("generate --model " + fx + " --prompt-ids 1,2,3 -n 62 --device cpu");
+  // Past the context: stop there with a notice (and the tokens that fit).
+  r = run("generate --model " + fx + " --prompt-ids 1,2,3 -n 62 --device cpu --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("stopped at the context length 64"), std::string::npos) << r.out;
+  EXPECT_EQ(last_json_line(r.out)["ids"].size(), 61u) << r.out;
+  EXPECT_EQ(last_json_line(r.out)["stop_reason"], "context") << r.out;
+  r = run("generate --model " + fx + " --prompt-ids 1,2,3 --top-p 1.5 --device cpu");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("exceeds the context length n_positions = 64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--top-p must be in (0, 1]"), std::string::npos) << r.out;
   r = run("generate --model " + fx + " --prompt-ids 1,x --device cpu");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2) << "a bad id list is a usage error";
   EXPECT_NE(r.out.find("'x'"), std::string::npos) << r.out;
   r = run("generate --model " + fx + " --prompt-ids 1 --greedy --temperature 0.5 --device cpu");
   EXPECT_EQ(r.code, 1);
@@ -155,7 +167,7 @@ TEST(Gpt2Cli, GenerateErrors) {
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("frobnicate"), std::string::npos) << r.out;
   r = run("init --arch gpt2 --preset 7B --out /tmp/forge_never_written");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);  // a usage error
   EXPECT_NE(r.out.find("unknown preset '7B'"), std::string::npos) << r.out;
 }
 

@@ -193,15 +193,21 @@ TEST(TokenizerFiles, MalformedFilesNameTheFileAndProblem) {
   const auto one_part = dir.write("onepart.json", j.dump());
   expect_error<IoError>([&] { Tokenizer::from_file(one_part); }, {"onepart.json", "'abc'"});
 
+  // An unknown component type is named, whichever component it is.
+  const std::pair<const char*, const char*> components[] = {
+      {"normalizer", "BertNormalizer"}, {"pre_tokenizer", "UnicodeScripts"},
+      {"post_processor", "Frobnicate"}, {"decoder", "CTC"}};
+  for (const auto& [key, type] : components) {
+    j = tiny_tokenizer_json(false);
+    j[key] = {{"type", type}};
+    const auto file = dir.write(std::string(key) + ".json", j.dump());
+    expect_error<IoError>([&] { Tokenizer::from_file(file); },
+                          {std::string(key) + ".json", std::string("'") + type + "'", "not supported"});
+  }
   j = tiny_tokenizer_json(false);
-  j["pre_tokenizer"] = {{"type", "Whitespace"}};
-  const auto pre = dir.write("pre.json", j.dump());
-  expect_error<IoError>([&] { Tokenizer::from_file(pre); }, {"pre.json", "'Whitespace'"});
-
-  j = tiny_tokenizer_json(false);
-  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\w+"}}}, {"behavior", "Isolated"}};
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}};
   const auto split = dir.write("split.json", j.dump());
-  expect_error<IoError>([&] { Tokenizer::from_file(split); }, {"split.json", "\\w+", "not supported"});
+  expect_error<IoError>([&] { Tokenizer::from_file(split); }, {"split.json", "(unclosed"});
 
   expect_error<IoError>([&] { Tokenizer::from_file(dir.path() / "missing.json"); },
                         {"cannot read", "missing.json"});
@@ -222,4 +228,61 @@ TEST(TokenizerFiles, MissingByteTokenIsAValueError) {
   j["model"]["merges"] = json::array();
   const auto tok = forge::Tokenizer::from_file(dir.write("t.json", j.dump()));
   expect_error<forge::ValueError>([&] { tok.encode("a~"); }, {"0x7E", "no token"});
+}
+
+TEST(TokenizerFiles, InvalidUtf8IsAValueErrorNamingTheOffset) {
+  TempDir dir;
+  const auto tok =
+      forge::Tokenizer::from_file(dir.write("t.json", tiny_tokenizer_json(false).dump()));
+  expect_error<forge::ValueError>([&] { tok.encode("hello\xFFworld"); },
+                                  {"UTF-8", "offset 5", "0xFF"});
+  expect_error<forge::ValueError>([&] { tok.encode("ab\xE2\x82"); }, {"offset 2"});  // truncated
+}
+
+TEST(TokenizerFiles, AddedTokensNormalizedMatchAfterTheNormalizer) {
+  // Hugging Face's rule: normalized tokens match the normalized text (their own
+  // content normalized too), the others the raw text.
+  TempDir dir;
+  json j = tiny_tokenizer_json(false);
+  j["normalizer"] = {{"type", "Lowercase"}};
+  j["added_tokens"].push_back(
+      {{"id", 262}, {"content", "HELL"}, {"special", false}, {"normalized", true}});
+  j["added_tokens"].push_back(
+      {{"id", 263}, {"content", "WO"}, {"special", false}, {"normalized", false}});
+  const auto tok = forge::Tokenizer::from_file(dir.write("t.json", j.dump()));
+  EXPECT_EQ(tok.encode("Hello"), (Ids{262, 'o'}));        // "hello" contains "hell"
+  EXPECT_EQ(tok.encode("WO"), (Ids{263}));                // raw match before lowercasing
+  EXPECT_EQ(tok.encode("wo"), (Ids{'w', 'o'}));           // the raw token is case-sensitive
+  EXPECT_EQ(tok.encode_ordinary("WO"), (Ids{'w', 'o'}));  // ordinary: no added tokens, lowercased
+}
+
+TEST(TokenizerFiles, AddedTokenSingleWord) {
+  TempDir dir;
+  json j = tiny_tokenizer_json(false);
+  j["added_tokens"].push_back(
+      {{"id", 262}, {"content", "ll"}, {"special", false}, {"single_word", true}});
+  const auto tok = forge::Tokenizer::from_file(dir.write("t.json", j.dump()));
+  // Inside "hello" it is not a word of its own, so BPE merges as usual.
+  EXPECT_EQ(tok.encode("hello"), (Ids{kHello}));
+  EXPECT_EQ(tok.encode("ll"), (Ids{262}));
+  EXPECT_EQ(tok.encode("a ll."), (Ids{'a', ' ', 262, '.'}));
+  EXPECT_EQ(tok.encode("a_ll"), (Ids{'a', '_', kLl}));  // '_' is a word character
+}
+
+TEST(TokenizerFiles, PostProcessorAddsBosUnlessAskedNot) {
+  TempDir dir;
+  json j = tiny_tokenizer_json(false);
+  j["post_processor"] = {
+      {"type", "Sequence"},
+      {"processors",
+       json::array(
+           {{{"type", "ByteLevel"}},
+            {{"type", "TemplateProcessing"},
+             {"single", json::array({{{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 0}}}},
+                                     {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+             {"special_tokens", json::object()}}})}};
+  const auto tok = forge::Tokenizer::from_file(dir.write("t.json", j.dump()));
+  EXPECT_EQ(tok.encode("hello"), (Ids{kEot, kHello}));
+  EXPECT_EQ(tok.encode("hello", false), (Ids{kHello}));
+  EXPECT_EQ(tok.decode(Ids{kEot, kHello}, true), "hello");
 }

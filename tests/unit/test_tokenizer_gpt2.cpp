@@ -67,13 +67,15 @@ TEST(TokenizerGpt2, FromDirFindsTokenizerJson) {
   EXPECT_EQ(tok.encode("Hello, world!"), (std::vector<std::uint32_t>{15496, 11, 995, 0}));
 }
 
-TEST(TokenizerGpt2, RoundTripsEveryByteAndInvalidUtf8) {
+TEST(TokenizerGpt2, RoundTripsEveryCharacterClassAndRejectsInvalidUtf8) {
   std::string all;
-  for (int b = 0; b < 256; ++b) all.push_back(static_cast<char>(b));
+  for (int b = 0; b < 128; ++b) all.push_back(static_cast<char>(b));
+  all += "\xC3\xA9\xE4\xB8\xAD\xF0\x9F\xA4\x97\xC2\xA0";  // é 中 🤗 NBSP: 2-, 3-, 4-byte characters
   const auto ids = gpt2().encode(all);
   std::string raw;
   for (auto id : ids) raw += gpt2().token_bytes(id);
   EXPECT_EQ(raw, all);
+  EXPECT_THROW((void)gpt2().encode("ok\xFF"), forge::ValueError);
   // Repeated words take the per-piece cache; the ids must not change.
   const std::string twice = "repeat repeat repeat";
   EXPECT_EQ(gpt2().encode(twice), gpt2().encode(twice));

@@ -9,10 +9,12 @@ namespace {
 using forge::text::PreTokenizer;
 using forge::text::PreTokenizeStep;
 
-std::vector<std::string> split(std::string_view text, std::vector<PreTokenizeStep> steps = {
-                                                          PreTokenizeStep::kGpt2Split}) {
+using K = PreTokenizeStep::Kind;
+
+std::vector<std::string> split(std::string_view text,
+                               std::vector<PreTokenizeStep> steps = {PreTokenizeStep::of(K::kGpt2Split)}) {
   std::vector<std::string> out;
-  PreTokenizer(std::move(steps)).split(text, [&](std::string_view p) { out.emplace_back(p); });
+  PreTokenizer(std::move(steps)).split(text, true, [&](std::string_view p) { out.emplace_back(p); });
   return out;
 }
 
@@ -57,10 +59,11 @@ TEST(TokenizerPreTokenize, InvalidUtf8IsPunctuationLike) {
   EXPECT_EQ(split("a\xFF\xFE b"), (V{"a", "\xFF\xFE", " b"}));
 }
 
-TEST(TokenizerPreTokenize, DigitsAndPrefixSpaceSteps) {
-  using S = PreTokenizeStep;
-  EXPECT_EQ(split("ab 2026!", {S::kDigits, S::kGpt2Split}), (V{"ab", " ", "2", "0", "2", "6", "!"}));
-  EXPECT_EQ(split("ab 2026!", {S::kDigitRuns, S::kGpt2Split}), (V{"ab", " ", "2026", "!"}));
-  EXPECT_EQ(split("hi there", {S::kPrefixSpace, S::kGpt2Split}), (V{" hi", " there"}));
-  EXPECT_EQ(split(" hi", {S::kPrefixSpace, S::kGpt2Split}), (V{" hi"}));
+TEST(TokenizerPreTokenize, DigitsThenGpt2Split) {
+  PreTokenizeStep digits = PreTokenizeStep::of(K::kDigits);
+  digits.individual_digits = true;
+  const PreTokenizeStep gpt2 = PreTokenizeStep::of(K::kGpt2Split);
+  EXPECT_EQ(split("ab 2026!", {digits, gpt2}), (V{"ab", " ", "2", "0", "2", "6", "!"}));
+  digits.individual_digits = false;
+  EXPECT_EQ(split("ab 2026!", {digits, gpt2}), (V{"ab", " ", "2026", "!"}));
 }

@@ -106,8 +106,8 @@ TEST(TrainCli, ResumeReproducesUninterruptedRunAndCheckpointLoads) {
   ASSERT_EQ(part.code, 0) << part.out;
   EXPECT_TRUE(std::filesystem::exists(dir.path / "part/checkpoint/optimizer.safetensors"));
   CliResult wrong = run(command("6") + (dir.path / "part").string() + " --resume");
-  EXPECT_EQ(wrong.code, 1);
-  EXPECT_NE(wrong.out.find("checkpoint's seed is 5"), std::string::npos) << wrong.out;
+  EXPECT_EQ(wrong.code, 2);
+  EXPECT_NE(wrong.out.find("--seed 6 contradicts"), std::string::npos) << wrong.out;
   CliResult resumed = run(common + (dir.path / "part").string() + " --resume");
   ASSERT_EQ(resumed.code, 0) << resumed.out;
 
@@ -127,7 +127,7 @@ TEST(TrainCli, ErrorCases) {
   CliResult r = run("train --data /nonexistent/forge.txt --init tiny --tokenizer bytes --out " + dir.path.string() +
                     " --device cpu");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("data file '/nonexistent/forge.txt' does not exist"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--data '/nonexistent/forge.txt' does not exist"), std::string::npos) << r.out;
 
   r = run("train --model " + kTiny + " --fixed-batch " + kTiny + "/reference.safetensors --steps abc");
   EXPECT_NE(r.code, 0);
@@ -139,11 +139,11 @@ TEST(TrainCli, ErrorCases) {
   write_text(dir.path / "t.txt");
   r = run("train --data " + (dir.path / "t.txt").string() + " --model " + kTiny +
           " --tokenizer bytes --batch 6 --micro-batch 4 --out " + dir.path.string() + " --device cpu");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("multiple of --micro-batch"), std::string::npos) << r.out;
 
   r = run("train --fixed-batch " + kTiny + "/reference.safetensors --steps 1");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("--fixed-batch needs --model"), std::string::npos) << r.out;
 
   r = run("train --data " + (dir.path / "t.txt").string() + " --model " + kTiny + " --resume --tokenizer bytes --out " +

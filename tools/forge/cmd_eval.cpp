@@ -1,12 +1,15 @@
 // forge eval --model DIR --input IN.safetensors --output OUT.safetensors [--device D]:
 // IN holds input_ids [B, T] (i32 or i64); OUT gets logits [B, T, V] f32 and
 // loss [1] f32 (mean next-token cross-entropy over B * (T - 1) positions).
+// Any model family load_model reads (GPT-2, Llama, Qwen2, Mistral; dense or
+// MLX-quantized).
 #include <cstdio>
 
 #include "command.h"
 #include "devices.h"
-#include "forge/gpt2.h"
+#include "forge/model.h"
 #include "forge/safetensors.h"
+#include "model_arg.h"
 
 namespace forge::cli {
 namespace {
@@ -37,10 +40,10 @@ Tensor read_input_ids(const std::string& path, int64_t vocab) {
 
 void run(const EvalArgs& a) {
   const Device dev = resolve_devices(a.device)[0];
-  Gpt2 model = Gpt2::load(a.model, dev);
-  Tensor ids = read_input_ids(a.input, model.config().vocab_size);
-  Tensor logits = model.forward(ids);
-  const float loss = Gpt2::loss(logits, ids);
+  std::unique_ptr<CausalLM> model = load_model(model_folder(a.model), dev);
+  Tensor ids = read_input_ids(a.input, model->vocab_size());
+  Tensor logits = model->forward(ids);
+  const float loss = causal_lm_loss(logits, ids);
   std::vector<float> host = logits.to_vector<float>();
   write_safetensors(a.output,
                     {{"logits", StDType::F32, logits.shape(),
@@ -52,7 +55,7 @@ void run(const EvalArgs& a) {
 const bool registered = register_command(
     {"eval", "Logits and loss of a model on input_ids from a safetensors file", [](CLI::App& sub) {
        static EvalArgs a;
-       sub.add_option("--model", a.model, "Model folder (config.json + safetensors)")->required();
+       sub.add_option("-m,--model", a.model, "Model folder, or a Hugging Face id org/name[@revision]")->required();
        sub.add_option("--input", a.input, "safetensors file holding input_ids [B, T]")->required();
        sub.add_option("--output", a.output, "safetensors file to write logits and loss to")->required();
        add_device_option(sub, a.device);

@@ -1,10 +1,13 @@
 // forge inspect FILE_OR_DIR [--json]: tensors, config, architecture, metadata and
-// parameter count of a safetensors file or a model directory.
+// parameter count of a safetensors file or a model directory. A file of
+// tensors that is no model (forge eval's logits, a checkpoint's optimizer
+// state) is named for what it is and counted in elements, not parameters.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli_util.h"
 #include "command.h"
 #include "forge/model_config.h"
 #include "forge/safetensors.h"
@@ -41,7 +44,23 @@ json config_json(const ModelConfig& m) {
   return j;
 }
 
+// What a file of tensors without a known model's names holds.
+std::string not_a_model(const std::vector<TensorInfo>& tensors) {
+  bool moments = !tensors.empty();
+  std::string names;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    moments = moments && (tensors[i].name.starts_with("m.") || tensors[i].name.starts_with("v."));
+    if (i < 4) names += (i ? ", " : "") + tensors[i].name;
+  }
+  if (tensors.size() > 4) names += ", ...";
+  if (moments) return "optimizer state (AdamW moments of a training checkpoint), not a model";
+  return "tensors (" + names + "), not a model: no config.json and no known model's tensor names";
+}
+
 json inspect(const fs::path& path) {
+  if (fs::is_directory(path) && !fs::exists(path / "model.safetensors") &&
+      !fs::exists(path / "model.safetensors.index.json"))
+    check_model_dir(path.string(), "inspect");  // says what the folder is instead
   Checkpoint ck = Checkpoint::open(path);
   std::vector<TensorInfo> tensors = ck.tensors();
   json out;
@@ -58,7 +77,8 @@ json inspect(const fs::path& path) {
     elements += numel(t.shape);
   }
   out["bytes"] = bytes;
-  out["parameters"] = elements;  // without a config: every stored element
+  out["elements"] = elements;
+  out["kind"] = "model";
 
   if (fs::is_directory(path) && fs::exists(path / "config.json")) {
     ModelConfig cfg = load_config(path);
@@ -74,8 +94,11 @@ json inspect(const fs::path& path) {
   } else if (auto arch = guess_arch(tensors)) {
     out["architecture"] = arch_name(*arch);
     out["architecture_from"] = "tensor names";
+    out["parameters"] = elements;  // without a config: every stored element
   } else {
     out["architecture"] = nullptr;
+    out["kind"] = "tensors";
+    out["description"] = not_a_model(tensors);
   }
   return out;
 }
@@ -89,8 +112,8 @@ std::string shape_text(const json& shape) {
 void print_text(const json& r) {
   std::printf("path: %s (%zu shard%s)\n", r["path"].get<std::string>().c_str(), r["shards"].get<size_t>(),
               r["shards"].get<size_t>() == 1 ? "" : "s");
-  if (r["architecture"].is_null()) {
-    std::printf("architecture: unknown\n");
+  if (r["kind"] == "tensors") {
+    std::printf("kind: %s\n", r["description"].get<std::string>().c_str());
   } else {
     std::printf("architecture: %s (from %s)\n", r["architecture"].get<std::string>().c_str(),
                 r["architecture_from"].get<std::string>().c_str());
@@ -110,8 +133,10 @@ void print_text(const json& r) {
     std::printf("  %-52s %-5s %-16s %10llu bytes\n", t["name"].get<std::string>().c_str(),
                 t["dtype"].get<std::string>().c_str(), shape_text(t["shape"]).c_str(),
                 static_cast<unsigned long long>(t["bytes"].get<uint64_t>()));
-  std::printf("total: %llu bytes, %lld parameters\n", static_cast<unsigned long long>(r["bytes"].get<uint64_t>()),
-              static_cast<long long>(r["parameters"].get<int64_t>()));
+  const bool model = r.contains("parameters");
+  std::printf("total: %llu bytes, %lld %s\n", static_cast<unsigned long long>(r["bytes"].get<uint64_t>()),
+              static_cast<long long>(r[model ? "parameters" : "elements"].get<int64_t>()),
+              model ? "parameters" : "elements");
 }
 
 const bool registered = register_command(

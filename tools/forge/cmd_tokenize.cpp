@@ -1,5 +1,5 @@
-// forge tokenize (--model DIR | --tokenizer FILE) (--text TEXT | --text-file F) [--json]
-// forge detokenize (--model DIR | --tokenizer FILE) --ids 1,2,3 [--json]
+// forge tokenize (--model DIR | --tokenizer FILE|DIR) (--text TEXT | --text-file F) [--no-special] [--json]
+// forge detokenize (--model DIR | --tokenizer FILE|DIR) --ids 1,2,3 [--skip-special] [--json]
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -17,7 +17,8 @@ void add_tokenizer_options(CLI::App& sub, std::string& path) {
   auto* group = sub.add_option_group("tokenizer", "where the tokenizer is");
   group->add_option("--model", path, "Model folder (tokenizer.json or vocab.json + merges.txt)")
       ->check(CLI::ExistingDirectory);
-  group->add_option("--tokenizer", path, "A tokenizer.json file")->check(CLI::ExistingFile);
+  group->add_option("--tokenizer", path, "A tokenizer.json file or a folder holding one")
+      ->check(CLI::ExistingPath);
   group->require_option(1);
 }
 
@@ -47,13 +48,14 @@ std::vector<std::uint32_t> parse_ids(const std::string& text) {
 
 struct TokenizeArgs {
   std::string tokenizer, text, text_file;
+  bool no_special = false;
   bool json = false;
 };
 
 void tokenize(const TokenizeArgs& a) {
   const Tokenizer tok = Tokenizer::from_path(a.tokenizer);
   const std::string text = a.text_file.empty() ? a.text : text::read_text_file(a.text_file);
-  const std::vector<std::uint32_t> ids = tok.encode(text);
+  const std::vector<std::uint32_t> ids = tok.encode(text, !a.no_special);
   if (a.json) {
     std::cout << nlohmann::json{{"ids", ids}}.dump() << "\n";
     return;
@@ -63,13 +65,17 @@ void tokenize(const TokenizeArgs& a) {
 }
 
 struct DetokenizeArgs {
-  std::string tokenizer, ids;
+  std::string tokenizer;
+  std::vector<std::string> ids;  // "1,2,3", or "1 2 3" as one or several arguments
+  bool skip_special = false;
   bool json = false;
 };
 
 void detokenize(const DetokenizeArgs& a) {
   const Tokenizer tok = Tokenizer::from_path(a.tokenizer);
-  const std::string text = tok.decode(parse_ids(a.ids));
+  std::string joined;
+  for (const auto& part : a.ids) joined += part + " ";
+  const std::string text = tok.decode(parse_ids(joined), a.skip_special);
   if (a.json) {
     std::cout << nlohmann::json{{"text", text}}.dump() << "\n";
   } else {
@@ -89,6 +95,8 @@ const bool registered_tokenize = register_command(
        group->add_option(text);
        group->add_option(file);
        group->require_option(1);
+       sub.add_flag("--no-special", args->no_special,
+                    "Leave out the post-processor's special tokens (such as BOS)");
        sub.add_flag("--json", args->json, "Print {\"ids\": [...]}");
        sub.callback([args] { tokenize(*args); });
      }});
@@ -97,7 +105,10 @@ const bool registered_detokenize = register_command(
     {"detokenize", "Print the text of token ids", [](CLI::App& sub) {
        auto args = std::make_shared<DetokenizeArgs>();
        add_tokenizer_options(sub, args->tokenizer);
-       sub.add_option("--ids", args->ids, "Token ids, comma or space separated")->required();
+       sub.add_option("--ids", args->ids, "Token ids, comma or space separated")
+           ->required()
+           ->expected(1, -1);
+       sub.add_flag("--skip-special", args->skip_special, "Leave special tokens out of the text");
        sub.add_flag("--json", args->json, "Print {\"text\": \"...\"}");
        sub.callback([args] { detokenize(*args); });
      }});

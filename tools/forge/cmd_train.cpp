@@ -1,7 +1,9 @@
-// forge train: trains a GPT-2 on text files, from a checkpoint (--model DIR)
-// or a random initialisation (--init PRESET).
+// forge train: trains a GPT-2 on text files, from a model folder (--model DIR)
+// or a new random model (--preset NAME, shaped further by --n-layer, --n-embd,
+// --n-head, --context).
 //
-//   forge train --data a.txt b.txt --init tiny --tokenizer bytes --out run/ --steps 200
+//   forge train --data a.txt notes/ --preset tiny --tokenizer bytes --out run/ --steps 200
+//   forge train --out run/ --resume            (after Ctrl-C: continues with the run's settings)
 //
 // The text is tokenized once into OUT/tokens.bin; the last --val-fraction of
 // it is held out for validation. Each step draws --batch random windows of
@@ -9,44 +11,38 @@
 // accumulated), every position predicting the next token. OUT/log.jsonl gets
 // one line per step and per evaluation (validation loss and a sample of
 // generated text); OUT/checkpoint/ holds the latest checkpoint (HF weights,
-// optimizer state, step, seed). --resume continues from it: the batches and
-// dropout masks are pure functions of (seed, step), so on the CPU the losses
-// equal those of an uninterrupted run exactly.
+// optimizer state, tokenizer, and train.json with the run's settings; see
+// train_checkpoint.h). SIGINT / SIGTERM finish the step, save a checkpoint and
+// exit with 130 / 143. --resume continues from the checkpoint with its
+// settings: the batches and dropout masks are pure functions of (seed, step),
+// so on the CPU the losses equal those of an uninterrupted run exactly.
 //
-// Parity mode: --fixed-batch IN.safetensors trains on IN's input_ids every
-// step (HF labels: ids shifted inside, B * (T - 1) positions), at a constant
-// learning rate, without dropout or clipping unless asked, and prints
-// {"losses": [...], "grad_norm0": x} as the last line of stdout.
-#include <nlohmann/json.hpp>
+// Nothing is written before the run has started: a bad flag, file or model
+// leaves no folder behind.
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <unistd.h>
+#include <nlohmann/json.hpp>
+#include <optional>
 
+#include "byte_tokenizer.h"
+#include "cli_util.h"
 #include "command.h"
 #include "devices.h"
-#include "forge/gpt2_train.h"
-#include "forge/safetensors.h"
+#include "interrupt.h"
 #include "train_checkpoint.h"
 #include "train_data.h"
+#include "train_run_dir.h"
+#include "train_settings.h"
 
 namespace forge::cli {
 namespace {
 
-enum Stream : uint64_t { kTrainWindows = 0x747261696e, kValWindows = 0x76616c };
+namespace fs = std::filesystem;
 
-struct TrainArgs {
-  std::vector<std::string> data;
-  std::string model, init, out, tokenizer, fixed_batch, device = "auto", decay = "all";
-  int64_t steps = 100, batch = 8, seq = 128, micro = 0, warmup = 0, eval_every = 50, save_every = 0;
-  int64_t eval_batches = 4, sample_tokens = 32, stop_at = 0;
-  double lr = 6e-4, min_lr_ratio = 0.1, weight_decay = 0.01, val_fraction = 0.1;
-  float grad_clip = 1.0f, dropout = 0.0f;
-  uint64_t seed = 1234;
-  bool resume = false, json = false, constant_lr = false;
-  CLI::Option* grad_clip_opt = nullptr;
-};
+enum Stream : uint64_t { kTrainWindows = 0x747261696e, kValWindows = 0x76616c };
 
 std::string fmt_time(double s) {
   char b[32];
@@ -56,132 +52,188 @@ std::string fmt_time(double s) {
   return b;
 }
 
-Tensor read_fixed_ids(const std::string& path, int64_t vocab) {
-  if (!std::filesystem::is_regular_file(path)) throw IoError("[train] --fixed-batch file '" + path + "' does not exist");
-  SafetensorsFile f = SafetensorsFile::open(path);
-  TensorView v = f.get("input_ids");
-  if (v.shape().size() != 2 || v.shape()[1] < 2)
-    throw ShapeError("[train] input_ids in " + path + " must be [B, T] with T >= 2, got " + shape_str(v.shape()));
-  std::vector<float> values = v.to_f32();
-  std::vector<uint32_t> ids(values.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (values[i] < 0 || values[i] >= float(vocab))
-      throw ValueError("[train] input_ids[" + std::to_string(i) + "] = " + std::to_string(int64_t(values[i])) +
-                       " is out of range for vocab size " + std::to_string(vocab));
-    ids[i] = uint32_t(values[i]);
-  }
-  return Tensor::from_vector(ids, v.shape());
+void say(const std::string& line) { std::fprintf(stderr, "train: %s\n", line.c_str()); }
+
+std::string read_file_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) throw IoError("[train] cannot read '" + p.string() + "'");
+  return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-Gpt2TrainConfig make_config(const TrainArgs& a, bool fixed) {
-  Gpt2TrainConfig c;
-  c.schedule.lr = a.lr;
-  c.schedule.warmup = fixed ? 0 : a.warmup;
-  c.schedule.total = a.steps;
-  c.schedule.min_ratio = a.min_lr_ratio;
-  c.schedule.cosine = !(fixed || a.constant_lr);
-  c.weight_decay = a.weight_decay;
-  if (a.decay == "matrices") c.decays = gpt2_decay_matrices;
-  c.grad_clip = fixed && !a.grad_clip_opt->count() ? 0.0f : a.grad_clip;
-  c.dropout = fixed ? Gpt2Dropout{} : Gpt2Dropout{a.dropout, a.dropout, a.dropout};
-  c.seed = a.seed;
+// The run's tokenizer and the tokenizer.json text its checkpoints carry.
+struct RunTokenizer {
+  TrainTokenizer tok;
+  std::string json;  // empty: a folder without tokenizer.json (vocab.json + merges.txt); not saved
+};
+
+RunTokenizer load_tokenizer(const TrainArgs& a, const std::optional<FoundCheckpoint>& found) {
+  if (a.tokenizer == "bytes") return {TrainTokenizer{}, byte_tokenizer_json()};
+  fs::path src = a.tokenizer;
+  if (found && fs::exists(found->dir / "tokenizer.json")) src = found->dir / "tokenizer.json";
+  if (src.empty() && !a.model.empty() && fs::exists(fs::path(a.model) / "tokenizer.json"))
+    src = fs::path(a.model) / "tokenizer.json";
+  if (src.empty())
+    throw UsageError("no tokenizer: pass --tokenizer FILE|DIR, or --tokenizer bytes for byte-level ids");
+  RunTokenizer r;
+  r.tok.bpe = Tokenizer::from_path(src);
+  const fs::path file = fs::is_directory(src) ? src / "tokenizer.json" : src;
+  if (fs::exists(file)) r.json = read_file_text(file);
+  else say("note: " + src.string() + " has no tokenizer.json; the checkpoints will hold no tokenizer");
+  return r;
+}
+
+bool shape_given(const TrainArgs& a) {
+  for (const char* f : {"--n-layer", "--n-embd", "--n-head", "--context"})
+    if (a.given.count(f)) return true;
+  return false;
+}
+
+// A new model's shape: the preset (GPT-2 124M's by default) with the shape flags applied.
+Gpt2Config new_model_config(const TrainArgs& a, int64_t vocab) {
+  Gpt2Config c = gpt2_preset(a.preset.empty() ? "124M" : a.preset);
+  if (a.n_layer) c.n_layer = a.n_layer;
+  if (a.n_head) c.n_head = a.n_head;
+  if (a.n_embd) c.n_embd = a.n_embd, c.n_inner = 4 * a.n_embd;
+  if (a.context) c.n_positions = a.context;
+  c.vocab_size = vocab;
+  if (c.n_embd % c.n_head != 0)
+    throw UsageError("--n-embd " + std::to_string(c.n_embd) + " must be a multiple of --n-head " +
+                     std::to_string(c.n_head));
   return c;
 }
 
-void run_fixed(const TrainArgs& a) {
-  if (a.model.empty()) throw ValueError("[train] --fixed-batch needs --model DIR");
-  const Device dev = resolve_devices(a.device)[0];
-  Gpt2 model = Gpt2::load(a.model, dev);
-  const Tensor ids = read_fixed_ids(a.fixed_batch, model.config().vocab_size);
-  Gpt2Trainer trainer(model, make_config(a, true));
-  const Gpt2MicroBatch mb{ids, gpt2_shifted_targets(ids)};
-  nlohmann::json losses = nlohmann::json::array();
-  double grad_norm0 = 0;
-  for (int64_t s = 0; s < a.steps; ++s) {
-    const Gpt2StepResult r = trainer.step({mb});
-    if (s == 0) grad_norm0 = r.grad_norm;
-    losses.push_back(r.loss);
-    std::fprintf(stderr, "step %lld loss %.6f grad_norm %.6f\n", (long long)s, r.loss, r.grad_norm);
-  }
-  if (!a.out.empty()) save_train_checkpoint(std::filesystem::path(a.out) / "checkpoint", model, trainer, {}, {});
-  std::printf("%s\n", nlohmann::json{{"losses", losses}, {"grad_norm0", grad_norm0}}.dump().c_str());
+// On --resume, the shape flags may only repeat the checkpoint's.
+void check_shape_flags(const TrainArgs& a, const Gpt2Config& c) {
+  const std::pair<const char*, std::pair<int64_t, int64_t>> flags[] = {
+      {"--n-layer", {a.n_layer, c.n_layer}},
+      {"--n-embd", {a.n_embd, c.n_embd}},
+      {"--n-head", {a.n_head, c.n_head}},
+      {"--context", {a.context, c.n_positions}}};
+  for (const auto& [flag, v] : flags)
+    if (a.given.count(flag) && v.first != v.second)
+      throw UsageError(std::string(flag) + " " + std::to_string(v.first) + " contradicts the checkpoint's model (" +
+                       flag + " " + std::to_string(v.second) + ")");
 }
 
-TrainTokenizer make_tokenizer(const TrainArgs& a, std::filesystem::path& file) {
-  TrainTokenizer t;
-  if (a.tokenizer == "bytes") return t;
-  std::filesystem::path src = a.tokenizer;
-  const std::filesystem::path resumed = std::filesystem::path(a.out) / "checkpoint" / "tokenizer.json";
-  if (src.empty() && a.resume && std::filesystem::exists(resumed)) src = resumed;
-  if (src.empty() && !a.model.empty() && std::filesystem::exists(std::filesystem::path(a.model) / "tokenizer.json"))
-    src = std::filesystem::path(a.model) / "tokenizer.json";
-  if (src.empty())
-    throw ValueError("[train] no tokenizer: pass --tokenizer FILE|DIR, or --tokenizer bytes for byte-level ids");
-  t.bpe = Tokenizer::from_path(src);
-  file = std::filesystem::is_directory(src) ? src / "tokenizer.json" : src;
-  if (!std::filesystem::exists(file)) file.clear();
-  return t;
+void check_start_flags(const TrainArgs& a) {
+  if (a.data.empty()) throw UsageError("--data FILE|DIR... is required (or --fixed-batch)");
+  const bool new_model = !a.preset.empty() || shape_given(a);
+  if (a.model.empty() && !new_model)
+    throw UsageError("pass --model DIR to train a model further, or --preset NAME (124M, 355M, 774M, 1.5B, tiny) "
+                     "for a new one");
+  if (!a.model.empty() && new_model)
+    throw UsageError("--model starts from that model's shape; --preset, --n-layer, --n-embd, --n-head and --context "
+                     "shape a new model: pass one or the other");
+}
+
+std::string model_text(const Gpt2Config& c) {
+  return "gpt2 " + std::to_string(c.n_layer) + " layers x " + std::to_string(c.n_embd) + " (" +
+         std::to_string(c.n_head) + " heads), context " + std::to_string(c.n_positions) + ", vocab " +
+         std::to_string(c.vocab_size);
 }
 
 void run(TrainArgs a) {
-  if (!a.fixed_batch.empty()) return run_fixed(a);
-  namespace fs = std::filesystem;
-  if (a.data.empty()) throw ValueError("[train] --data FILE... is required (or --fixed-batch)");
-  if (a.out.empty()) throw ValueError("[train] --out DIR is required");
-  if (a.model.empty() == a.init.empty() && !a.resume)
-    throw ValueError("[train] pass exactly one of --model DIR and --init PRESET");
-  const int64_t micro = a.micro ? a.micro : a.batch;
-  if (a.batch < 1 || micro < 1 || a.batch % micro != 0)
-    throw ValueError("[train] --batch " + std::to_string(a.batch) + " must be a positive multiple of --micro-batch " +
-                     std::to_string(micro));
-  for (const auto& f : a.data)
-    if (!fs::is_regular_file(f)) throw IoError("[train] data file '" + f + "' does not exist");
+  if (!a.fixed_batch.empty()) return run_fixed_batch(a);
+  if (a.out.empty()) throw UsageError("--out DIR is required (the run folder)");
+  if (a.resume && a.overwrite) throw UsageError("--resume and --overwrite exclude each other");
+  StopSignals signals;
   const fs::path out = a.out, ckpt = out / "checkpoint";
-  fs::create_directories(out);
-  if (a.resume && !fs::exists(ckpt / "optimizer.safetensors"))
-    throw IoError("[train] --resume: no checkpoint in '" + ckpt.string() + "'");
 
-  const Device dev = resolve_devices(a.device)[0];
-  Gpt2 model = a.resume ? Gpt2::load(ckpt, dev)
-               : !a.model.empty() ? Gpt2::load(a.model, dev)
-                                  : Gpt2::random(gpt2_preset(a.init), a.seed, dev);
-  const Gpt2Config& cfg = model.config();
-  const int64_t T = std::min(a.seq, cfg.n_positions);
-
-  fs::path tok_file;
-  const TrainTokenizer tok = make_tokenizer(a, tok_file);
-  const fs::path tokens_path = out / "tokens.bin";
-  std::vector<uint32_t> tokens;
-  if (a.resume && fs::exists(tokens_path)) {
-    tokens = read_token_file(tokens_path);
+  std::optional<FoundCheckpoint> found;
+  if (a.resume) {
+    found = recover_train_checkpoint(ckpt);
+    if (!found && fs::exists(ckpt / "optimizer.safetensors") && !fs::exists(ckpt / "train.json"))
+      throw IoError("[train] --resume: '" + ckpt.string() + "' has no train.json (an older forge wrote it); train "
+                    "it further with --model " + ckpt.string() + " and a new --out");
+    if (!found)
+      throw IoError("[train] --resume: no checkpoint in '" + ckpt.string() + "' to resume from" +
+                    (holds_train_run(out) ? " (the run stopped before its first one: start it again with --overwrite)"
+                                          : ""));
+    if (!found->recovered_from.empty())
+      say("recovered the checkpoint of step " + std::to_string(found->step) + " from " + found->recovered_from +
+          " (a save had been cut short)");
+    for (const std::string& note : apply_saved_settings(a, found->settings, found->step)) say(note);
   } else {
-    tokens = tokenize_files(a.data, tok);
-    write_token_file(tokens_path, tokens);
+    if (holds_train_run(out) && !a.overwrite)
+      throw UsageError("--out '" + a.out + "' holds a run already: continue it with --resume, or pass --overwrite "
+                       "to start again");
+    check_start_flags(a);
   }
+  const int64_t micro = a.micro ? a.micro : a.batch;
+  if (a.batch % micro != 0)
+    throw UsageError("--batch " + std::to_string(a.batch) + " must be a multiple of --micro-batch " +
+                     std::to_string(micro));
+
+  if (!found && !a.model.empty()) check_model_dir(a.model);
+  const Device dev = resolve_devices(a.device)[0];
+  const RunTokenizer rt = load_tokenizer(a, found);
+  const int64_t vocab = rt.tok.bpe ? int64_t(rt.tok.bpe->vocab_size()) : kByteVocabSize;
+  Gpt2 model = found                ? Gpt2::load(found->dir, dev)
+               : !a.model.empty() ? Gpt2::load(check_model_dir(a.model), dev)
+                                    : Gpt2::random(new_model_config(a, vocab), a.seed, dev);
+  const Gpt2Config& cfg = model.config();
+  if (found) check_shape_flags(a, cfg);
+  if (a.seq == 0) a.seq = std::min<int64_t>(128, cfg.n_positions);
+  if (a.seq > cfg.n_positions)
+    throw UsageError("--seq " + std::to_string(a.seq) + " is longer than the model's context of " +
+                     std::to_string(cfg.n_positions) + " positions" +
+                     (a.model.empty() && !found ? " (--context sets a new model's)" : ""));
+  const int64_t T = a.seq;
+
+  const fs::path tokens_path = out / "tokens.bin";
+  const bool reuse_tokens = found && fs::exists(tokens_path);
+  const std::vector<uint32_t> tokens =
+      reuse_tokens ? read_token_file(tokens_path) : tokenize_files(expand_text_files(a.data, "--data"), rt.tok);
   for (uint32_t id : tokens)
     if (int64_t(id) >= cfg.vocab_size)
       throw ValueError("[train] token id " + std::to_string(id) + " is out of range for the model's vocab size " +
                        std::to_string(cfg.vocab_size));
   const TrainSplit split = split_tokens(tokens, a.val_fraction, T);
 
-  Gpt2Trainer trainer(model, make_config(a, false));
-  if (a.resume) {
-    const auto meta = read_gpt2_train_state(ckpt, trainer);
-    for (auto [key, value] : {std::pair<const char*, int64_t>{"batch", a.batch}, {"seq", T}}) {
-      auto it = meta.find(key);
-      if (it != meta.end() && it->second != std::to_string(value))
-        throw ValueError("[train] --resume: the checkpoint was trained with " + std::string(key) + " " + it->second +
-                         ", this run asks for " + std::to_string(value));
-    }
-    if (meta.count("seed") && meta.at("seed") != std::to_string(a.seed))
-      throw ValueError("[train] --resume: the checkpoint's seed is " + meta.at("seed") + ", this run's " +
-                       std::to_string(a.seed) + " (pass --seed " + meta.at("seed") + ")");
+  Gpt2Trainer trainer(model, make_train_config(a, false));
+  if (found) {
+    read_gpt2_train_state(found->dir, trainer);
+    if (trainer.steps_done() != found->step)
+      throw IoError("[train] " + found->dir.string() + ": optimizer.safetensors is at step " +
+                    std::to_string(trainer.steps_done()) + ", train.json at step " + std::to_string(found->step));
   }
-  std::ofstream log(out / "log.jsonl", a.resume ? std::ios::app : std::ios::trunc);
+  const CheckpointExtras extras{rt.json, rt.tok.bpe ? rt.tok.bpe->eos_id() : std::optional<uint32_t>(kByteEos),
+                                train_settings_json(a)};
+
+  // The start is sound: from here on the run folder is written.
+  if (int sig = signals.received()) {
+    say(std::string("stopped by ") + StopSignals::name(sig) + " before training started; nothing written");
+    throw ExitCode{128 + sig};
+  }
+  if (a.overwrite && holds_train_run(out)) {
+    remove_train_run(out);
+    say("--overwrite: removed the previous run in " + out.string());
+  }
+  fs::create_directories(out);
+  if (!reuse_tokens) write_token_file(tokens_path, tokens);
+  if (found) {
+    say("resuming " + out.string() + " at step " + std::to_string(found->step) + " of " + std::to_string(a.steps) +
+        " from " + ckpt.string());
+    if (const int64_t cut = cut_train_log(out / "log.jsonl", found->step))
+      say("log.jsonl cut back to step " + std::to_string(found->step) + " (" + std::to_string(cut) +
+          " lines past the checkpoint removed)");
+  } else {
+    say("new run in " + out.string() + ": " + model_text(cfg) +
+        (a.model.empty() ? ", random init (seed " + std::to_string(a.seed) + ")" : ", from " + a.model));
+  }
+  say("checkpoints go to " + ckpt.string() + " (" +
+      (a.save_every > 0 ? "every " + std::to_string(a.save_every) + " steps, " : std::string()) +
+      "at the end and on Ctrl-C or SIGTERM)");
+  if (trainer.steps_done() >= a.steps) {
+    say("the run is complete (step " + std::to_string(trainer.steps_done()) + " of " + std::to_string(a.steps) +
+        "); pass --steps N to train further");
+    return;
+  }
+  std::ofstream log(out / "log.jsonl", found ? std::ios::app : std::ios::trunc);
   const bool tty = isatty(fileno(stderr));
-  std::fprintf(stderr, "train: %lld train / %lld val tokens, B %lld x T %lld (micro %lld), %s, tokenizer %s\n",
-               (long long)split.train.size(), (long long)split.val.size(), (long long)a.batch, (long long)T,
-               (long long)micro, dev.name().c_str(), tok.name().c_str());
+  say(std::to_string(split.train.size()) + " train / " + std::to_string(split.val.size()) + " val tokens, B " +
+      std::to_string(a.batch) + " x T " + std::to_string(T) + " (micro " + std::to_string(micro) + "), " +
+      dev.name() + ", tokenizer " + rt.tok.name());
 
   auto evaluate = [&](int64_t step) {
     double sum = 0;
@@ -190,14 +242,14 @@ void run(TrainArgs a) {
       sum += gpt2_eval_loss(model, mb.ids, mb.targets);
     }
     const double val = sum / double(std::max<int64_t>(a.eval_batches, 1));
-    std::vector<uint32_t> prompt = {tok.eos() ? *tok.eos() : split.val[0]};
+    std::vector<uint32_t> prompt = {rt.tok.eos() ? *rt.tok.eos() : split.val[0]};
     Gpt2GenerateOptions go;
     go.max_new_tokens = std::min<int64_t>(a.sample_tokens, cfg.n_positions - 1);
     go.sample.temperature = 1.0f;
     go.sample.top_k = 40;
     go.sample.seed = a.seed + uint64_t(step);
     std::vector<uint32_t> gen = gpt2_generate(model, prompt, go);
-    const std::string text = tok.decode(gen);
+    const std::string text = rt.tok.decode(gen);
     if (tty) std::fprintf(stderr, "\n");
     std::fprintf(stderr, "eval step %lld val_loss %.4f sample: %s\n", (long long)step, val,
                  nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -227,6 +279,7 @@ void run(TrainArgs a) {
                .dump()
         << "\n";
     log.flush();
+    if (!log) throw IoError("[train] cannot write '" + (out / "log.jsonl").string() + "' (is the disk full?)");
     char line[256];
     std::snprintf(line, sizeof line, "step %lld/%lld loss %.4f grad_norm %.3f lr %.2e %.0f tok/s ETA %s",
                   (long long)(step + 1), (long long)a.steps, r.loss, r.grad_norm, r.lr, tok_rate,
@@ -234,13 +287,21 @@ void run(TrainArgs a) {
     if (tty) std::fprintf(stderr, "\r%s\x1b[K", line);
     else std::fprintf(stderr, "%s\n", line);
     const bool last = step + 1 == a.steps || step + 1 == a.stop_at;
-    if ((a.eval_every > 0 && (step + 1) % a.eval_every == 0) || last) last_val = evaluate(step + 1);
-    if ((a.save_every > 0 && (step + 1) % a.save_every == 0) || last)
-      save_train_checkpoint(ckpt, model, trainer, tok_file,
-                            {{"tokenizer", tok.name()}, {"batch", std::to_string(a.batch)}, {"seq", std::to_string(T)}});
+    const int sig = signals.received();
+    if (!sig && ((a.eval_every > 0 && (step + 1) % a.eval_every == 0) || last)) last_val = evaluate(step + 1);
+    if ((a.save_every > 0 && (step + 1) % a.save_every == 0) || last || sig)
+      save_train_checkpoint(ckpt, model, trainer, extras);
+    if (sig) {
+      if (tty) std::fprintf(stderr, "\n");
+      say(std::string("stopped by ") + StopSignals::name(sig) + " after step " + std::to_string(step + 1) +
+          "; checkpoint saved to " + ckpt.string());
+      say("continue with: forge train --out " + out.string() + " --resume");
+      throw ExitCode{128 + sig};
+    }
     if (last) break;
   }
   if (tty) std::fprintf(stderr, "\n");
+  say("saved step " + std::to_string(trainer.steps_done()) + " to " + ckpt.string());
   if (a.json)
     std::printf("%s\n", nlohmann::json{{"steps", trainer.steps_done()},
                                        {"loss", last_loss},
@@ -252,48 +313,63 @@ void run(TrainArgs a) {
                             .c_str());
 }
 
+void add_options(CLI::App& sub, TrainArgs& a) {
+  sub.add_option("--data", a.data, "Text files, or folders (their text files), to train on")
+      ->expected(1, -1);
+  sub.add_option("-m,--model", a.model, "Start from this model folder (config.json + safetensors)");
+  add_preset_option(sub, a.preset, "Start from a new random model of this size", "--preset,--init");
+  check_at_least(sub.add_option("--n-layer", a.n_layer, "New model: blocks (0: the preset's)"), 0);
+  check_at_least(sub.add_option("--n-embd", a.n_embd, "New model: embedding width (0: the preset's)"), 0);
+  check_at_least(sub.add_option("--n-head", a.n_head, "New model: attention heads (0: the preset's)"), 0);
+  check_at_least(sub.add_option("--context", a.context, "New model: positions (0: the preset's)"), 0);
+  sub.add_option("--out", a.out, "Run folder: tokens.bin, log.jsonl, checkpoint/");
+  sub.add_flag("--resume", a.resume, "Continue the run in --out from its checkpoint, with its settings");
+  sub.add_flag("--overwrite", a.overwrite, "Start again over the run in --out");
+  add_tokenizer_option(sub, a.tokenizer, "Tokenizer (default: the model's); 'bytes': byte ids, saved as a tokenizer",
+                       true);
+  sub.add_option("--fixed-batch", a.fixed_batch, "Parity mode: train on input_ids of this safetensors file");
+  check_at_least(sub.add_option("--steps", a.steps, "Optimizer steps"), 1);
+  check_at_least(sub.add_option("--batch", a.batch, "Sequences per step"), 1);
+  check_at_least(sub.add_option("--seq", a.seq, "Sequence length T")->default_str("128, or the context if shorter"),
+                 2);
+  check_at_least(sub.add_option("--micro-batch", a.micro, "Sequences per micro-batch (gradient accumulation)")
+                     ->default_str("--batch"),
+                 1);
+  check_between(sub.add_option("--lr", a.lr, "Peak learning rate"), 0);
+  check_between(sub.add_option("--min-lr-ratio", a.min_lr_ratio, "Cosine decay floor as a fraction of --lr"), 0, 1);
+  sub.add_flag("--constant-lr", a.constant_lr, "No cosine decay after the warmup");
+  check_at_least(sub.add_option("--warmup", a.warmup, "Linear warmup steps"), 0);
+  check_between(sub.add_option("--weight-decay", a.weight_decay, "AdamW decoupled weight decay"), 0);
+  sub.add_option("--decay", a.decay, "Parameters that decay: all (torch default) or matrices")
+      ->check(CLI::IsMember({"all", "matrices"}));
+  check_between(sub.add_option("--grad-clip", a.grad_clip, "Max global gradient norm (0: off)"), 0);
+  check_between(sub.add_option("--dropout", a.dropout, "Embedding, attention and residual dropout"), 0, 0.99);
+  check_at_least(sub.add_option("--eval-every", a.eval_every, "Validation loss and a sample every N steps (0: at the end)"),
+                 0);
+  check_at_least(sub.add_option("--eval-batches", a.eval_batches, "Micro-batches of held-out windows per evaluation"),
+                 1);
+  check_at_least(sub.add_option("--sample-tokens", a.sample_tokens, "Tokens of the sample at each evaluation"), 0);
+  check_at_least(sub.add_option("--save-every", a.save_every, "Checkpoint every N steps (0: at the end and on Ctrl-C)"),
+                 0);
+  check_between(sub.add_option("--val-fraction", a.val_fraction, "Held-out tail of the tokens"), 0, 0.5);
+  check_at_least(sub.add_option("--stop-at", a.stop_at, "Stop (with a checkpoint) after this step, as if interrupted; "
+                                                        "the schedule still spans --steps (0: off)"),
+                 0);
+  sub.add_option("--seed", a.seed, "Seed of initialisation, batches, dropout and samples");
+  add_device_option(sub, a.device);
+  sub.add_flag("--json", a.json, "Print a JSON summary as the last line of stdout");
+}
+
 const bool registered = register_command(
     {"train", "Train a GPT-2 on text files (or on one fixed batch for parity checks)", [](CLI::App& sub) {
        static TrainArgs a;
-       sub.add_option("--data", a.data, "Text files to train on")->expected(1, -1);
-       sub.add_option("--model", a.model, "Start from this model folder (config.json + safetensors)");
-       sub.add_option("--init", a.init, "Start from a random model of this preset (124M, 355M, ..., tiny)");
-       sub.add_option("--out", a.out, "Run folder: tokens.bin, log.jsonl, checkpoint/");
-       sub.add_option("--tokenizer", a.tokenizer, "tokenizer.json or folder, or 'bytes' (default: the model's)");
-       sub.add_option("--fixed-batch", a.fixed_batch, "Parity mode: train on input_ids of this safetensors file");
-       sub.add_option("--steps", a.steps, "Optimizer steps")->check(CLI::PositiveNumber);
-       sub.add_option("--batch", a.batch, "Sequences per step")->check(CLI::PositiveNumber);
-       sub.add_option("--seq", a.seq, "Sequence length T")->check(CLI::Range(int64_t(2), int64_t(1) << 20));
-       sub.add_option("--micro-batch", a.micro, "Sequences per micro-batch (gradient accumulation)")
-           ->check(CLI::PositiveNumber);
-       sub.add_option("--lr", a.lr, "Peak learning rate")->check(CLI::NonNegativeNumber);
-       sub.add_option("--min-lr-ratio", a.min_lr_ratio, "Cosine decay floor as a fraction of --lr")
-           ->check(CLI::Range(0.0, 1.0));
-       sub.add_flag("--constant-lr", a.constant_lr, "No cosine decay after the warmup");
-       sub.add_option("--warmup", a.warmup, "Linear warmup steps")->check(CLI::NonNegativeNumber);
-       sub.add_option("--weight-decay", a.weight_decay, "AdamW decoupled weight decay")
-           ->check(CLI::NonNegativeNumber);
-       sub.add_option("--decay", a.decay, "Parameters that decay: all (torch default) or matrices")
-           ->check(CLI::IsMember({"all", "matrices"}));
-       a.grad_clip_opt = sub.add_option("--grad-clip", a.grad_clip, "Max global gradient norm (0: off)")
-                             ->check(CLI::NonNegativeNumber);
-       sub.add_option("--dropout", a.dropout, "Embedding, attention and residual dropout")
-           ->check(CLI::Range(0.0f, 0.99f));
-       sub.add_option("--eval-every", a.eval_every, "Validation loss and a sample every N steps (0: at the end)")
-           ->check(CLI::NonNegativeNumber);
-       sub.add_option("--eval-batches", a.eval_batches, "Micro-batches of held-out windows per evaluation")
-           ->check(CLI::PositiveNumber);
-       sub.add_option("--save-every", a.save_every, "Checkpoint every N steps (0: at the end)")
-           ->check(CLI::NonNegativeNumber);
-       sub.add_option("--val-fraction", a.val_fraction, "Held-out tail of the tokens")->check(CLI::Range(0.0, 0.5));
-       sub.add_option("--stop-at", a.stop_at, "Stop (with a checkpoint) after this step, as if interrupted; "
-                                              "the schedule still spans --steps")
-           ->check(CLI::NonNegativeNumber);
-       sub.add_flag("--resume", a.resume, "Continue from OUT/checkpoint");
-       sub.add_option("--seed", a.seed, "Seed of initialisation, batches, dropout and samples");
-       add_device_option(sub, a.device);
-       sub.add_flag("--json", a.json, "Print a JSON summary as the last line of stdout");
-       sub.callback([] { run(a); });
+       add_options(sub, a);
+       sub.callback([&sub] {
+         for (const CLI::Option* o : sub.get_options())
+           if (o->count() > 0)
+             for (const std::string& n : o->get_lnames()) a.given.insert("--" + n);
+         run(a);
+       });
      }});
 
 }  // namespace

@@ -35,6 +35,7 @@ void write_token_file(const std::filesystem::path& path, const std::vector<uint3
     f.write(kMagic, 8);
     f.write(reinterpret_cast<const char*>(&n), 8);
     f.write(reinterpret_cast<const char*>(ids.data()), std::streamsize(n * 4));
+    f.close();  // a full disk shows when the buffer is flushed
     if (!f) throw IoError("[train] cannot write token file '" + tmp.string() + "'");
   }
   std::error_code ec;

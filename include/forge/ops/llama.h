@@ -5,6 +5,7 @@
 // tensors are f32 and on one device unless stated.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "forge/ops/nn.h"
 
@@ -31,6 +32,18 @@ void rope(Tensor& x, int64_t head_dim, int64_t pos, double theta = 10000.0);
 // The backward of rope, IN PLACE: the inverse rotation (angle negated) applied
 // to the output gradient gives the input gradient. Same arguments as rope.
 void rope_backward(Tensor& dy, int64_t head_dim, int64_t pos, double theta = 10000.0);
+
+// RoPE from precomputed frequencies (scaled ones: linear, llama3), so a model
+// builds its table once per forward and every layer reuses it.
+// inv_freq [head_dim / 2] of plain RoPE: f32(theta^(-2i / head_dim)) in double.
+std::vector<float> rope_inv_freq(int64_t head_dim, double theta);
+// The (cos, sin) table [seq, head_dim / 2, 2] of positions pos .. pos + seq - 1
+// on `device`, built as rope() builds it.
+Tensor rope_table(const std::vector<float>& inv_freq, int64_t pos, int64_t seq, const Device& device);
+// rope / rope_backward with a table from rope_table (its seq >= x's sequence
+// length; token s of each sequence uses row s).
+void rope(Tensor& x, int64_t head_dim, const Tensor& table);
+void rope_backward(Tensor& dy, int64_t head_dim, const Tensor& table);
 
 // ---- RMS norm ---------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 // matmul that reads affine-quantized weights directly (see forge/ops.h for
 // the conventions every op follows).
 //
-// MLX affine layout, for a weight W [out, in] quantized with `bits` in {4, 8}
+// MLX affine layout, for a weight W [out, in] quantized with `bits` in {2, 4, 8}
 // and group_size in {32, 64, 128} (in % group_size == 0):
 //   w_packed u32 [out, in * bits / 32]: 32 / bits values per word, value j of
 //            a word in bits [bits * j, bits * (j + 1)) (little-endian order);
@@ -29,10 +29,18 @@ Tensor dequantize(const Tensor& bytes);
 Tensor affine_dequantize(const Tensor& w_packed, const Tensor& scales, const Tensor& biases, int bits,
                          int group_size);
 
-// x [.., in] -> [.., out] = x @ W^T for the affine-quantized W [out, in],
-// without materialising W: each word is unpacked in registers. Products are
-// accumulated in f32 on WebGPU and in double on the CPU.
+// x [.., in] -> [.., out] = x @ W^T (+ bias [out], f32, when given) for the
+// affine-quantized W [out, in], without materialising W: each word is
+// unpacked in registers. Products are accumulated in f32 on WebGPU and in
+// double on the CPU; the bias is added to the f32 sum.
 Tensor quantized_matmul(const Tensor& x, const Tensor& w_packed, const Tensor& scales, const Tensor& biases,
+                        int bits, int group_size, const Tensor* bias = nullptr);
+
+// Rows of an affine-quantized table W [V, in] gathered and dequantized: ids
+// [T] or [B, T] (u32 or i32) -> [T, in] or [B, T, in], out[r] = W[ids[r]]
+// (a quantized token embedding). Ids on the CPU are range checked
+// (ValueError); an out-of-range id on the device gives a row of NaN.
+Tensor affine_embedding(const Tensor& ids, const Tensor& w_packed, const Tensor& scales, const Tensor& biases,
                         int bits, int group_size);
 
 }  // namespace forge

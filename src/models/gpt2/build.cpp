@@ -4,6 +4,8 @@
 
 #include "forge/ops/gather.h"
 #include "forge/safetensors.h"
+#include "forge/gpt2_train.h"
+#include "models/common/weights.h"
 #include "models/gpt2/build.h"
 
 namespace forge {
@@ -69,6 +71,33 @@ Gpt2Weights build_weights(const Gpt2Config& c, const HostSource& source, const D
 
 }  // namespace gpt2
 
+Gpt2::Gpt2(Gpt2Config config, Device device) : CausalLM(std::move(device)), config_(std::move(config)) {
+  info_.family = "gpt2";
+  info_.architecture = "GPT2LMHeadModel";
+  info_.vocab_size = config_.vocab_size;
+  info_.context_length = config_.n_positions;
+  info_.context_key = "n_positions";
+  info_.hidden_size = config_.n_embd;
+  info_.layers = config_.n_layer;
+  info_.weights = "f32";
+}
+
+namespace {
+
+// Fills in what the weights say once they are on the device.
+void tally_weights(Gpt2Weights& w, ModelInfo& info) {
+  uint64_t bytes = 0;
+  int64_t params = 0;
+  for (const auto& [name, t] : gpt2_named_params(w)) {
+    bytes += t->nbytes();
+    params += t->numel();
+  }
+  info.device_bytes = bytes;
+  info.parameters = params;
+}
+
+}  // namespace
+
 Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device) {
   if (!std::filesystem::is_directory(dir))
     throw IoError("[gpt2] model directory '" + dir.string() + "' does not exist");
@@ -84,6 +113,11 @@ Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device) {
   Gpt2 m(c, device);
   m.w_ = gpt2::build_weights(
       c, [&](const std::string& name, const Shape&) { return ckpt.get(layout.name(name)).to_f32(); }, device);
+  tally_weights(m.w_, m.info_);
+  if (mc.bos_token_id) m.info_.bos = uint32_t(*mc.bos_token_id);
+  for (int64_t e : mc.eos_token_ids) m.info_.eos.push_back(uint32_t(e));
+  const std::string dt = models::dense_dtype_summary(models::TensorSource::of(ckpt), {layout.name("ln_f.weight")});
+  if (dt != "f32") m.info_.weights = dt + " (computed in f32)";
   return m;
 }
 
@@ -102,6 +136,7 @@ Gpt2 Gpt2::from_host(const Gpt2Config& c, const std::vector<Gpt2HostTensor>& ten
         return it->second->values;
       },
       device);
+  tally_weights(m.w_, m.info_);
   return m;
 }
 

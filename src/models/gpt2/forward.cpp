@@ -12,13 +12,6 @@ namespace {
 
 std::string S(int64_t v) { return std::to_string(v); }
 
-// ids [T] or [B, T] -> [B, T] (a view).
-Tensor as_batch(const Tensor& ids) {
-  if (ids.rank() == 1) return ids.reshape({1, ids.dim(0)});
-  if (ids.rank() != 2) throw ShapeError("[gpt2] ids must be [T] or [B, T], got " + ids.describe());
-  return ids;
-}
-
 // Conv1D: x [N, in] @ w [in, out] + b [out] -> [N, out].
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b) {
   MatmulOptions o;
@@ -77,7 +70,7 @@ Tensor Gpt2::lm_head(const Tensor& x) const {
 }
 
 Tensor Gpt2::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) const {
-  Tensor ids = as_batch(ids_in);
+  Tensor ids = ids_as_batch(ids_in, "gpt2");
   const int64_t T = ids.dim(1);
   if (T < 1) throw ShapeError("[gpt2] ids " + ids.describe() + " hold no positions");
   if (T > config_.n_positions)
@@ -94,10 +87,14 @@ Tensor Gpt2::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) const {
   return ids_in.rank() == 1 ? logits.reshape({T, config_.vocab_size}) : logits;
 }
 
-Gpt2Cache Gpt2::new_cache(int64_t batch) const {
+KvCache Gpt2::new_cache(int64_t batch, int64_t capacity) const {
   if (batch < 1) throw ValueError("[gpt2] cache batch must be >= 1, got " + S(batch));
-  Gpt2Cache c;
-  const Shape s{batch, config_.n_head, config_.n_positions, config_.head_dim()};
+  if (capacity < 0 || capacity > config_.n_positions)
+    throw ValueError("[gpt2] cache capacity must be in [0, " + S(config_.n_positions) + "], got " + S(capacity));
+  KvCache c;
+  c.batch = batch;
+  c.capacity = capacity ? capacity : config_.n_positions;
+  const Shape s{batch, config_.n_head, c.capacity, config_.head_dim()};
   for (int64_t l = 0; l < config_.n_layer; ++l) {
     c.k.push_back(Tensor::zeros(s, DType::F32, device_));
     c.v.push_back(Tensor::zeros(s, DType::F32, device_));
@@ -105,8 +102,8 @@ Gpt2Cache Gpt2::new_cache(int64_t batch) const {
   return c;
 }
 
-Tensor Gpt2::forward_cached(const Tensor& ids_in, Gpt2Cache& cache) const {
-  Tensor ids = as_batch(ids_in);
+Tensor Gpt2::forward_cached(const Tensor& ids_in, KvCache& cache) const {
+  Tensor ids = ids_as_batch(ids_in, "gpt2");
   const int64_t B = ids.dim(0), T = ids.dim(1), C = config_.n_embd;
   if (cache.k.size() != size_t(config_.n_layer) || cache.k[0].dim(0) != B)
     throw ShapeError("[gpt2] cache does not match ids " + ids.describe() + " (make it with new_cache(" + S(B) + "))");
@@ -114,6 +111,9 @@ Tensor Gpt2::forward_cached(const Tensor& ids_in, Gpt2Cache& cache) const {
   if (cache.len + T > config_.n_positions)
     throw ValueError("[gpt2] positions " + S(cache.len) + ".." + S(cache.len + T - 1) +
                      " exceed the context length n_positions = " + S(config_.n_positions));
+  if (cache.len + T > cache.capacity)
+    throw ValueError("[gpt2] positions " + S(cache.len) + ".." + S(cache.len + T - 1) + " exceed the cache capacity " +
+                     S(cache.capacity));
   Tensor x = embedding_chunked(ids, w_.wte, w_.wte_chunk_rows, &w_.wpe, cache.len);  // [B, T, C]
   for (int64_t l = 0; l < config_.n_layer; ++l) x = block(l, x, &cache);
   cache.len += T;
@@ -126,26 +126,6 @@ Tensor Gpt2::forward_cached(const Tensor& ids_in, Gpt2Cache& cache) const {
   return lm_head(x.reshape({B, C}));  // [B, V]
 }
 
-float Gpt2::loss(const Tensor& logits, const Tensor& ids_in) {
-  Tensor ids = as_batch(ids_in);
-  const int64_t B = ids.dim(0), T = ids.dim(1), V = logits.dim(-1);
-  if (logits.numel() != B * T * V || T < 2)
-    throw ShapeError("[gpt2] loss needs logits [B, T, V] for ids [B, T] with T >= 2, got logits " +
-                     logits.describe() + ", ids " + ids.describe());
-  Tensor host_ids = ids.device().is_cpu() ? ids : ids.to(Device::cpu());
-  std::vector<uint32_t> labels(static_cast<size_t>(B * T), 0u);  // the last position of each row has no label
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t + 1 < T; ++t) {
-      const int64_t i = b * T + t + 1;
-      labels[size_t(b * T + t)] = host_ids.dtype() == DType::I32 ? uint32_t(host_ids.data<int32_t>()[i])
-                                                                  : host_ids.data<uint32_t>()[i];
-    }
-  Tensor probs = softmax(logits.reshape({B * T, V}));
-  std::vector<float> nll = gather_nll(probs, Tensor::from_vector(labels, {B * T})).to_vector<float>();
-  double sum = 0;
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t + 1 < T; ++t) sum += nll[size_t(b * T + t)];
-  return float(sum / double(B * (T - 1)));
-}
+float Gpt2::loss(const Tensor& logits, const Tensor& ids) { return causal_lm_loss(logits, ids); }
 
 }  // namespace forge

@@ -19,7 +19,7 @@ struct Params {
   x_rows: u32,      // quantized_matmul: rows of x in this dispatch
   out_stride: u32,  // quantized_matmul: elements per output row (out)
   out_first: u32,   // quantized_matmul: output column of the dispatch's first W row
-  _pad0: u32,
+  has_bias: u32,    // quantized_matmul: 1 when the bias binding holds [out] values to add
 }
 
 override PER: u32 = 32u / BITS;

@@ -10,6 +10,7 @@
 @group(0) @binding(3) var<storage, read> biases: array<u32>;  // like scales
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;  // [x_rows, out_stride]
 @group(0) @binding(5) var<storage, read> x: array<f32>;       // [x_rows, cols]
+@group(0) @binding(6) var<storage, read> bias: array<f32>;    // [w_rows] when has_bias, else unread
 
 const WG: u32 = 64u;
 const TM: u32 = 4u;
@@ -54,6 +55,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     workgroupBarrier();
   }
   if (lid < TM && m0 + lid < p.x_rows) {
-    out[(m0 + lid) * p.out_stride + p.out_first + o] = red[lid * WG];
+    var y = red[lid * WG];
+    if (p.has_bias != 0u) {
+      y += bias[o];
+    }
+    out[(m0 + lid) * p.out_stride + p.out_first + o] = y;
   }
 }

@@ -1,11 +1,10 @@
-// Token-by-token generation: prefill the prompt into the KV cache, then one
-// step per token whose sampled id stays on the device and feeds the next
-// step's embedding; only the id is read back, and on WebGPU the next step is
-// submitted before that read waits, so the device always has work queued.
+// The one generation loop (forge/generate.h) for every CausalLM, and GPT-2's
+// wrapper over it.
 #include <chrono>
 #include <memory>
 #include <optional>
 
+#include "forge/generate.h"
 #include "forge/gpt2.h"
 #include "forge/ops.h"
 #include "gpu/runtime.h"
@@ -21,8 +20,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 // The last position's logits [1, V] of the whole sequence, without a cache.
-Tensor last_logits(const Gpt2& model, const std::vector<uint32_t>& seq) {
-  const int64_t T = int64_t(seq.size()), V = model.config().vocab_size;
+Tensor last_logits(const CausalLM& model, const std::vector<uint32_t>& seq) {
+  const int64_t T = int64_t(seq.size()), V = model.vocab_size();
   Tensor logits = model.forward(Tensor::from_vector(seq, {1, T})).reshape({T, V});
   // Row T - 1 gathered as an embedding row (a slice there need not be aligned for a binding).
   return embedding(Tensor::from_vector(std::vector<uint32_t>{uint32_t(T - 1)}, {1}), logits);
@@ -49,28 +48,41 @@ class IdRead {
   uint32_t value_ = 0;
 };
 
+bool stops(const GenerateOptions& o, uint32_t id) {
+  for (uint32_t s : o.stop_ids)
+    if (s == id) return true;
+  return false;
+}
+
 }  // namespace
 
-std::vector<uint32_t> gpt2_generate(const Gpt2& model, const std::vector<uint32_t>& prompt,
-                                    const Gpt2GenerateOptions& o, const std::function<void(uint32_t)>& on_token,
-                                    Gpt2GenerateStats* stats) {
-  const Gpt2Config& c = model.config();
-  const int64_t P = int64_t(prompt.size());
-  if (P == 0) throw ValueError("[gpt2] generate needs a prompt of at least one token");
-  if (o.max_new_tokens < 0) throw ValueError("[gpt2] max_new_tokens must be >= 0, got " + S(o.max_new_tokens));
+std::vector<uint32_t> generate(const CausalLM& model, const std::vector<uint32_t>& prompt, const GenerateOptions& o,
+                               const TokenCallback& on_token_cb, GenerateStats* stats) {
+  const std::string who = "[" + model.info().family + "]";
+  const int64_t P = int64_t(prompt.size()), V = model.vocab_size(), ctx = model.context_length();
+  if (P == 0) throw ValueError(who + " generate needs a prompt of at least one token");
+  if (o.max_new_tokens < 0) throw ValueError(who + " max_new_tokens must be >= 0, got " + S(o.max_new_tokens));
   for (size_t i = 0; i < prompt.size(); ++i)
-    if (int64_t(prompt[i]) >= c.vocab_size)
-      throw ValueError("[gpt2] prompt id " + S(prompt[i]) + " at position " + S(int64_t(i)) +
-                       " is out of range for vocab size " + S(c.vocab_size));
-  if (P + o.max_new_tokens > c.n_positions)
-    throw ValueError("[gpt2] prompt of " + S(P) + " tokens + " + S(o.max_new_tokens) +
-                     " new tokens exceeds the context length n_positions = " + S(c.n_positions));
-  Gpt2GenerateStats st;
+    if (int64_t(prompt[i]) >= V)
+      throw ValueError(who + " prompt id " + S(prompt[i]) + " at position " + S(int64_t(i)) +
+                       " is out of range for vocab size " + S(V));
+  const int64_t past = o.cache ? o.cache->len : 0;
+  if (past + P + o.max_new_tokens > ctx)
+    throw ValueError(who + " " + (past ? S(past) + " cached + " : std::string()) + "prompt of " + S(P) +
+                     " tokens + " + S(o.max_new_tokens) + " new tokens exceeds the context length " + model.info().context_key + " = " + S(ctx));
+  if (o.cache && !o.use_cache) throw ValueError(who + " generate was given a cache with use_cache off");
+  GenerateStats st;
   std::vector<uint32_t> out;
   if (o.max_new_tokens == 0) {
     if (stats) *stats = st;
     return out;
   }
+  // Records the id; false when generation ends with it.
+  auto accept = [&](uint32_t id) {
+    out.push_back(id);
+    const bool more = on_token_cb ? on_token_cb(id) : true;
+    return more && !stops(o, id);
+  };
   SampleOptions so = o.sample;
   auto t0 = std::chrono::steady_clock::now();
 
@@ -82,23 +94,22 @@ std::vector<uint32_t> gpt2_generate(const Gpt2& model, const std::vector<uint32_
       uint32_t id = sample(last_logits(model, seq), so).to_vector<uint32_t>()[0];
       (i == 0 ? st.prefill_s : st.decode_s) += seconds_since(ts);
       (i == 0 ? st.prefill_tokens : st.decode_tokens) += i == 0 ? P : 1;
-      out.push_back(id);
       seq.push_back(id);
-      if (on_token) on_token(id);
-      if (o.eos && id == *o.eos) break;
+      if (!accept(id)) break;
     }
     if (stats) *stats = st;
     return out;
   }
 
-  Gpt2Cache cache = model.new_cache(1);
+  KvCache own;
+  if (!o.cache) own = model.new_cache(1, P + o.max_new_tokens);
+  KvCache& cache = o.cache ? *o.cache : own;
   so.step = 0;
   Tensor next = sample(model.forward_cached(Tensor::from_vector(prompt, {1, P}), cache), so);  // u32 [1] on dev
   uint32_t id = next.to_vector<uint32_t>()[0];
   st.prefill_s = seconds_since(t0);
   st.prefill_tokens = P;
-  out.push_back(id);
-  if (on_token) on_token(id);
+  bool more = accept(id);
   auto td = std::chrono::steady_clock::now();
   // Token i from token i - 1, which stays on the device.
   auto step = [&](int64_t i, const Tensor& prev) {
@@ -107,9 +118,11 @@ std::vector<uint32_t> gpt2_generate(const Gpt2& model, const std::vector<uint32_
   };
   // One step ahead: token i + 1 is recorded and submitted before token i is
   // read, so the device computes it while the host waits and then records
-  // the next; a step after EOS is computed and dropped.
+  // the next. A step after the last accepted token is computed and dropped;
+  // its position is taken back from the cache (its keys are overwritten by
+  // whatever comes next).
   std::optional<IdRead> pending;
-  if (o.max_new_tokens > 1 && !(o.eos && id == *o.eos)) {
+  if (o.max_new_tokens > 1 && more) {
     next = step(1, next);
     pending.emplace(next);
   }
@@ -122,15 +135,32 @@ std::vector<uint32_t> gpt2_generate(const Gpt2& model, const std::vector<uint32_
     }
     id = pending->get();
     ++st.decode_tokens;
-    out.push_back(id);
-    if (on_token) on_token(id);
-    if (o.eos && id == *o.eos) break;
+    if (!accept(id)) {
+      if (ahead_read) cache.len -= 1;  // the dropped step's position
+      break;
+    }
     pending = std::move(ahead_read);
     next = ahead;
   }
   st.decode_s = seconds_since(td);
   if (stats) *stats = st;
   return out;
+}
+
+std::vector<uint32_t> gpt2_generate(const Gpt2& model, const std::vector<uint32_t>& prompt,
+                                    const Gpt2GenerateOptions& g, const std::function<void(uint32_t)>& on_token,
+                                    Gpt2GenerateStats* stats) {
+  GenerateOptions o;
+  o.max_new_tokens = g.max_new_tokens;
+  o.sample = g.sample;
+  o.use_cache = g.use_cache;
+  if (g.eos) o.stop_ids = {*g.eos};
+  return generate(model, prompt, o,
+                  [&](uint32_t id) {
+                    if (on_token) on_token(id);
+                    return true;
+                  },
+                  stats);
 }
 
 }  // namespace forge

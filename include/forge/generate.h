@@ -1,0 +1,47 @@
+// One generation loop for every model family: prefill the prompt into the KV
+// cache, then one step per token whose sampled id stays on the device and
+// feeds the next step; only the id is read back, and on WebGPU the next step
+// is submitted before that read waits, so the device always has work queued.
+//
+//   forge::GenerateOptions o;
+//   o.max_new_tokens = 64;
+//   o.stop_ids = model->info().eos;
+//   auto ids = forge::generate(*model, prompt, o, [](uint32_t id) { return true; });
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "forge/model.h"
+#include "forge/ops/sample.h"
+
+namespace forge {
+
+struct GenerateOptions {
+  int64_t max_new_tokens = 32;
+  SampleOptions sample;             // temperature 0: greedy; sample.step is set per token
+  bool use_cache = true;            // false: recompute the whole sequence per token
+  std::vector<uint32_t> stop_ids;   // stop after producing any of these (EOS)
+  // Continue a conversation: the prompt is appended to this cache (its
+  // earlier positions are not recomputed) and the new tokens stay in it.
+  // Null: a fresh cache sized for prompt + max_new_tokens.
+  KvCache* cache = nullptr;
+};
+
+struct GenerateStats {
+  int64_t prefill_tokens = 0, decode_tokens = 0;
+  double prefill_s = 0, decode_s = 0;  // wall time, device work included
+};
+
+// Called with each new id as soon as it is read back; returning false stops
+// generation after that id (a stop string was completed, say).
+using TokenCallback = std::function<bool(uint32_t)>;
+
+// Generates up to max_new_tokens ids after `prompt` (batch 1). ValueError for
+// an empty prompt, an id >= V, or prompt + max_new_tokens beyond the context
+// length.
+std::vector<uint32_t> generate(const CausalLM& model, const std::vector<uint32_t>& prompt,
+                               const GenerateOptions& options, const TokenCallback& on_token = {},
+                               GenerateStats* stats = nullptr);
+
+}  // namespace forge

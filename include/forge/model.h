@@ -1,0 +1,112 @@
+// The causal language model interface every family implements (GPT-2, and the
+// Llama family: Llama, SmolLM2, TinyLlama, Qwen2, Mistral), its KV cache, and
+// loading a Hugging Face model folder by its config.json.
+//
+//   auto model = forge::load_model("models/smollm2", forge::Device::webgpu());
+//   forge::Tensor logits = model->forward(ids);               // ids [B, T] -> [B, T, V]
+//   float loss = forge::causal_lm_loss(logits, ids);          // mean over B * (T - 1)
+//   forge::KvCache cache = model->new_cache(1);
+//   forge::Tensor last = model->forward_cached(ids, cache);   // [B, V], cache.len += T
+//
+// Generation over any model is forge/generate.h. Errors are forge::Error
+// subclasses naming the model family ("[llama] ...") or the op that failed.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "forge/model_config.h"
+#include "forge/tensor.h"
+
+namespace forge {
+
+// Keys and values of every layer, preallocated on the model's device. The
+// layout of each tensor is the family's (GPT-2: [B, heads, capacity, hd];
+// Llama: [B, capacity, kv_heads, hd]); code outside the model only reads
+// len, capacity and batch.
+struct KvCache {
+  std::vector<Tensor> k, v;  // one per layer
+  int64_t len = 0;           // positions seen (the next token's position)
+  int64_t capacity = 0;      // positions each layer holds
+  int64_t batch = 0;
+  // A ring of the last `capacity` positions (sliding-window attention):
+  // position p lives in slot p % capacity, so memory stays bounded however
+  // long the sequence grows.
+  bool ring = false;
+};
+
+// What a loaded model is, for listings and benchmarks.
+struct ModelInfo {
+  std::string family;        // "gpt2", "llama", "qwen2", "mistral"
+  std::string architecture;  // "GPT2LMHeadModel", "LlamaForCausalLM", ...
+  int64_t vocab_size = 0;
+  int64_t context_length = 0;  // positions the model was trained for
+  std::string context_key;     // its config.json key, for messages: "n_positions", "max_position_embeddings"
+  int64_t hidden_size = 0;
+  int64_t layers = 0;
+  int64_t parameters = 0;
+  std::string weights;       // "f32", "bf16 -> f32", "mlx q4 (group 64)", ...
+  uint64_t device_bytes = 0;  // bytes the weights take on the device
+  std::optional<uint32_t> bos;
+  std::vector<uint32_t> eos;  // generation stops at any of these
+};
+
+class CausalLM {
+ public:
+  virtual ~CausalLM() = default;
+
+  const ModelInfo& info() const { return info_; }
+  const Device& device() const { return device_; }
+  int64_t vocab_size() const { return info_.vocab_size; }
+  int64_t context_length() const { return info_.context_length; }
+
+  // ids [B, T] (u32 or i32; or [T]) -> logits [B, T, V] (or [T, V]),
+  // positions 0 .. T-1. When `hidden` is given it receives L + 1 tensors
+  // [B, T, C]: the embedding output, the output of blocks 0 .. L-2, and the
+  // final norm of the last block's output (as transformers' hidden_states).
+  // ValueError when T exceeds the context length.
+  virtual Tensor forward(const Tensor& ids, std::vector<Tensor>* hidden = nullptr) const = 0;
+
+  // An empty cache for `batch` sequences holding `capacity` positions (0:
+  // the whole context; a sliding-window model may hold less and wrap).
+  virtual KvCache new_cache(int64_t batch, int64_t capacity = 0) const = 0;
+
+  // Appends ids [B, T] (u32 or i32, CPU or the model's device) at positions
+  // cache.len .. cache.len + T - 1 and returns the logits of the last one,
+  // [B, V]. ValueError naming the limit when they do not fit.
+  virtual Tensor forward_cached(const Tensor& ids, KvCache& cache) const = 0;
+
+ protected:
+  explicit CausalLM(Device device) : device_(std::move(device)) {}
+  ModelInfo info_;
+  Device device_;
+};
+
+// Loads DIR (config.json + safetensors, single or sharded) as the family its
+// config names. Dense weights (f32, bf16, f16) are computed in f32; MLX
+// affine-quantized weights stay quantized on the device. ValueError naming the
+// field and value for a configuration forge does not implement.
+std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Device& device);
+
+// A model of `config`'s family with random weights (normal(0, 0.02), norms 1,
+// biases 0), for benchmarks: stored as `dense_dtype` (f32, bf16 or f16) as a
+// checkpoint would hold them, and quantized per config.quantization when set.
+std::unique_ptr<CausalLM> random_model(const ModelConfig& config, uint64_t seed, const Device& device,
+                                       DType dense_dtype = DType::F32);
+
+// The configurations of released models by short name, for benchmarks:
+// "smollm2-135m", "smollm2-360m", "qwen2.5-0.5b", "llama3.2-1b", "tinyllama-1.1b".
+// ValueError listing the names for another.
+ModelConfig model_preset(const std::string& name);
+
+// Mean next-token cross-entropy of logits [B, T, V] against ids [B, T]
+// (labels are ids shifted by one: B * (T - 1) positions), read back.
+float causal_lm_loss(const Tensor& logits, const Tensor& ids);
+
+// ids [T] or [B, T] -> [B, T] (a view); ShapeError naming `who` otherwise.
+Tensor ids_as_batch(const Tensor& ids, const char* who);
+
+}  // namespace forge

@@ -1,0 +1,126 @@
+// quantize_model: a dense Llama-family folder -> an MLX affine-quantized one.
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+#include "forge/error.h"
+#include "forge/quantize.h"
+#include "forge/safetensors.h"
+
+namespace forge {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Whether a tensor is a matrix MLX quantizes: a Linear weight or the token
+// embedding ([out, in], applied as x @ W^T or gathered by row).
+bool quantizable(const std::string& name, const TensorInfo& t) {
+  if (t.shape.size() != 2) return false;
+  auto ends = [&](const char* s) {
+    const std::string suffix = s;
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  for (const char* s : {"_proj.weight", "embed_tokens.weight"})
+    if (ends(s)) return true;
+  return name == "lm_head.weight";
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw IoError("[quantize] cannot read " + p.string());
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw IoError("[quantize] " + p.string() + " is not valid JSON: " + e.what());
+  }
+}
+
+}  // namespace
+
+uint64_t quantize_model(const fs::path& src, const fs::path& dst, const QuantSpec& spec) {
+  if (spec.bits != 2 && spec.bits != 4 && spec.bits != 8)
+    throw ValueError("[quantize] --bits must be 2, 4 or 8, got " + std::to_string(spec.bits));
+  if (spec.group_size != 32 && spec.group_size != 64 && spec.group_size != 128)
+    throw ValueError("[quantize] --group-size must be 32, 64 or 128, got " + std::to_string(spec.group_size));
+  if (!fs::is_directory(src)) throw IoError("[quantize] model directory '" + src.string() + "' does not exist");
+  if (fs::exists(dst) && !(fs::is_directory(dst) && fs::is_empty(dst)))
+    throw IoError("[quantize] output '" + dst.string() + "' already exists and is not an empty folder");
+  ModelConfig mc = load_config(src);
+  if (mc.arch != Arch::Llama)
+    throw ValueError("[quantize] only Llama-family models (llama, qwen2, mistral) can be quantized; " + src.string() +
+                     " is " + arch_name(mc.arch));
+  if (mc.quantization) throw ValueError("[quantize] " + src.string() + " is already quantized");
+  Checkpoint ckpt = Checkpoint::open(src);
+  WeightLayout layout = check_weights(mc, ckpt.tensors(), src.string());
+
+  // Scales and biases in the model's 16-bit dtype (bf16 for an f32 model).
+  StDType scale_dtype = StDType::BF16;
+  struct Out {
+    std::string name;
+    StDType dtype;
+    Shape shape;
+    std::vector<std::byte> bytes;
+  };
+  std::vector<Out> outs;
+  auto put = [&](std::string name, StDType dt, Shape shape, const void* data, size_t n) {
+    Out o{std::move(name), dt, std::move(shape), std::vector<std::byte>(n)};
+    std::memcpy(o.bytes.data(), data, n);
+    outs.push_back(std::move(o));
+  };
+  for (const TensorInfo& t : ckpt.tensors())
+    if (t.dtype == StDType::F16) scale_dtype = StDType::F16;
+  nlohmann::json overrides = nlohmann::json::object();
+  for (const TensorInfo& t : ckpt.tensors()) {
+    TensorView v = ckpt.get(t.name);
+    if (!quantizable(t.name, t) || t.shape[1] % spec.group_size != 0) {
+      if (quantizable(t.name, t))  // too narrow for the group: left dense, and said so
+        overrides[t.name.substr(0, t.name.size() - std::string(".weight").size())] = false;
+      put(t.name, t.dtype, t.shape, v.bytes.data(), v.bytes.size());
+      continue;
+    }
+    const int64_t out = t.shape[0], in = t.shape[1], groups = in / spec.group_size;
+    QuantizedMatrix q = quantize_affine(v.to_f32(), out, in, spec);
+    const std::string base = t.name.substr(0, t.name.size() - std::string(".weight").size());
+    put(t.name, StDType::U32, {out, in * spec.bits / 32}, q.words.data(), q.words.size() * 4);
+    for (auto [suffix, values] : {std::pair{".scales", &q.scales}, std::pair{".biases", &q.biases}}) {
+      std::vector<uint16_t> h(values->size());
+      for (size_t i = 0; i < h.size(); ++i)
+        h[i] = scale_dtype == StDType::F16 ? f32_to_f16((*values)[i]) : f32_to_bf16((*values)[i]);
+      put(base + suffix, scale_dtype, {out, groups}, h.data(), h.size() * 2);
+    }
+  }
+  (void)layout;
+
+  // Everything goes into a temporary folder beside dst, renamed at the end.
+  const fs::path parent = dst.has_parent_path() ? dst.parent_path() : fs::path(".");
+  fs::create_directories(parent);
+  const fs::path tmp = parent / (dst.filename().string() + ".partial-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  try {
+    std::vector<TensorToWrite> list;
+    for (const Out& o : outs) list.push_back({o.name, o.dtype, o.shape, o.bytes});
+    write_safetensors(tmp / "model.safetensors", list, {{"format", "mlx"}});
+    nlohmann::json cfg = read_json(src / "config.json");
+    nlohmann::json quant = {{"group_size", spec.group_size}, {"bits", spec.bits}};
+    for (const auto& [k, v] : overrides.items()) quant[k] = v;
+    cfg["quantization"] = quant;
+    cfg["quantization_config"] = quant;
+    std::ofstream(tmp / "config.json") << cfg.dump(2) << "\n";
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
+                          "merges.txt", "generation_config.json", "chat_template.jinja", "tokenizer.model"})
+      if (fs::exists(src / f)) fs::copy_file(src / f, tmp / f);
+    if (fs::exists(dst)) fs::remove(dst);  // the empty folder checked above
+    fs::rename(tmp, dst);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  return fs::file_size(dst / "model.safetensors");
+}
+
+}  // namespace forge

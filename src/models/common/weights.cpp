@@ -1,0 +1,118 @@
+// Loading dense and quantized layers from named tensors.
+#include "models/common/weights.h"
+
+#include <cstring>
+
+#include "forge/ops.h"
+
+namespace forge::models {
+
+TensorSource TensorSource::of(const Checkpoint& ckpt) {
+  return {[&ckpt](const std::string& n) { return ckpt.contains(n); },
+          [&ckpt](const std::string& n) { return ckpt.get(n); }, ckpt.path().string()};
+}
+
+TensorSource TensorSource::of(const SafetensorsFile& file) {
+  return {[&file](const std::string& n) { return file.contains(n); },
+          [&file](const std::string& n) { return file.get(n); }, file.origin()};
+}
+
+Tensor load_dense(const TensorSource& src, const std::string& name, const Device& device, DeviceTally& tally) {
+  TensorView v = src.get(name);
+  Tensor t;
+  if (v.dtype() == StDType::F32) {
+    // Straight from the mapping: no host copy.
+    t = Tensor::from_data(v.bytes.data(), v.shape(), DType::F32, device);
+  } else {
+    t = Tensor::from_vector(v.to_f32(), v.shape(), device);
+  }
+  tally.add(t);
+  return t;
+}
+
+Tensor load_raw(const TensorSource& src, const std::string& name, const Device& device, DeviceTally& tally) {
+  TensorView v = src.get(name);
+  std::optional<DType> dt = to_dtype(v.dtype());
+  if (!dt) throw DTypeError("[weights] tensor '" + name + "' has dtype " + st_dtype_name(v.dtype()) +
+                            ", which forge cannot hold, in " + src.origin);
+  Tensor t = Tensor::from_data(v.bytes.data(), v.shape(), *dt, device);
+  tally.add(t);
+  return t;
+}
+
+Tensor Linear::operator()(const Tensor& x) const {
+  const Tensor* b = bias.defined() ? &bias : nullptr;
+  if (quant) return quantized_matmul(x, q, scales, biases, quant->bits, quant->group_size, b);
+  Shape shape = x.shape();
+  shape.back() = out;
+  MatmulOptions o;
+  o.transpose_b = true;
+  o.bias = b;
+  return matmul(x.reshape({x.numel() / in, in}), w, o).reshape(shape);
+}
+
+Linear Linear::load(const TensorSource& src, const std::string& base, int64_t out, int64_t in, bool with_bias,
+                    const std::optional<QuantizationConfig>& quant, const Device& device, DeviceTally& tally) {
+  Linear l;
+  l.in = in;
+  l.out = out;
+  if (quant && src.contains(base + ".scales")) {
+    // check_weights validated the shapes against this format.
+    l.quant = quant->for_module(base);
+    l.q = load_raw(src, base + ".weight", device, tally);
+    l.scales = load_raw(src, base + ".scales", device, tally);
+    l.biases = load_raw(src, base + ".biases", device, tally);
+  } else {
+    l.w = load_dense(src, base + ".weight", device, tally);
+  }
+  if (with_bias) l.bias = load_dense(src, base + ".bias", device, tally);
+  return l;
+}
+
+Tensor Embedding::lookup(const Tensor& ids) const {
+  if (is_quantized())
+    return affine_embedding(ids, quantized.q, quantized.scales, quantized.biases, quantized.quant->bits,
+                            quantized.quant->group_size);
+  return embedding_chunked(ids, chunks, chunk_rows);
+}
+
+Tensor Embedding::project(const Tensor& x) const {
+  if (is_quantized()) return quantized(x);
+  return matmul_chunked_transb(x, chunks);
+}
+
+Embedding Embedding::load(const TensorSource& src, const std::string& base, int64_t vocab, int64_t width,
+                          const std::optional<QuantizationConfig>& quant, const Device& device, DeviceTally& tally) {
+  Embedding e;
+  e.vocab = vocab;
+  e.width = width;
+  if (quant && src.contains(base + ".scales")) {
+    e.quantized = Linear::load(src, base, vocab, width, false, quant, device, tally);
+    return e;
+  }
+  // The table as f32 on the host, then uploaded chunk by chunk under the
+  // device's binding limit.
+  TensorView v = src.get(base + ".weight");
+  Tensor table = v.dtype() == StDType::F32 ? Tensor::from_data(v.bytes.data(), v.shape(), DType::F32)
+                                           : Tensor::from_vector(v.to_f32(), v.shape());
+  for (const Tensor& chunk : split_rows_for_binding(table, device)) {
+    e.chunks.push_back(chunk.to(device));
+    tally.add(e.chunks.back());
+  }
+  e.chunk_rows = e.chunks[0].dim(0);
+  return e;
+}
+
+std::string dense_dtype_summary(const TensorSource& src, const std::vector<std::string>& names) {
+  std::string kind;
+  for (const std::string& n : names) {
+    if (!src.contains(n)) continue;
+    std::string k = st_dtype_name(src.get(n).dtype());
+    for (char& c : k) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (kind.empty()) kind = k;
+    else if (kind != k) return "mixed";
+  }
+  return kind;
+}
+
+}  // namespace forge::models

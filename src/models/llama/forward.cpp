@@ -1,0 +1,190 @@
+// The Llama-family forward pass, with and without a KV cache. The cache holds
+// each layer's keys and values as [B, capacity, nkv, hd] (token-major, as
+// flash attention reads them); a model whose every layer has the same
+// sliding window keeps only that many positions, in a ring.
+#include "forge/ops.h"
+#include "models/llama/llama.h"
+
+namespace forge::models {
+
+namespace {
+
+std::string S(int64_t v) { return std::to_string(v); }
+
+// The rows [B * T] of x [B * T, C] given by `rows` (one per batch row) as [B, C].
+Tensor rows_of(const Tensor& x, const std::vector<uint32_t>& rows) {
+  return embedding(Tensor::from_vector(rows, {int64_t(rows.size())}), x);
+}
+
+// Appends src [B, T, nkv, hd] to a cache tensor [B, cap, nkv, hd] at slot `at`.
+void append(Tensor& cache, const Tensor& src, int64_t at) {
+  const int64_t B = cache.dim(0), cap = cache.dim(1), D = cache.dim(2) * cache.dim(3);
+  Tensor view = cache.reshape({B, 1, cap, D});
+  kv_append(view, src.reshape({B, 1, src.dim(1), D}), at);
+}
+
+// The first n positions of a cache tensor [B, cap, nkv, hd]: a view when
+// B == 1; for B > 1 the whole tensor (the caller masks the unfilled tail).
+Tensor first_positions(const Tensor& cache, int64_t n) {
+  if (cache.dim(0) != 1) return cache;
+  const int64_t cap = cache.dim(1), nkv = cache.dim(2), hd = cache.dim(3);
+  return cache.reshape({cap, nkv, hd}).slice_rows(0, n).reshape({1, n, nkv, hd});
+}
+
+}  // namespace
+
+int64_t LlamaModel::ring_window() const {
+  if (c_.layer_window.empty()) return 0;
+  for (int64_t w : c_.layer_window)
+    if (w != c_.layer_window[0]) return 0;
+  return c_.layer_window[0];
+}
+
+Tensor LlamaModel::attend(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, KvCache* cache) const {
+  AttentionOptions o;
+  o.causal = true;
+  o.window = c_.window(l);
+  if (!cache) return flash_attention_v2(q, k, v, o);
+  const int64_t T = q.dim(1), len = cache->len;
+  Tensor& K = cache->k[size_t(l)];
+  Tensor& Vc = cache->v[size_t(l)];
+  if (!cache->ring) {
+    append(K, k, len);
+    append(Vc, v, len);
+    o.kv_offset = len;
+    return flash_attention_v2(q, first_positions(K, len + T), first_positions(Vc, len + T), o);
+  }
+  // Ring of W = capacity slots, position p in slot p % W.
+  const int64_t W = cache->capacity, B = q.dim(0);
+  if (len + T <= W) {  // not wrapped yet: slots are positions
+    append(K, k, len);
+    append(Vc, v, len);
+    o.kv_offset = len;
+    return flash_attention_v2(q, first_positions(K, len + T), first_positions(Vc, len + T), o);
+  }
+  if (len == 0) {
+    // A prefill longer than the window: attend over the new keys themselves,
+    // then keep the last W positions, each in its slot.
+    Tensor out = flash_attention_v2(q, k, v, o);
+    std::vector<uint32_t> rows(static_cast<size_t>(B * W));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t p = T - W; p < T; ++p) rows[size_t(b * W + p % W)] = uint32_t(b * T + p);
+    const int64_t D = k.dim(2) * k.dim(3);
+    Tensor ids = Tensor::from_vector(rows, {B * W});
+    append(K, embedding(ids, k.reshape({B * T, D})).reshape(K.shape()), 0);
+    append(Vc, embedding(ids, v.reshape({B * T, D})).reshape(Vc.shape()), 0);
+    return out;
+  }
+  // One new position (forward_cached feeds a wrapped ring one token at a
+  // time): its slot is overwritten, and then every slot holds one of the W
+  // positions it may see, so no mask is needed (order does not matter).
+  if (T != 1) throw ValueError("[llama] internal: a wrapped ring cache takes one position at a time");
+  append(K, k, len % W);
+  append(Vc, v, len % W);
+  o.causal = false;
+  o.window = 0;
+  return flash_attention_v2(q, K, Vc, o);
+}
+
+Tensor LlamaModel::layer(int64_t l, const Tensor& x, const Tensor& rope_tab, KvCache* cache) const {
+  const LlamaLayer& y = layers_[size_t(l)];
+  const int64_t B = x.dim(0), T = x.dim(1), H = c_.hidden_size, hd = c_.head_dim;
+  const int64_t nh = c_.num_attention_heads, nkv = c_.num_key_value_heads;
+  const float eps = float(c_.rms_norm_eps);
+  Tensor h = rms_norm(x, y.input_norm, eps).reshape({B * T, H});
+  Tensor q = y.q(h).reshape({B, T, nh, hd});
+  Tensor k = y.k(h).reshape({B, T, nkv, hd});
+  Tensor v = y.v(h).reshape({B, T, nkv, hd});
+  rope(q, hd, rope_tab);
+  rope(k, hd, rope_tab);
+  Tensor a = attend(l, q, k, v, cache).reshape({B * T, nh * hd});
+  RmsNormResidual r = rms_norm_residual(y.o(a).reshape({B, T, H}), x, y.post_norm, eps);  // r.sum = x1
+  Tensor n = r.out.reshape({B * T, H});
+  Tensor m = y.down(silu_gate_fused(y.gate(n), y.up(n)));
+  return add(r.sum, m.reshape({B, T, H}));
+}
+
+Tensor LlamaModel::head(const Tensor& x) const {
+  Tensor n = rms_norm(x, norm_, float(c_.rms_norm_eps));
+  return tied_ ? embed_.project(n) : lm_head_.project(n);
+}
+
+Tensor LlamaModel::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) const {
+  Tensor ids = ids_as_batch(ids_in, "llama");
+  const int64_t B = ids.dim(0), T = ids.dim(1), H = c_.hidden_size, V = c_.vocab_size;
+  if (T < 1) throw ShapeError("[llama] ids " + ids.describe() + " hold no positions");
+  if (T > c_.max_position_embeddings)
+    throw ValueError("[llama] sequence of " + S(T) + " tokens exceeds the context length max_position_embeddings = " +
+                     S(c_.max_position_embeddings));
+  Tensor x = embed_.lookup(ids);  // [B, T, H]
+  if (hidden) hidden->assign(1, x);
+  const Tensor rope_tab = rope_table(inv_freq_, 0, T, device_);
+  for (int64_t l = 0; l < c_.num_hidden_layers; ++l) {
+    x = layer(l, x, rope_tab, nullptr);
+    if (hidden && l + 1 < c_.num_hidden_layers) hidden->push_back(x);
+  }
+  if (hidden) hidden->push_back(rms_norm(x, norm_, float(c_.rms_norm_eps)));
+  Tensor logits = head(x.reshape({B * T, H}));
+  return ids_in.rank() == 1 ? logits.reshape({T, V}) : logits.reshape({B, T, V});
+}
+
+KvCache LlamaModel::new_cache(int64_t batch, int64_t capacity) const {
+  const int64_t ctx = c_.max_position_embeddings;
+  if (batch < 1) throw ValueError("[llama] cache batch must be >= 1, got " + S(batch));
+  if (capacity < 0 || capacity > ctx)
+    throw ValueError("[llama] cache capacity must be in [0, " + S(ctx) + "], got " + S(capacity));
+  KvCache c;
+  c.batch = batch;
+  c.capacity = capacity ? capacity : ctx;
+  if (const int64_t w = ring_window(); w > 0 && c.capacity > w) {
+    c.capacity = w;
+    c.ring = true;
+  }
+  const Shape s{batch, c.capacity, c_.num_key_value_heads, c_.head_dim};
+  for (int64_t l = 0; l < c_.num_hidden_layers; ++l) {
+    c.k.push_back(Tensor::zeros(s, DType::F32, device_));
+    c.v.push_back(Tensor::zeros(s, DType::F32, device_));
+  }
+  return c;
+}
+
+Tensor LlamaModel::forward_cached(const Tensor& ids_in, KvCache& cache) const {
+  Tensor ids = ids_as_batch(ids_in, "llama");
+  const int64_t B = ids.dim(0), T = ids.dim(1), H = c_.hidden_size;
+  if (cache.k.size() != size_t(c_.num_hidden_layers) || cache.batch != B)
+    throw ShapeError("[llama] cache does not match ids " + ids.describe() + " (make it with new_cache(" + S(B) + "))");
+  if (T < 1) throw ShapeError("[llama] ids " + ids.describe() + " hold no positions");
+  if (cache.len + T > c_.max_position_embeddings)
+    throw ValueError("[llama] positions " + S(cache.len) + ".." + S(cache.len + T - 1) +
+                     " exceed the context length max_position_embeddings = " + S(c_.max_position_embeddings));
+  if (!cache.ring && cache.len + T > cache.capacity)
+    throw ValueError("[llama] positions " + S(cache.len) + ".." + S(cache.len + T - 1) + " exceed the cache capacity " +
+                     S(cache.capacity));
+  if (cache.ring && cache.len > 0 && cache.len + T > cache.capacity && T > 1) {
+    // A wrapped ring takes one position at a time (see attend).
+    Tensor host = ids.device().is_cpu() ? ids : ids.to(Device::cpu());
+    Tensor last;
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<uint32_t> col(static_cast<size_t>(B));
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t i = b * T + t;
+        col[size_t(b)] = host.dtype() == DType::I32 ? uint32_t(host.data<int32_t>()[i]) : host.data<uint32_t>()[i];
+      }
+      last = forward_cached(Tensor::from_vector(col, {B, 1}), cache);
+    }
+    return last;
+  }
+  Tensor x = embed_.lookup(ids);  // [B, T, H]
+  const Tensor rope_tab = rope_table(inv_freq_, cache.len, T, device_);
+  for (int64_t l = 0; l < c_.num_hidden_layers; ++l) x = layer(l, x, rope_tab, &cache);
+  cache.len += T;
+  Tensor last = x.reshape({B * T, H});
+  if (T > 1) {
+    std::vector<uint32_t> rows(static_cast<size_t>(B));
+    for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = uint32_t(b * T + T - 1);
+    last = rows_of(last, rows);  // [B, H]
+  }
+  return head(last);  // [B, V]
+}
+
+}  // namespace forge::models

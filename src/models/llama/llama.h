@@ -1,0 +1,65 @@
+// The Llama family as one block definition: Llama 2/3.x, SmolLM2, TinyLlama,
+// Qwen2 (q/k/v bias) and Mistral (sliding window) differ only in config data
+// (biases, rope scaling, windows, tied or untied output), never in code paths.
+//
+// Block l (pre-norm, RMSNorm):
+//   h = rms_norm(x)                         x [B, T, H]
+//   q, k, v = q_proj(h), k_proj(h), v_proj(h)   [B, T, nh | nkv, hd]
+//   rope(q), rope(k)                        (scaled frequencies, one table per forward)
+//   a = attention(q, K, V)                  causal, GQA, window of layer l
+//   x1 = x + o_proj(a)
+//   x' = x1 + down_proj(silu(gate_proj(n)) * up_proj(n)),  n = rms_norm(x1)
+#pragma once
+#include <vector>
+
+#include "forge/model.h"
+#include "models/common/weights.h"
+
+namespace forge::models {
+
+struct LlamaLayer {
+  Tensor input_norm;      // [H]
+  Tensor post_norm;       // [H]
+  Linear q, k, v, o;      // q [nh*hd, H], k, v [nkv*hd, H], o [H, nh*hd]
+  Linear gate, up, down;  // gate, up [I, H], down [H, I]
+};
+
+class LlamaModel : public CausalLM {
+ public:
+  // From named tensors laid out as Hugging Face names them (prefix "model."
+  // or none; "lm_head.weight" when untied). `config` must be a Llama config
+  // whose tensors check_weights accepted.
+  LlamaModel(const ModelConfig& config, const TensorSource& src, const std::string& prefix, const Device& device);
+
+  const LlamaConfig& config() const { return c_; }
+
+  Tensor forward(const Tensor& ids, std::vector<Tensor>* hidden = nullptr) const override;
+  KvCache new_cache(int64_t batch, int64_t capacity = 0) const override;
+  Tensor forward_cached(const Tensor& ids, KvCache& cache) const override;
+
+ private:
+  // x [B, T, H] through layer l at positions pos .. pos + T - 1 with the rope
+  // table of those positions; cache may be null (positions 0 .. T - 1).
+  Tensor layer(int64_t l, const Tensor& x, const Tensor& rope, KvCache* cache) const;
+  // Attention of q [B, T, nh, hd] over the new k, v [B, T, nkv, hd] and what
+  // the cache holds, appending k, v to it.
+  Tensor attend(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, KvCache* cache) const;
+  // x [N, H] -> logits [N, V] after the final norm.
+  Tensor head(const Tensor& x) const;
+  int64_t ring_window() const;  // the window of every layer when all share one, else 0
+
+  LlamaConfig c_;
+  std::vector<float> inv_freq_;  // [hd / 2], rope scaling applied
+  Embedding embed_;
+  std::vector<LlamaLayer> layers_;
+  Tensor norm_;                  // [H]
+  Embedding lm_head_;            // untied output layer (vocab rows), else unused
+  bool tied_ = true;
+};
+
+// RoPE frequencies [head_dim / 2] of a Llama config: plain theta^(-2i/hd),
+// then the config's scaling (linear: / factor; llama3: the wavelength-banded
+// blend of transformers' _compute_llama3_parameters).
+std::vector<float> llama_inv_freq(const LlamaConfig& c);
+
+}  // namespace forge::models

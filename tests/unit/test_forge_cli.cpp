@@ -1,0 +1,236 @@
+// The forge command's conventions, run as a user would: help, exit codes and
+// the "forge: error:" line, readable ranges, the model-shape options of train,
+// errors that say what a wrong path is, the byte tokenizer saved with a model,
+// inspect naming a file of tensors that is not a model, and a failed start
+// that leaves nothing behind.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "unit/cli_process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using forge::testing::lines_of;
+using forge::testing::run_cli;
+using forge::testing::ScratchDir;
+
+const std::string kTiny = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+
+// One line, "forge: error: ..." holding `what`.
+void expect_one_error_line(const forge::testing::CliRun& r, const std::string& what) {
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_EQ(lines[0].rfind("forge: error: ", 0), 0u) << r.out;
+  EXPECT_NE(lines[0].find(what), std::string::npos) << r.out;
+}
+
+// A small training run on bytes: tiny shapes, CPU.
+std::vector<std::string> tiny_run(const fs::path& data, const fs::path& out, std::vector<std::string> extra = {}) {
+  std::vector<std::string> a = {"train",       "--data", data.string(), "--preset", "tiny",   "--n-layer", "1",
+                                "--n-embd",    "32",     "--n-head",    "2",        "--tokenizer", "bytes",
+                                "--steps",     "2",      "--batch",     "2",        "--seq",    "16",  "--eval-batches",
+                                "1",           "--device", "cpu",       "--out",    out.string()};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+}  // namespace
+
+TEST(ForgeCli, HelpWithoutArgumentsAndHelpCommand) {
+  ScratchDir dir("cli_help");
+  auto r = run_cli({}, dir.path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("train"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("forge help COMMAND"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 usage error"), std::string::npos) << r.out;
+
+  r = run_cli({"--version"}, dir.path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("forge ", 0), 0u) << r.out;
+
+  r = run_cli({"help"}, dir.path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("inspect"), std::string::npos) << r.out;
+
+  // Every default is shown.
+  r = run_cli({"help", "train"}, dir.path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* opt : {"--resume", "--overwrite", "--preset", "--n-layer", "--context", "-m,--model"})
+    EXPECT_NE(r.out.find(opt), std::string::npos) << opt << "\n" << r.out;
+  for (const char* def : {"=100 ", "=1234 ", "=0.0006", "=auto", "=128, or the context if shorter"})
+    EXPECT_NE(r.out.find(def), std::string::npos) << def << "\n" << r.out;
+
+  r = run_cli({"help", "bench", "train"}, dir.path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("--shapes"), std::string::npos) << r.out;
+
+  r = run_cli({"help", "nosuch"}, dir.path);
+  EXPECT_EQ(r.code, 2);
+  expect_one_error_line(r, "unknown command 'nosuch'");
+}
+
+TEST(ForgeCli, UsageErrorsExitTwoWithOneLine) {
+  ScratchDir dir("cli_usage");
+  const std::string out = (dir.path / "run").string();
+  struct Case {
+    std::vector<std::string> args;
+    const char* what;
+  };
+  const Case cases[] = {
+      {{"nosuch"}, "unknown command 'nosuch'"},
+      {{"bench", "nosuch"}, "unknown benchmark 'nosuch'"},
+      {{"bench"}, "subcommand"},
+      {{"train", "--no-such-flag"}, "--no-such-flag"},
+      {{"train", "--steps", "abc"}, "--steps must be an integer, got 'abc'"},
+      {{"train", "--steps", "-5"}, "--steps must be >= 1, got -5"},
+      {{"train", "--lr", "x"}, "--lr must be a number, got 'x'"},
+      {{"train", "--dropout", "2"}, "--dropout must be in [0, 0.99], got 2"},
+      {{"train", "--preset", "huge"}, "huge"},
+      {{"init", "--out", out}, "--preset is required"},
+      {{"inspect"}, "path is required"},
+      {{"train", "--out", out, "--resume", "--overwrite"}, "--resume and --overwrite exclude each other"},
+      {{"train", "--data", kTiny + "/config.json", "--out", out}, "pass --model DIR"},
+      {{"train", "--data", kTiny + "/config.json", "--model", kTiny, "--preset", "tiny", "--out", out},
+       "pass one or the other"},
+      {{"train", "--fixed-batch", kTiny + "/reference.safetensors"}, "--fixed-batch needs --model"},
+  };
+  for (const Case& c : cases) {
+    const auto r = run_cli(c.args, dir.path);
+    SCOPED_TRACE(c.args.empty() ? "" : c.args.back());
+    EXPECT_EQ(r.code, 2) << r.out;
+    expect_one_error_line(r, c.what);
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(ForgeCli, RuntimeErrorsExitOne) {
+  ScratchDir dir("cli_runtime");
+  auto r = run_cli({"inspect", (dir.path / "missing.safetensors").string()}, dir.path);
+  EXPECT_EQ(r.code, 1);
+  expect_one_error_line(r, "does not exist");
+  r = run_cli({"train", "--data", (dir.path / "missing.txt").string(), "--preset", "tiny", "--tokenizer", "bytes",
+               "--out", (dir.path / "run").string(), "--device", "cpu"},
+              dir.path);
+  EXPECT_EQ(r.code, 1);
+  expect_one_error_line(r, "--data '" + (dir.path / "missing.txt").string() + "' does not exist");
+  EXPECT_FALSE(fs::exists(dir.path / "run"));  // a failed start leaves nothing behind
+}
+
+TEST(ForgeCli, ModelShapeOptionsAndSeqPastTheContext) {
+  ScratchDir dir("cli_shape");
+  forge::testing::write_sample_text(dir.path / "t.txt", 400);
+  const fs::path out = dir.path / "run";
+  auto r = run_cli(tiny_run(dir.path / "t.txt", out, {"--context", "32"}), dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream f(out / "checkpoint" / "config.json");
+  const auto config = nlohmann::json::parse(f);
+  EXPECT_EQ(config["n_layer"], 1);
+  EXPECT_EQ(config["n_embd"], 32);
+  EXPECT_EQ(config["n_head"], 2);
+  EXPECT_EQ(config["n_positions"], 32);
+  EXPECT_EQ(config["vocab_size"], 257);  // bytes + <|endoftext|>
+
+  const fs::path out2 = dir.path / "run2";
+  r = run_cli(tiny_run(dir.path / "t.txt", out2, {"--context", "32", "--seq", "64"}), dir.path);
+  EXPECT_EQ(r.code, 2);
+  expect_one_error_line(r, "--seq 64 is longer than the model's context of 32 positions");
+  r = run_cli(tiny_run(dir.path / "t.txt", out2, {"--n-head", "3"}), dir.path);
+  EXPECT_EQ(r.code, 2);
+  expect_one_error_line(r, "--n-embd 32 must be a multiple of --n-head 3");
+  r = run_cli({"train", "--data", (dir.path / "t.txt").string(), "--model", kTiny, "--tokenizer", "bytes", "--seq",
+               "1000", "--device", "cpu", "--out", out2.string()},
+              dir.path);
+  EXPECT_EQ(r.code, 2);
+  expect_one_error_line(r, "--seq 1000 is longer than the model's context");
+  EXPECT_FALSE(fs::exists(out2));
+}
+
+TEST(ForgeCli, WrongPathsSayWhatTheyAre) {
+  ScratchDir dir("cli_paths");
+  forge::testing::write_sample_text(dir.path / "t.txt", 400);
+  const fs::path run = dir.path / "run";
+  ASSERT_EQ(run_cli(tiny_run(dir.path / "t.txt", run), dir.path).code, 0);
+
+  // A training run given as --model: its checkpoint/ is suggested.
+  auto r = run_cli({"train", "--data", (dir.path / "t.txt").string(), "-m", run.string(), "--out",
+                    (dir.path / "r2").string(), "--device", "cpu"},
+                   dir.path);
+  EXPECT_EQ(r.code, 1);
+  expect_one_error_line(r, "is a training run; its model is in " + (run / "checkpoint").string());
+  // A file where a folder is wanted.
+  r = run_cli({"train", "--data", (dir.path / "t.txt").string(), "--model", kTiny + "/model.safetensors", "--out",
+               (dir.path / "r2").string(), "--device", "cpu"},
+              dir.path);
+  EXPECT_EQ(r.code, 1);
+  expect_one_error_line(r, "is a file; it takes a model folder (config.json + safetensors) (the model is its folder");
+  r = run_cli({"inspect", run.string()}, dir.path);
+  EXPECT_EQ(r.code, 1);
+  expect_one_error_line(r, "its model is in " + (run / "checkpoint").string());
+  // --data DIR reads the folder's text files; a folder without any says so.
+  fs::create_directories(dir.path / "texts" / "more");
+  fs::copy_file(dir.path / "t.txt", dir.path / "texts" / "more" / "a.txt");
+  r = run_cli(tiny_run(dir.path / "texts", dir.path / "r3"), dir.path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  fs::create_directories(dir.path / "empty");
+  r = run_cli(tiny_run(dir.path / "empty", dir.path / "r4"), dir.path);
+  EXPECT_EQ(r.code, 1);
+  expect_one_error_line(r, "is a directory without text files");
+  EXPECT_FALSE(fs::exists(dir.path / "r2"));
+  EXPECT_FALSE(fs::exists(dir.path / "r4"));
+}
+
+TEST(ForgeCli, ByteTokenizerIsSavedWithTheModel) {
+  ScratchDir dir("cli_bytes");
+  forge::testing::write_sample_text(dir.path / "t.txt", 400);
+  const fs::path run = dir.path / "run";
+  ASSERT_EQ(run_cli(tiny_run(dir.path / "t.txt", run), dir.path).code, 0);
+  const fs::path ckpt = run / "checkpoint";
+  ASSERT_TRUE(fs::exists(ckpt / "tokenizer.json"));
+  // forge loads it: byte b is id b, <|endoftext|> is 256.
+  auto r = run_cli({"tokenize", "--model", ckpt.string(), "--text", "hi é<|endoftext|>", "--json"}, dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(lines_of(r.out).back())["ids"],
+            nlohmann::json({104, 105, 32, 0xC3, 0xA9, 256}));
+  // init --tokenizer bytes gives a model the same tokenizer and vocab.
+  r = run_cli({"init", "--preset", "tiny", "--tokenizer", "bytes", "--out", (dir.path / "init").string()}, dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(forge::testing::read_bytes(dir.path / "init" / "tokenizer.json"),
+            forge::testing::read_bytes(ckpt / "tokenizer.json"));
+  // init --tokenizer takes a folder too.
+  r = run_cli({"init", "--preset", "tiny", "--tokenizer", ckpt.string(), "--out", (dir.path / "init2").string()},
+              dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(dir.path / "init2" / "tokenizer.json"));
+}
+
+TEST(ForgeCli, InspectNamesTensorsThatAreNoModel) {
+  ScratchDir dir("cli_inspect");
+  auto r = run_cli({"inspect", kTiny + "/reference.safetensors"}, dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("not a model"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("logits"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" elements"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("parameters"), std::string::npos) << r.out;
+  r = run_cli({"inspect", "--json", kTiny + "/reference.safetensors"}, dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["kind"], "tensors");
+  EXPECT_FALSE(j.contains("parameters"));
+  EXPECT_GT(j["elements"].get<int64_t>(), 0);
+
+  // A model file is still a model, counted in parameters.
+  r = run_cli({"inspect", "--json", kTiny + "/model.safetensors"}, dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["kind"], "model");
+
+  // A checkpoint's optimizer state.
+  forge::testing::write_sample_text(dir.path / "t.txt", 400);
+  ASSERT_EQ(run_cli(tiny_run(dir.path / "t.txt", dir.path / "run"), dir.path).code, 0);
+  r = run_cli({"inspect", (dir.path / "run/checkpoint/optimizer.safetensors").string()}, dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("optimizer state"), std::string::npos) << r.out;
+}

@@ -1,0 +1,171 @@
+// Shared CLI conventions (see cli_util.h).
+#include "cli_util.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+#include "forge/error.h"
+#include "forge/gpt2.h"
+
+namespace forge::cli {
+
+namespace fs = std::filesystem;
+
+std::vector<uint32_t> parse_id_list(const std::string& text, const std::string& flag) {
+  std::vector<uint32_t> ids;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = std::min(text.find_first_of(", \t\r\n", pos), text.size());
+    const std::string item = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    uint64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || ptr != item.data() + item.size() || v > 0xFFFFFFFFull)
+      throw UsageError(flag + " item '" + item + "' is not a token id (ids are separated by commas or spaces)");
+    ids.push_back(uint32_t(v));
+  }
+  if (ids.empty()) throw UsageError(flag + " holds no token ids");
+  return ids;
+}
+
+namespace {
+
+// The spelling a message uses for an option: its short form when it has one.
+std::string short_name(const CLI::Option* opt) {
+  if (!opt->get_snames().empty()) return "-" + opt->get_snames()[0];
+  if (!opt->get_lnames().empty()) return "--" + opt->get_lnames()[0];
+  return opt->get_name(true, false);
+}
+
+std::string trim_number(double v) {
+  std::string s = std::to_string(v);
+  if (s.find('.') != std::string::npos) {
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+}  // namespace
+
+CLI::Option* check_at_least(CLI::Option* opt, int64_t min) {
+  const std::string name = short_name(opt);
+  return opt->check(CLI::Validator(
+      [name, min](std::string& s) -> std::string {
+        int64_t v = 0;
+        const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc() || ptr != s.data() + s.size()) return name + " must be an integer, got '" + s + "'";
+        if (v < min) return name + " must be >= " + std::to_string(min) + ", got " + s;
+        return {};
+      },
+      ">= " + std::to_string(min)));
+}
+
+CLI::Option* check_between(CLI::Option* opt, double lo, double hi) {
+  const std::string name = short_name(opt);
+  const std::string range = std::isinf(hi) ? ">= " + trim_number(lo)
+                                           : "in [" + trim_number(lo) + ", " + trim_number(hi) + "]";
+  return opt->check(CLI::Validator(
+      [name, lo, hi, range](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || end != s.c_str() + s.size() || std::isnan(v)) return name + " must be a number, got '" + s + "'";
+        if (v < lo || v > hi) return name + " must be " + range + ", got " + s;
+        return {};
+      },
+      range));
+}
+
+CLI::Option* add_preset_option(CLI::App& app, std::string& value, const std::string& help,
+                               const std::string& names) {
+  return app.add_option(names, value, help)
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            try {
+              gpt2_preset(s);
+              return {};
+            } catch (const ValueError& e) {
+              const std::string m = e.what();
+              return m.starts_with("[gpt2] ") ? m.substr(7) : m;
+            }
+          },
+          "124M|355M|774M|1.5B|tiny"));
+}
+
+CLI::Option* add_tokenizer_option(CLI::App& app, std::string& value, const std::string& help, bool allow_bytes) {
+  return app.add_option("--tokenizer", value, help)
+      ->check(CLI::Validator(
+          [allow_bytes](std::string& s) -> std::string {
+            if (allow_bytes && s == "bytes") return {};
+            if (fs::exists(s)) return {};
+            return "--tokenizer '" + s + "' does not exist (a tokenizer.json, a folder holding one" +
+                   (allow_bytes ? std::string(", or 'bytes')") : std::string(")"));
+          },
+          allow_bytes ? "FILE|DIR|bytes" : "FILE|DIR"));
+}
+
+fs::path tokenizer_json_path(const fs::path& file_or_dir) {
+  if (!fs::is_directory(file_or_dir)) return file_or_dir;
+  const fs::path f = file_or_dir / "tokenizer.json";
+  if (!fs::exists(f)) throw IoError("[tokenizer] folder '" + file_or_dir.string() + "' holds no tokenizer.json");
+  return f;
+}
+
+fs::path check_model_dir(const std::string& path, const std::string& flag) {
+  const fs::path p = path;
+  const std::string q = "'" + path + "'";
+  if (!fs::exists(p)) throw IoError(flag + " " + q + " does not exist (a model folder: config.json + safetensors)");
+  if (!fs::is_directory(p)) {
+    const fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");
+    std::string hint = fs::exists(parent / "config.json") ? " (the model is its folder: " + flag + " " +
+                                                                parent.string() + ")"
+                                                          : "";
+    throw IoError(flag + " " + q + " is a file; it takes a model folder (config.json + safetensors)" + hint);
+  }
+  if (fs::exists(p / "config.json")) return p;
+  if (fs::exists(p / "checkpoint" / "config.json"))
+    throw IoError(flag + " " + q + " is a training run; its model is in " + (p / "checkpoint").string() + " (" +
+                  flag + " " + (p / "checkpoint").string() + ")");
+  throw IoError(flag + " " + q + " is a folder without config.json, not a model folder");
+}
+
+namespace {
+
+// A text file: no NUL byte in its first 8 KB (as git and grep decide).
+bool looks_like_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  char buf[8192];
+  f.read(buf, sizeof buf);
+  return f.gcount() > 0 && std::find(buf, buf + f.gcount(), '\0') == buf + f.gcount();
+}
+
+}  // namespace
+
+std::vector<std::string> expand_text_files(const std::vector<std::string>& paths, const std::string& flag) {
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    if (fs::is_regular_file(p)) {
+      out.push_back(p);
+      continue;
+    }
+    if (!fs::exists(p)) throw IoError(flag + " '" + p + "' does not exist");
+    if (!fs::is_directory(p)) throw IoError(flag + " '" + p + "' is not a regular file");
+    std::vector<std::string> found;
+    for (auto it = fs::recursive_directory_iterator(p); it != fs::recursive_directory_iterator(); ++it) {
+      const bool hidden = it->path().filename().string().starts_with(".");
+      if (hidden && it->is_directory()) it.disable_recursion_pending();
+      if (!hidden && it->is_regular_file() && looks_like_text(it->path())) found.push_back(it->path().string());
+    }
+    if (found.empty())
+      throw IoError(flag + " '" + p + "' is a directory without text files (hidden and binary files are skipped)");
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+}  // namespace forge::cli

@@ -1,0 +1,72 @@
+// Conventions shared by every forge command, so the same thing is spelled and
+// checked the same way everywhere:
+//
+//   exit codes   0 ok, 1 runtime error (forge::Error and other exceptions),
+//                2 usage error (UsageError, CLI11 parse errors),
+//                128 + signal when a run stops on SIGINT / SIGTERM (ExitCode)
+//   messages     one line on stderr: "forge: error: ..." (printed by main.cpp)
+//   short forms  -m --model, -p --prompt, -n (a count, such as --max-new-tokens)
+//   --preset     124M, 355M, 774M, 1.5B or tiny (add_preset_option)
+//   id lists     "1,2,3", "1 2 3" or "1, 2, 3" (what `forge tokenize` prints)
+//   ranges       "--steps must be >= 1, got -5" (check_at_least / check_between)
+//   --tokenizer  a tokenizer.json, a folder holding one, or 'bytes' where allowed
+//   --model      a model folder; check_model_dir says what else the path is
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace forge::cli {
+
+// A command used wrongly (a bad or contradicting flag): exit code 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Ends the program with `code` after the command has said why (an interrupted
+// training run exits with 130 for SIGINT, 143 for SIGTERM).
+struct ExitCode {
+  int code;
+};
+
+// Token ids separated by commas and/or whitespace. `flag` names the option in
+// the UsageError for an item that is not an id in [0, 2^32).
+std::vector<uint32_t> parse_id_list(const std::string& text, const std::string& flag);
+
+// Validators with readable messages: "-n must be >= 0, got -5" (named by the
+// option's short form when it has one), "--steps must be an integer, got 'x'".
+// check_at_least is for integer options, check_between for real ones (no
+// upper bound when hi is infinite).
+CLI::Option* check_at_least(CLI::Option* opt, int64_t min);
+CLI::Option* check_between(CLI::Option* opt, double lo, double hi = HUGE_VAL);
+
+// --preset NAME: a GPT-2 size gpt2_preset knows (a usage error naming the known
+// ones otherwise). `names` may add an alias: "--preset,--init".
+CLI::Option* add_preset_option(CLI::App& app, std::string& value, const std::string& help,
+                               const std::string& names = "--preset");
+
+// --tokenizer FILE|DIR (and 'bytes' when allow_bytes): the path must exist.
+CLI::Option* add_tokenizer_option(CLI::App& app, std::string& value, const std::string& help,
+                                  bool allow_bytes = false);
+// The tokenizer.json a --tokenizer value names (the file, or DIR/tokenizer.json);
+// IoError when a folder holds none.
+std::filesystem::path tokenizer_json_path(const std::filesystem::path& file_or_dir);
+
+// A model folder given as `flag` (config.json + safetensors): returns it, or
+// throws an IoError that says what the path is instead: missing, a file (with
+// its folder suggested), a training run (with its checkpoint/ suggested), or a
+// folder without config.json.
+std::filesystem::path check_model_dir(const std::string& path, const std::string& flag = "--model");
+
+// The files a --data list names, a folder standing for the text files in it
+// (recursively, in name order; hidden files and files with a NUL byte in
+// their first 8 KB are skipped). IoError for a missing path or a folder
+// without text files.
+std::vector<std::string> expand_text_files(const std::vector<std::string>& paths, const std::string& flag);
+
+}  // namespace forge::cli
