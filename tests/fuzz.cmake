@@ -1,49 +1,65 @@
-# libFuzzer target for the safetensors parser, built with clang++ (libFuzzer and the
-# sanitizers need clang; the rest of the tree may use another compiler). It compiles
-# only the parser's own sources (dtype, shape, src/io safetensors files), so it never
-# depends on GPU code. The ctest test runs a bounded number of iterations from the
-# committed seed corpus; new inputs go to a scratch corpus in the build tree.
+# libFuzzer targets for the parsers of files forge reads, built with clang++
+# (libFuzzer needs clang; the rest of the tree may use another compiler) under
+# AddressSanitizer and UndefinedBehaviorSanitizer. Each compiles only the
+# sources its parser needs, so it never depends on GPU code. Its ctest test
+# runs a fixed number of inputs from the committed seed corpus (tests/fuzz/
+# corpus*/); new inputs go to a scratch corpus in the build tree. A crash
+# input found there becomes a file in the seed corpus and a unit test.
 if(FORGE_FUZZ)
   find_program(FORGE_FUZZ_CXX NAMES clang++ clang++-14)
   if(NOT FORGE_FUZZ_CXX)
     message(STATUS "forge: clang++ not found, fuzz targets skipped")
   else()
     message(STATUS "forge: fuzz targets with ${FORGE_FUZZ_CXX}")
-    set(FORGE_FUZZ_SOURCES
-        ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_safetensors.cpp
-        ${CMAKE_SOURCE_DIR}/src/core/dtype.cpp
-        ${CMAKE_SOURCE_DIR}/src/core/shape.cpp
-        ${CMAKE_SOURCE_DIR}/src/io/st_dtype.cpp
-        ${CMAKE_SOURCE_DIR}/src/io/json_strict.cpp
-        ${CMAKE_SOURCE_DIR}/src/io/mapped_file.cpp
-        ${CMAKE_SOURCE_DIR}/src/io/safetensors_header.cpp
-        ${CMAKE_SOURCE_DIR}/src/io/safetensors_file.cpp
-        ${CMAKE_SOURCE_DIR}/src/io/safetensors_write.cpp
-        ${CMAKE_SOURCE_DIR}/src/io/tensor_convert.cpp)
-    set(FORGE_FUZZ_HEADERS
-        ${CMAKE_SOURCE_DIR}/include/forge/safetensors.h ${CMAKE_SOURCE_DIR}/include/forge/dtype.h
-        ${CMAKE_SOURCE_DIR}/include/forge/shape.h ${CMAKE_SOURCE_DIR}/include/forge/error.h
-        ${CMAKE_SOURCE_DIR}/src/io/json_strict.h ${CMAKE_SOURCE_DIR}/src/io/mapped_file.h)
-    set(FORGE_FUZZ_BIN ${CMAKE_CURRENT_BINARY_DIR}/fuzz/fuzz_safetensors)
+    # Iterations per target in CI (each run takes well under a minute).
+    set(FORGE_FUZZ_RUNS 20000 CACHE STRING "Inputs each fuzz test runs")
     file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz)
     set(FORGE_FUZZ_JSON_INCLUDES $<TARGET_PROPERTY:nlohmann_json::nlohmann_json,INTERFACE_INCLUDE_DIRECTORIES>)
-    add_custom_command(
-      OUTPUT ${FORGE_FUZZ_BIN}
-      COMMAND ${FORGE_FUZZ_CXX} -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined
-              -fno-sanitize-recover=undefined -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_SOURCE_DIR}/src
-              "$<$<BOOL:${FORGE_FUZZ_JSON_INCLUDES}>:-I$<JOIN:${FORGE_FUZZ_JSON_INCLUDES},;-I>>"
-              ${FORGE_FUZZ_SOURCES} -o ${FORGE_FUZZ_BIN}
-      DEPENDS ${FORGE_FUZZ_SOURCES} ${FORGE_FUZZ_HEADERS}
-      COMMAND_EXPAND_LISTS
-      COMMENT "Building libFuzzer target fuzz_safetensors with ${FORGE_FUZZ_CXX}")
-    add_custom_target(fuzz_safetensors ALL DEPENDS ${FORGE_FUZZ_BIN})
+    file(GLOB FORGE_FUZZ_ALL_HEADERS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/include/forge/*.h
+         ${CMAKE_SOURCE_DIR}/src/io/*.h ${CMAKE_SOURCE_DIR}/src/text/*.h ${CMAKE_SOURCE_DIR}/src/core/*.h
+         ${CMAKE_SOURCE_DIR}/tools/forge/train_data.h)
 
-    set(FORGE_FUZZ_SCRATCH ${CMAKE_CURRENT_BINARY_DIR}/fuzz/corpus_scratch)
-    file(MAKE_DIRECTORY ${FORGE_FUZZ_SCRATCH})
-    add_test(NAME fuzz_safetensors
-             COMMAND ${FORGE_FUZZ_BIN} -runs=200000 -max_total_time=60 -timeout=10 -rss_limit_mb=2048
-                     -dict=${CMAKE_CURRENT_SOURCE_DIR}/fuzz/safetensors.dict
-                     ${FORGE_FUZZ_SCRATCH} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus)
-    set_tests_properties(fuzz_safetensors PROPERTIES TIMEOUT 180 LABELS fuzz)
+    # forge_fuzz_target(NAME CORPUS DICT SOURCES...): DICT may be "".
+    function(forge_fuzz_target name corpus dict)
+      set(bin ${CMAKE_CURRENT_BINARY_DIR}/fuzz/${name})
+      add_custom_command(
+        OUTPUT ${bin}
+        COMMAND ${FORGE_FUZZ_CXX} -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined
+                -fno-sanitize-recover=undefined -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_SOURCE_DIR}/src
+                -I${CMAKE_SOURCE_DIR}/tools/forge
+                "$<$<BOOL:${FORGE_FUZZ_JSON_INCLUDES}>:-I$<JOIN:${FORGE_FUZZ_JSON_INCLUDES},;-I>>"
+                ${ARGN} -o ${bin}
+        DEPENDS ${ARGN} ${FORGE_FUZZ_ALL_HEADERS}
+        COMMAND_EXPAND_LISTS
+        COMMENT "Building libFuzzer target ${name} with ${FORGE_FUZZ_CXX}")
+      add_custom_target(${name} ALL DEPENDS ${bin})
+      set(scratch ${CMAKE_CURRENT_BINARY_DIR}/fuzz/${name}_scratch)
+      file(MAKE_DIRECTORY ${scratch})
+      set(dict_arg "")
+      if(dict)
+        set(dict_arg -dict=${dict})
+      endif()
+      add_test(NAME ${name}
+               COMMAND ${bin} -runs=${FORGE_FUZZ_RUNS} -max_total_time=120 -timeout=10 -rss_limit_mb=2048
+                       ${dict_arg} -artifact_prefix=${CMAKE_CURRENT_BINARY_DIR}/fuzz/${name}- ${scratch} ${corpus})
+      set_tests_properties(${name} PROPERTIES TIMEOUT 240 LABELS fuzz)
+    endfunction()
+
+    set(S ${CMAKE_SOURCE_DIR}/src)
+    set(F ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
+    set(FORGE_FUZZ_CORE ${S}/core/dtype.cpp ${S}/core/shape.cpp)
+    forge_fuzz_target(fuzz_safetensors ${F}/corpus ${F}/safetensors.dict
+                      ${F}/fuzz_safetensors.cpp ${FORGE_FUZZ_CORE} ${S}/io/st_dtype.cpp ${S}/io/json_strict.cpp
+                      ${S}/io/mapped_file.cpp ${S}/io/safetensors_header.cpp ${S}/io/safetensors_file.cpp
+                      ${S}/io/safetensors_write.cpp ${S}/io/tensor_convert.cpp)
+    forge_fuzz_target(fuzz_config ${F}/corpus_config ${F}/config.dict
+                      ${F}/fuzz_config.cpp ${FORGE_FUZZ_CORE} ${S}/io/st_dtype.cpp ${S}/io/model_config.cpp
+                      ${S}/io/config_reader.cpp ${S}/io/json_strict.cpp ${S}/io/weight_layout.cpp)
+    # Token files and training text: the readers, the byte tokenizer and the
+    # window sampler (host tensors only; the BPE code links but is not driven).
+    file(GLOB FORGE_FUZZ_TEXT CONFIGURE_DEPENDS ${S}/text/*.cpp)
+    forge_fuzz_target(fuzz_train_data ${F}/corpus_train_data ""
+                      ${F}/fuzz_train_data.cpp ${CMAKE_SOURCE_DIR}/tools/forge/train_data.cpp ${FORGE_FUZZ_CORE}
+                      ${S}/core/tensor.cpp ${S}/core/device.cpp ${S}/core/host_heap.cpp ${FORGE_FUZZ_TEXT})
   endif()
 endif()

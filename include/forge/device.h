@@ -1,5 +1,10 @@
 // Where a tensor's storage lives and where its ops run: the CPU, or a WebGPU
 // device (a hardware GPU through Dawn, or SwiftShader when asked for).
+//
+// Threads: every function here may be called from several threads at once.
+// A WebGPU device is one per process; its runtime serialises the threads that
+// use it (one lock around its caches, buffer pool and open command batch), so
+// ops from several threads interleave in its one queue.
 #pragma once
 #include <memory>
 #include <string>

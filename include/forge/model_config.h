@@ -116,6 +116,13 @@ ModelConfig parse_config(std::string_view json_text, const std::string& source);
 // Reads DIR/config.json (or the file itself when `path` is a file).
 ModelConfig load_config(const std::filesystem::path& path);
 
+// The checks parse_config applies, for configs built in code (model presets,
+// random initialisation): every size positive, heads divide the width, sizes
+// small enough that parameter counts fit in 64 bits. Throw ValueError naming
+// the key and `source`: "[config] 'n_head' = 0 must be positive in preset tiny".
+void validate(const Gpt2Config& c, const std::string& source);
+void validate(const LlamaConfig& c, const std::string& source);
+
 // ---------------------------------------------------------------------------
 // Checkpoint layout.
 

@@ -2,7 +2,11 @@
 // the device of its inputs (CPU or WebGPU), and returns its result there.
 // Errors are forge::ShapeError / DTypeError / DeviceError / ValueError whose
 // message starts with the op name and prints the shapes involved.
-// Tensors are dense row-major f32 unless stated. One header per op family:
+// Tensors are dense row-major f32 unless stated.
+// Threads: any op may run from several threads at once, on the CPU and on the
+// same WebGPU device, when no thread writes a tensor another one uses (the
+// in-place ops: optimizer updates, copies into an existing tensor).
+// One header per op family:
 #pragma once
 #include "forge/ops/core.h"       // add, scale, matmul, softmax
 #include "forge/ops/nn.h"         // activations, layernorm, reductions, dropout, optimizers

@@ -1,6 +1,12 @@
 // forge::Tensor: a dense row-major array whose storage lives on the CPU or a
 // WebGPU device. Copies of a Tensor share storage (like a shared_ptr);
 // reshape returns a view of the same storage.
+//
+// Threads: distinct Tensor objects may be used from different threads at
+// once, also when they share storage, as long as no thread writes that
+// storage meanwhile (copy_from, in-place optimizer updates) -- like a
+// std::vector shared between threads. One Tensor object is not to be assigned
+// in one thread while another reads it.
 #pragma once
 #include <cstdint>
 #include <cstring>

@@ -27,12 +27,31 @@ static void check_shape(const Shape& shape) {
     if (d < 0) throw ShapeError("[tensor] negative extent in shape " + shape_str(shape));
 }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, const Device& device) {
+// The shape's size in bytes; ShapeError for negative extents and for sizes
+// past 2^62 bytes, whose element counts would overflow.
+static size_t checked_bytes(const Shape& shape, DType dtype) {
   check_shape(shape);
+  uint64_t n = dtype_size(dtype);
+  for (int64_t d : shape) {
+    if (d && n > (uint64_t(1) << 62) / uint64_t(d))
+      throw ShapeError("[tensor] shape " + shape_str(shape) + " of " + dtype_name(dtype) + " is too large to allocate");
+    n *= uint64_t(d);
+  }
+  return size_t(n);
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, const Device& device) {
+  const size_t bytes = checked_bytes(shape, dtype);
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
-  t.storage_ = Storage::allocate(device, size_t(forge::numel(shape)) * dtype_size(dtype));
+  try {
+    t.storage_ = Storage::allocate(device, bytes);
+  } catch (const GpuError& e) {
+    // The runtime knows bytes; name the tensor the user asked for.
+    throw GpuError("[tensor] cannot allocate " + std::string(dtype_name(dtype)) + " " + shape_str(shape) + " (" +
+                   std::to_string(bytes) + " bytes) on " + device.name() + ": " + e.what());
+  }
   return t;
 }
 

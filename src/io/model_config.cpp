@@ -2,7 +2,9 @@
 #include "forge/model_config.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <fstream>
 #include <sstream>
@@ -170,14 +172,16 @@ LlamaConfig parse_llama(const json& j, const ConfigReader& r, const std::string&
 
 QuantSpec parse_quant_spec(const ConfigReader& q) {
   QuantSpec c;
-  c.group_size = int(q.positive("group_size"));
-  c.bits = int(q.positive("bits"));
-  if (c.bits != 2 && c.bits != 4 && c.bits != 8)
-    throw ValueError("[config] " + q.name("bits") + " = " + std::to_string(c.bits) + " is not one of 2, 4, 8 in " +
+  // Checked as int64: a cast first would wrap 2^32 + 64 to an accepted 64.
+  const int64_t group = q.positive("group_size"), bits = q.positive("bits");
+  if (bits != 2 && bits != 4 && bits != 8)
+    throw ValueError("[config] " + q.name("bits") + " = " + std::to_string(bits) + " is not one of 2, 4, 8 in " +
                      q.source());
-  if (c.group_size != 32 && c.group_size != 64 && c.group_size != 128)
-    throw ValueError("[config] " + q.name("group_size") + " = " + std::to_string(c.group_size) +
+  if (group != 32 && group != 64 && group != 128)
+    throw ValueError("[config] " + q.name("group_size") + " = " + std::to_string(group) +
                      " is not supported (32, 64 or 128) in " + q.source());
+  c.group_size = int(group);
+  c.bits = int(bits);
   return c;
 }
 
@@ -257,8 +261,9 @@ std::optional<QuantSpec> QuantizationConfig::for_module(const std::string& path)
   return QuantSpec{group_size, bits};
 }
 
-ModelConfig parse_config(std::string_view json_text, const std::string& source) {
-  json j = io::parse_json_strict(json_text, "config", source);
+namespace {
+
+ModelConfig parse_config_json(const json& j, const std::string& source) {
   if (!j.is_object()) throw IoError("[config] top level is a JSON " + std::string(j.type_name()) + ", not an object in " + source);
   ConfigReader r(j, source);
   auto type = r.opt_string("model_type");
@@ -287,13 +292,88 @@ ModelConfig parse_config(std::string_view json_text, const std::string& source) 
   if (*type == "gpt2") {
     m.arch = Arch::Gpt2;
     m.params = parse_gpt2(r);
+    validate(std::get<Gpt2Config>(m.params), source);
   } else {
     m.arch = Arch::Llama;
     m.params = parse_llama(j, r, *type);
+    validate(std::get<LlamaConfig>(m.params), source);
   }
   m.quantization = parse_quantization(j, source);
   parse_special_tokens(j, r, m);
   return m;
+}
+
+}  // namespace
+
+ModelConfig parse_config(std::string_view json_text, const std::string& source) {
+  json j = io::parse_json_strict(json_text, "config", source);
+  try {
+    return parse_config_json(j, source);
+  } catch (const json::exception& e) {
+    // The readers check every type they read; this keeps any miss a forge error.
+    throw IoError("[config] a value has the wrong JSON type in " + source + " (" + e.what() + ")");
+  }
+}
+
+namespace {
+
+struct Checker {
+  const std::string& source;
+  void positive(const char* key, int64_t v) const {
+    if (v <= 0) fail("'" + std::string(key) + "' = " + std::to_string(v) + " must be positive");
+    // Two sizes multiply into a tensor's element count; keep every product in int64.
+    if (v > INT32_MAX) fail("'" + std::string(key) + "' = " + std::to_string(v) + " is too large");
+  }
+  void divides(const char* a, int64_t av, const char* b, int64_t bv) const {
+    if (bv % av != 0)
+      fail("'" + std::string(a) + "' = " + std::to_string(av) + " does not divide '" + b + "' = " + std::to_string(bv));
+  }
+  void positive(const char* key, double v) const {
+    if (!(v > 0) || !std::isfinite(v)) fail("'" + std::string(key) + "' = " + std::to_string(v) + " must be positive");
+  }
+  // Parameters (embeddings plus layers of about 12 C^2 or 4 H^2 + 3 H I) past 2^48 no
+  // machine holds; refusing them keeps every count well inside int64.
+  void total(double params) const {
+    if (params > double(int64_t(1) << 48))
+      fail("the model would have " + std::to_string(params) + " parameters, more than any device holds");
+  }
+  [[noreturn]] void fail(const std::string& what) const { throw ValueError("[config] " + what + " in " + source); }
+};
+
+}  // namespace
+
+void validate(const Gpt2Config& c, const std::string& source) {
+  Checker k{source};
+  k.positive("vocab_size", c.vocab_size);
+  k.positive("n_positions", c.n_positions);
+  k.positive("n_embd", c.n_embd);
+  k.positive("n_layer", c.n_layer);
+  k.positive("n_head", c.n_head);
+  k.positive("n_inner", c.n_inner);
+  k.divides("n_head", c.n_head, "n_embd", c.n_embd);
+  k.positive("layer_norm_epsilon", c.layer_norm_epsilon);
+  double C = double(c.n_embd);
+  k.total((double(c.vocab_size) + double(c.n_positions)) * C + double(c.n_layer) * (4 * C * C + 2 * C * double(c.n_inner)));
+}
+
+void validate(const LlamaConfig& c, const std::string& source) {
+  Checker k{source};
+  k.positive("vocab_size", c.vocab_size);
+  k.positive("hidden_size", c.hidden_size);
+  k.positive("intermediate_size", c.intermediate_size);
+  k.positive("num_hidden_layers", c.num_hidden_layers);
+  k.positive("num_attention_heads", c.num_attention_heads);
+  k.positive("num_key_value_heads", c.num_key_value_heads);
+  k.positive("head_dim", c.head_dim);
+  k.positive("max_position_embeddings", c.max_position_embeddings);
+  k.divides("num_key_value_heads", c.num_key_value_heads, "num_attention_heads", c.num_attention_heads);
+  if (c.head_dim % 2 != 0) k.fail("'head_dim' = " + std::to_string(c.head_dim) + " must be even for RoPE");
+  k.positive("rms_norm_eps", c.rms_norm_eps);
+  k.positive("rope_theta", c.rope_theta);
+  double H = double(c.hidden_size), q = double(c.num_attention_heads) * double(c.head_dim);
+  double kv = double(c.num_key_value_heads) * double(c.head_dim);
+  k.total(2 * double(c.vocab_size) * H +
+          double(c.num_hidden_layers) * (2 * H * q + 2 * H * kv + 3 * H * double(c.intermediate_size)));
 }
 
 ModelConfig load_config(const std::filesystem::path& path) {

@@ -98,8 +98,9 @@ std::vector<AddedToken> parse_added_tokens(const json& root, const std::string& 
 
 }  // namespace
 
-TokenizerSpec load_tokenizer_json(const std::filesystem::path& path) {
-  const json root = read_json_file(path);
+namespace {
+
+TokenizerSpec parse_tokenizer_json(const json& root, const std::filesystem::path& path) {
   TokenizerSpec spec;
   spec.source = quoted(path);
   const std::string& src = spec.source;
@@ -138,6 +139,19 @@ TokenizerSpec load_tokenizer_json(const std::filesystem::path& path) {
     return it->second;
   });
   return spec;
+}
+
+}  // namespace
+
+TokenizerSpec load_tokenizer_json(const std::filesystem::path& path) {
+  const json root = read_json_file(path);
+  try {
+    return parse_tokenizer_json(root, path);
+  } catch (const json::exception& e) {
+    // A value of an unexpected JSON type met by value() or get() (the checks
+    // above name the common ones): still the file's fault, not forge's.
+    fail(quoted(path), std::string("a value has the wrong JSON type (") + e.what() + ")");
+  }
 }
 
 }  // namespace forge::text

@@ -68,6 +68,8 @@ inline Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.0f,
 }
 
 // |got - want| <= atol + rtol * |want| elementwise; reports the worst element.
+// Infinities must match exactly (inf - inf is NaN, which would pass any
+// bound) and NaN is accepted only where NaN is expected.
 inline ::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& want,
                                             double atol, double rtol) {
   if (got.size() != want.size())
@@ -75,9 +77,11 @@ inline ::testing::AssertionResult all_close(const std::vector<float>& got, const
   double worst = 0;
   size_t at = 0;
   for (size_t i = 0; i < got.size(); ++i) {
-    double err = std::fabs(double(got[i]) - double(want[i]));
-    double excess = err - (atol + rtol * std::fabs(double(want[i])));
-    if (std::isnan(got[i]) != std::isnan(want[i])) excess = INFINITY;
+    const double g = got[i], w = want[i];
+    double excess;
+    if (std::isnan(g) || std::isnan(w)) excess = std::isnan(g) && std::isnan(w) ? 0 : INFINITY;
+    else if (std::isinf(g) || std::isinf(w)) excess = g == w ? 0 : INFINITY;
+    else excess = std::fabs(g - w) - (atol + rtol * std::fabs(w));
     if (excess > worst) {
       worst = excess;
       at = i;

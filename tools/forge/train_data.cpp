@@ -53,9 +53,10 @@ std::vector<uint32_t> read_token_file(const std::filesystem::path& path) {
   if (!f || std::memcmp(magic, kMagic, 8) != 0)
     throw IoError("[train] '" + path.string() + "' is not a forge token file");
   const uint64_t size = std::filesystem::file_size(path);
-  if (size != 16 + n * 4)
-    throw IoError("[train] token file '" + path.string() + "' holds " + std::to_string(size) + " bytes, expected " +
-                  std::to_string(16 + n * 4));
+  // Compared without computing 16 + n * 4, which wraps for a corrupt count.
+  if (size < 16 || (size - 16) % 4 != 0 || n != (size - 16) / 4)
+    throw IoError("[train] token file '" + path.string() + "' holds " + std::to_string(size) + " bytes, not the 16 + 4 * " +
+                  std::to_string(n) + " its header announces");
   std::vector<uint32_t> ids(n);
   f.read(reinterpret_cast<char*>(ids.data()), std::streamsize(n * 4));
   if (!f) throw IoError("[train] cannot read token file '" + path.string() + "'");

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "forge/error.h"
+#include "webgpu/dawn/callback_state.h"
 #include "webgpu/dawn/dawn_runtime.h"
 
 namespace forge::gpu {
@@ -88,23 +89,24 @@ AdapterHandle request_adapter(WGPUInstance instance) {
   struct Result {
     bool done = false;
     WGPUAdapter adapter = nullptr;
-  } result;
+  };
+  auto result = std::make_shared<Result>();
   WGPURequestAdapterCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_AllowProcessEvents;
   cb.callback = [](WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView, void* r, void*) {
-    auto* res = static_cast<Result*>(r);
+    auto res = take_callback_ref<Result>(r);
     res->done = true;
     if (status == WGPURequestAdapterStatus_Success) res->adapter = adapter;
   };
-  cb.userdata1 = &result;
+  cb.userdata1 = callback_ref(result);
   wgpuInstanceRequestAdapter(instance, &opts, cb);
   auto start = std::chrono::steady_clock::now();
-  while (!result.done) {
+  while (!result->done) {
     wgpuInstanceProcessEvents(instance);
-    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) break;
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) return AdapterHandle();
     std::this_thread::yield();
   }
-  return AdapterHandle(result.adapter);
+  return AdapterHandle(result->adapter);
 }
 
 AdapterInfo describe(WGPUAdapter adapter, WGPUAdapterType* type, WGPUBackendType* backend) {

@@ -1,11 +1,16 @@
 #include "webgpu/dawn/dawn_runtime.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "forge/error.h"
+#include "webgpu/dawn/callback_state.h"
 #include "webgpu/dawn/wgsl_bindings.h"
 
 namespace forge::webgpu {
@@ -16,9 +21,18 @@ constexpr WGPUBufferUsage kStorageUsage =
     WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
 constexpr uint64_t kUniformArenaBytes = 64 * 1024;  // parameter blocks of one batch
 
-double timeout_seconds() {
+// $FORGE_GPU_TIMEOUT: seconds, a positive number. Garbage is refused rather
+// than read as 0 (which made every wait time out).
+double timeout_from_env() {
   const char* env = std::getenv("FORGE_GPU_TIMEOUT");
-  return env ? std::atof(env) : 600.0;
+  if (!env) return 600.0;
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(env, &end);
+  if (end == env || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v <= 0)
+    throw ValueError(std::string("[webgpu] FORGE_GPU_TIMEOUT='") + env +
+                     "' is not a positive number of seconds");
+  return v;
 }
 
 const char* error_type_name(WGPUErrorType t) {
@@ -33,7 +47,8 @@ const char* error_type_name(WGPUErrorType t) {
 }  // namespace
 
 DawnRuntime::DawnRuntime(InstanceHandle instance, AdapterHandle adapter, gpu::AdapterInfo info)
-    : instance_(std::move(instance)), adapter_(std::move(adapter)), info_(std::move(info)) {}
+    : instance_(std::move(instance)), adapter_(std::move(adapter)), info_(std::move(info)),
+      timeout_s_(timeout_from_env()) {}
 
 DawnRuntime::~DawnRuntime() {
   // Finish outstanding work so no callback outlives this object.
@@ -41,6 +56,7 @@ DawnRuntime::~DawnRuntime() {
     if (device_ && !lost_ && encoder_) sync();
   } catch (...) {
   }
+  std::lock_guard<std::mutex> lock(mu_);
   pass_.reset();
   encoder_.reset();
   fence_.reset();
@@ -100,26 +116,28 @@ void DawnRuntime::open_device(bool disable_robustness) {
     bool done = false;
     WGPUDevice device = nullptr;
     std::string message;
-  } result;
+  };
+  auto result = std::make_shared<Result>();
   WGPURequestDeviceCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_AllowProcessEvents;
   cb.callback = [](WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView msg, void* r, void*) {
-    auto* res = static_cast<Result*>(r);
+    auto res = take_callback_ref<Result>(r);
     res->done = true;
     if (status == WGPURequestDeviceStatus_Success) res->device = device;
     else res->message = to_string(msg);
   };
-  cb.userdata1 = &result;
+  cb.userdata1 = callback_ref(result);
+  Lock lock(mu_);
   wgpuAdapterRequestDevice(adapter_.get(), &desc, cb);
   auto start = std::chrono::steady_clock::now();
-  while (!result.done) {
+  while (!result->done) {
     wgpuInstanceProcessEvents(instance_.get());
     if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60))
       throw GpuError("[webgpu] timed out requesting a device from " + info_.name);
     std::this_thread::yield();
   }
-  if (!result.device) throw GpuError("[webgpu] could not create a device on " + info_.name + ": " + result.message);
-  device_ = DeviceHandle(result.device);
+  if (!result->device) throw GpuError("[webgpu] could not create a device on " + info_.name + ": " + result->message);
+  device_ = DeviceHandle(result->device);
   queue_ = QueueHandle(wgpuDeviceGetQueue(device_.get()));
 
   limits_.max_storage_binding = supported.maxStorageBufferBindingSize;
@@ -135,8 +153,8 @@ void DawnRuntime::open_device(bool disable_robustness) {
   uniform_alignment_ = supported.minUniformBufferOffsetAlignment;
 
   uniform_capacity_ = kUniformArenaBytes;
-  uniform_buffer_ = BufferHandle(
-      create_buffer(uniform_capacity_, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "parameter arena"));
+  uniform_buffer_ =
+      create_buffer(lock, uniform_capacity_, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "parameter arena");
 }
 
 void DawnRuntime::on_error(WGPUErrorType type, const std::string& message) {
@@ -168,20 +186,26 @@ void DawnRuntime::raise_pending_errors() {
   throw GpuError(msg);
 }
 
-void DawnRuntime::wait_until(const std::function<bool()>& done, const char* what) {
+void DawnRuntime::wait_until(Lock& lock, const std::function<bool()>& done, const char* what) {
   auto start = std::chrono::steady_clock::now();
-  double limit = timeout_seconds();
+  const double limit = timeout_s_;
   int spins = 0;
   while (!done()) {
     if (device_) wgpuDeviceTick(device_.get());
     wgpuInstanceProcessEvents(instance_.get());
     if (done()) break;
     check_alive();
-    if (++spins > 1000) {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limit)
-        throw GpuError(std::string("[webgpu] timed out after ") + std::to_string(int(limit)) + " s waiting for " + what);
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limit) {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", limit);
+      throw GpuError(std::string("[webgpu] timed out after ") + secs + " s waiting for " + what +
+                     " (FORGE_GPU_TIMEOUT)");
     }
+    // Let other threads record work while the device runs.
+    lock.unlock();
+    if (++spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    else std::this_thread::yield();
+    lock.lock();
   }
 }
 
@@ -195,26 +219,27 @@ uint64_t DawnRuntime::bucket(uint64_t bytes) {
   return (bytes + quarter - 1) / quarter * quarter;
 }
 
-DawnRuntime::ScopeResult DawnRuntime::pop_error_scope(const char* what) {
+DawnRuntime::ScopeResult DawnRuntime::pop_error_scope(Lock& lock, const char* what) {
   struct Pending {
     bool done = false;
     ScopeResult result;
-  } pending;
+  };
+  auto pending = std::make_shared<Pending>();
   WGPUPopErrorScopeCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_AllowProcessEvents;
   cb.callback = [](WGPUPopErrorScopeStatus, WGPUErrorType type, WGPUStringView msg, void* p, void*) {
-    auto* pe = static_cast<Pending*>(p);
+    auto pe = take_callback_ref<Pending>(p);
     pe->done = true;
     pe->result.type = type;
     pe->result.message = to_string(msg);
   };
-  cb.userdata1 = &pending;
+  cb.userdata1 = callback_ref(pending);
   wgpuDevicePopErrorScope(device_.get(), cb);
-  wait_until([&] { return pending.done; }, what);
-  return pending.result;
+  wait_until(lock, [&] { return pending->done; }, what);
+  return pending->result;
 }
 
-WGPUBuffer DawnRuntime::create_buffer(uint64_t bytes, WGPUBufferUsage usage, const char* what) {
+BufferHandle DawnRuntime::create_buffer(Lock& lock, uint64_t bytes, WGPUBufferUsage usage, const char* what) {
   check_alive();
   if (bytes > limits_.max_buffer && limits_.max_buffer)
     throw GpuError("[webgpu] " + std::string(what) + " of " + std::to_string(bytes) +
@@ -224,10 +249,9 @@ WGPUBuffer DawnRuntime::create_buffer(uint64_t bytes, WGPUBufferUsage usage, con
   desc.usage = usage;
   desc.size = bytes;
   wgpuDevicePushErrorScope(device_.get(), WGPUErrorFilter_OutOfMemory);
-  WGPUBuffer buf = wgpuDeviceCreateBuffer(device_.get(), &desc);
-  ScopeResult scope = pop_error_scope("a buffer allocation");
+  BufferHandle buf(wgpuDeviceCreateBuffer(device_.get(), &desc));
+  ScopeResult scope = pop_error_scope(lock, "a buffer allocation");
   if (scope.type != WGPUErrorType_NoError) {
-    if (buf) wgpuBufferRelease(buf);
     throw GpuError("[webgpu] out of memory allocating " + std::to_string(bytes) + " bytes for " + what + ": " +
                    scope.message);
   }
@@ -235,7 +259,11 @@ WGPUBuffer DawnRuntime::create_buffer(uint64_t bytes, WGPUBufferUsage usage, con
 }
 
 std::shared_ptr<gpu::Buffer> DawnRuntime::allocate(uint64_t bytes) {
-  uint64_t size = bucket(bytes);
+  if (limits_.max_buffer && bytes > limits_.max_buffer)
+    throw GpuError("[webgpu] a buffer of " + std::to_string(bytes) + " bytes exceeds the device's maximum buffer size of " +
+                   std::to_string(limits_.max_buffer) + " bytes");
+  // Rounding up for the pool must not cross the limit the request respects.
+  uint64_t size = limits_.max_buffer ? std::min(bucket(bytes), limits_.max_buffer / 4 * 4) : bucket(bytes);
   BufferHandle handle;
   {
     std::lock_guard<std::mutex> lock(pool_mu_);
@@ -245,7 +273,10 @@ std::shared_ptr<gpu::Buffer> DawnRuntime::allocate(uint64_t bytes) {
       list.pop_back();
     }
   }
-  if (!handle) handle = BufferHandle(create_buffer(size, kStorageUsage, "tensor"));
+  if (!handle) {
+    Lock lock(mu_);
+    handle = create_buffer(lock, size, kStorageUsage, "tensor");
+  }
   auto self = shared_from_this();
   return std::shared_ptr<gpu::Buffer>(new DawnBuffer(std::move(handle), size), [self](gpu::Buffer* b) {
     auto* db = static_cast<DawnBuffer*>(b);
@@ -276,15 +307,17 @@ void DawnRuntime::end_pass() {
 }
 
 void DawnRuntime::upload(const gpu::Buffer& dst, uint64_t offset, const void* src, uint64_t bytes) {
+  Lock lock(mu_);
   check_alive();
   // queue writes run before the open batch: submit it first so that earlier
   // recorded reads of this buffer see the old contents.
-  if (encoder_) flush();
+  if (encoder_) flush_locked();
   wgpuQueueWriteBuffer(queue_.get(), handle_of(dst), offset, src, bytes);
 }
 
 void DawnRuntime::copy(const gpu::Buffer& src, uint64_t src_offset, const gpu::Buffer& dst, uint64_t dst_offset,
                        uint64_t bytes) {
+  Lock lock(mu_);
   check_alive();
   end_pass();
   wgpuCommandEncoderCopyBufferToBuffer(encoder(), handle_of(src), src_offset, handle_of(dst), dst_offset, bytes);
@@ -292,6 +325,7 @@ void DawnRuntime::copy(const gpu::Buffer& src, uint64_t src_offset, const gpu::B
 }
 
 void DawnRuntime::clear(const gpu::Buffer& dst, uint64_t offset, uint64_t bytes) {
+  Lock lock(mu_);
   check_alive();
   end_pass();
   wgpuCommandEncoderClearBuffer(encoder(), handle_of(dst), offset, bytes);
@@ -321,7 +355,7 @@ size_t DawnRuntime::BindKeyHash::operator()(const BindKey& k) const {
   return h;
 }
 
-const DawnRuntime::Pipeline& DawnRuntime::pipeline(const gpu::Dispatch& d) {
+const DawnRuntime::Pipeline& DawnRuntime::pipeline(Lock& lock, const gpu::Dispatch& d) {
   if (d.constants.size() > kMaxConstants)
     throw GpuError(std::string("[") + d.op + "] kernel '" + std::string(d.kernel->name) + "' has more than " +
                    std::to_string(kMaxConstants) + " override constants");
@@ -386,17 +420,20 @@ const DawnRuntime::Pipeline& DawnRuntime::pipeline(const gpu::Dispatch& d) {
   pd.compute.constants = constants.data();
   p.pipeline = ComputePipelineHandle(wgpuDeviceCreateComputePipeline(device_.get(), &pd));
 
-  ScopeResult scope = pop_error_scope("a pipeline compilation");
+  ScopeResult scope = pop_error_scope(lock, "a pipeline compilation");
   if (scope.type != WGPUErrorType_NoError)
     throw GpuError("[" + std::string(d.op) + "] kernel '" + std::string(d.kernel->name) +
                    "' failed to compile: " + scope.message);
+  // Another thread may have compiled the same key while the lock was let go.
   return pipelines_.emplace(key, std::move(p)).first->second;
 }
 
 void DawnRuntime::dispatch(const gpu::Dispatch& d) {
+  Lock lock(mu_);
   check_alive();
   current_op_ = d.op;
-  const Pipeline& p = pipeline(d);
+  const Pipeline& p = pipeline(lock, d);
+  current_op_ = d.op;  // a compile may have let another thread in
   if (d.args.size() + 1 > kMaxBindings)
     throw GpuError(std::string("[") + d.op + "] more than " + std::to_string(kMaxBindings - 1) + " storage bindings");
 
@@ -406,7 +443,7 @@ void DawnRuntime::dispatch(const gpu::Dispatch& d) {
   if (d.params_size) {
     uint64_t aligned = (uniform_host_.size() + uniform_alignment_ - 1) / uniform_alignment_ * uniform_alignment_;
     if (aligned + d.params_size > uniform_capacity_) {
-      flush();
+      flush_locked();
       aligned = 0;
     }
     slot = uint32_t(aligned);
@@ -460,6 +497,11 @@ void DawnRuntime::dispatch(const gpu::Dispatch& d) {
 }
 
 void DawnRuntime::flush() {
+  Lock lock(mu_);
+  flush_locked();
+}
+
+void DawnRuntime::flush_locked() {
   check_alive();
   if (!encoder_) return;
   end_pass();
@@ -483,26 +525,32 @@ void DawnRuntime::sync() {
   // Reading back a word waits for everything submitted before it: mapping
   // completes in queue order. (This Dawn build's queue work-done callback
   // was not seen to fire under ProcessEvents, so it is not relied on.)
-  if (!fence_) fence_ = std::make_unique<DawnBuffer>(BufferHandle(create_buffer(256, kStorageUsage, "fence")), 256);
+  std::unique_ptr<gpu::PendingDownload> pending;
+  {
+    Lock lock(mu_);
+    if (!fence_) fence_ = std::make_unique<DawnBuffer>(create_buffer(lock, 256, kStorageUsage, "fence"), 256);
+    pending = start_download_locked(lock, *fence_, 0, 4);
+  }
   uint32_t word = 0;
-  download(*fence_, 0, &word, 4);
+  pending->finish(&word);
 }
 
-// A staging buffer whose mapping was requested: its callback writes the
-// state below, so the object waits for the mapping before it goes.
+// A staging buffer whose mapping was requested. The mapping callback fills
+// shared state (callback_state.h), so giving up on the wait -- a timeout, a
+// lost device -- leaves nothing for a late callback to corrupt.
 class DawnPendingDownload final : public gpu::PendingDownload {
  public:
+  using MapResult = DawnRuntime::MapResult;
   DawnPendingDownload(std::shared_ptr<DawnRuntime> rt, BufferHandle staging, uint64_t size, uint64_t bytes)
-      : rt_(std::move(rt)), staging_(std::move(staging)), size_(size), bytes_(bytes), map_(new MapResult) {}
+      : rt_(std::move(rt)), staging_(std::move(staging)), size_(size), bytes_(bytes),
+        map_(std::make_shared<MapResult>()) {}
 
   ~DawnPendingDownload() override {
     if (!staging_) return;
     try {
       finish(nullptr);
     } catch (...) {
-      // The device failed before the mapping completed: its callback may
-      // still run later, so its state is left allocated for it.
-      map_.release();
+      // Destructors do not throw; the next sync point reports the failure.
     }
   }
 
@@ -511,63 +559,74 @@ class DawnPendingDownload final : public gpu::PendingDownload {
     rt_->finish_download(std::move(staging_), size_, bytes_, *map_, dst);
   }
 
-  DawnRuntime::MapResult* map_state() { return map_.get(); }
+  const std::shared_ptr<MapResult>& map_state() const { return map_; }
 
  private:
   std::shared_ptr<DawnRuntime> rt_;
   BufferHandle staging_;
   uint64_t size_, bytes_;
-  using MapResult = DawnRuntime::MapResult;
-  std::unique_ptr<MapResult> map_;
+  std::shared_ptr<MapResult> map_;
 };
 
 std::unique_ptr<gpu::PendingDownload> DawnRuntime::start_download(const gpu::Buffer& src, uint64_t offset,
                                                                   uint64_t bytes) {
+  Lock lock(mu_);
+  return start_download_locked(lock, src, offset, bytes);
+}
+
+std::unique_ptr<gpu::PendingDownload> DawnRuntime::start_download_locked(Lock& lock, const gpu::Buffer& src,
+                                                                         uint64_t offset, uint64_t bytes) {
   check_alive();
   uint64_t size = bucket(bytes);
   BufferHandle staging;
   {
-    std::lock_guard<std::mutex> lock(pool_mu_);
+    std::lock_guard<std::mutex> pool_lock(pool_mu_);
     auto& list = free_staging_[size];
     if (!list.empty()) {
       staging = std::move(list.back());
       list.pop_back();
     }
   }
-  if (!staging)
-    staging = BufferHandle(create_buffer(size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "readback"));
+  if (!staging) staging = create_buffer(lock, size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "readback");
   end_pass();
   wgpuCommandEncoderCopyBufferToBuffer(encoder(), handle_of(src), offset, staging.get(), 0, bytes);
   batch_ops_.push_back("readback");
-  flush();
+  flush_locked();
 
   WGPUBuffer raw = staging.get();
   auto pending = std::make_unique<DawnPendingDownload>(shared_from_this(), std::move(staging), size, bytes);
   WGPUBufferMapCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_AllowProcessEvents;
   cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView msg, void* m, void*) {
-    auto* state = static_cast<DawnRuntime::MapResult*>(m);
+    auto state = take_callback_ref<DawnRuntime::MapResult>(m);
     state->done = true;
     state->status = status;
     state->message = to_string(msg);
   };
-  cb.userdata1 = pending->map_state();
+  cb.userdata1 = callback_ref(pending->map_state());
   wgpuBufferMapAsync(raw, WGPUMapMode_Read, 0, size_t(bytes), cb);
   return pending;
 }
 
 void DawnRuntime::finish_download(BufferHandle staging, uint64_t size, uint64_t bytes, const MapResult& map,
                                   void* dst) {
-  wait_until([&] { return map.done; }, "a readback");
-  raise_pending_errors();
-  if (map.status != WGPUMapAsyncStatus_Success) throw GpuError("[webgpu] readback failed: " + map.message);
-  if (dst) {
-    const void* p = wgpuBufferGetConstMappedRange(staging.get(), 0, size_t(bytes));
-    if (!p) throw GpuError("[webgpu] readback mapping returned no memory");
-    std::memcpy(dst, p, bytes);
+  Lock lock(mu_);
+  try {
+    wait_until(lock, [&] { return map.done; }, "a readback");
+    raise_pending_errors();
+    if (map.status != WGPUMapAsyncStatus_Success) throw GpuError("[webgpu] readback failed: " + map.message);
+    if (dst) {
+      const void* p = wgpuBufferGetConstMappedRange(staging.get(), 0, size_t(bytes));
+      if (!p) throw GpuError("[webgpu] readback mapping returned no memory");
+      std::memcpy(dst, p, bytes);
+    }
+  } catch (...) {
+    // Released (under the lock), not pooled: its mapping may still be pending.
+    staging.reset();
+    throw;
   }
   wgpuBufferUnmap(staging.get());
-  std::lock_guard<std::mutex> lock(pool_mu_);
+  std::lock_guard<std::mutex> pool_lock(pool_mu_);
   free_staging_[size].push_back(std::move(staging));
 }
 

@@ -1,4 +1,10 @@
 // The native WebGPU runtime: Dawn through webgpu.h.
+//
+// Threads: every method may be called from several threads. One mutex (mu_)
+// guards the device calls, the pipeline and bind group caches and the open
+// batch; a wait for the device lets it go between polls, so other threads
+// record work meanwhile. The buffer pool has its own lock because buffers
+// return to it from whichever thread drops the last reference.
 #pragma once
 #include <array>
 #include <atomic>
@@ -33,6 +39,10 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   ~DawnRuntime() override;
   // Requests the device with the adapter's limits; throws GpuError on failure.
   void open_device(bool disable_robustness);
+  // How long a wait for the device may take before GpuError: $FORGE_GPU_TIMEOUT
+  // seconds (default 600). Tests lower it to reach the timeout path.
+  double timeout_seconds() const { return timeout_s_; }
+  void set_timeout_for_testing(double seconds) { timeout_s_ = seconds; }
 
   const gpu::AdapterInfo& adapter() const override { return info_; }
   const gpu::Limits& limits() const override { return limits_; }
@@ -59,12 +69,17 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   friend class DawnPendingDownload;
   // The second half of a read back: waits for the staging buffer's mapping,
   // copies the bytes to dst (when not null) and returns the buffer to the pool.
-  struct MapResult {  // what a buffer-mapping callback reports
+  struct MapResult {  // what a buffer-mapping callback reports (callback_state.h)
     bool done = false;
     WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
     std::string message;
   };
   void finish_download(BufferHandle staging, uint64_t size, uint64_t bytes, const MapResult& map, void* dst);
+  using Lock = std::unique_lock<std::mutex>;
+  // The bodies of the public calls, with mu_ held.
+  void flush_locked();
+  std::unique_ptr<gpu::PendingDownload> start_download_locked(Lock& lock, const gpu::Buffer& src, uint64_t offset,
+                                                             uint64_t bytes);
 
   struct Pipeline {
     BindGroupLayoutHandle layout;  // explicit: binding 0 (parameters) takes a dynamic offset
@@ -101,19 +116,20 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
     size_t operator()(const BindKey& k) const;
   };
 
-  const Pipeline& pipeline(const gpu::Dispatch& d);
+  const Pipeline& pipeline(Lock& lock, const gpu::Dispatch& d);
   struct ScopeResult {
     WGPUErrorType type = WGPUErrorType_NoError;
     std::string message;
   };
   // Pops the innermost error scope and waits for its verdict.
-  ScopeResult pop_error_scope(const char* what);
-  WGPUBuffer create_buffer(uint64_t bytes, WGPUBufferUsage usage, const char* what);
+  ScopeResult pop_error_scope(Lock& lock, const char* what);
+  BufferHandle create_buffer(Lock& lock, uint64_t bytes, WGPUBufferUsage usage, const char* what);
   void recycle(WGPUBuffer handle, uint64_t size);
   WGPUCommandEncoder encoder();
   void end_pass();
-  // Processes events until done() or the device is lost; throws on timeout.
-  void wait_until(const std::function<bool()>& done, const char* what);
+  // Processes events until done() or the device is lost; throws GpuError
+  // after timeout_s_. Holds `lock` while it polls and lets it go in between.
+  void wait_until(Lock& lock, const std::function<bool()>& done, const char* what);
   void raise_pending_errors();
   void check_alive() const;
   static uint64_t bucket(uint64_t bytes);
@@ -125,6 +141,9 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   gpu::AdapterInfo info_;
   gpu::Limits limits_;
   uint32_t uniform_alignment_ = 256;
+  double timeout_s_;
+
+  std::mutex mu_;  // everything below but the error state and the buffer pool
 
   std::mutex error_mu_;
   std::vector<std::string> errors_;

@@ -1,0 +1,121 @@
+// Faults on the WebGPU device: waits that time out, buffers larger than the
+// device allows, garbage in FORGE_GPU_TIMEOUT. Each ends in a forge error
+// and the process goes on working.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include "forge/ops.h"
+#include "parity/parity.h"
+#include "webgpu/dawn/dawn_runtime.h"
+
+using namespace forge;
+using forge::testing::all_close;
+using forge::testing::gpu_device;
+using forge::testing::random_tensor;
+
+namespace {
+
+webgpu::DawnRuntime& dawn() {
+  auto* rt = dynamic_cast<webgpu::DawnRuntime*>(&gpu_device().runtime());
+  if (!rt) throw std::runtime_error("the WebGPU device is not the Dawn runtime");
+  return *rt;
+}
+
+// Lowers the wait limit for a scope, restoring it even on failure.
+struct LoweredTimeout {
+  explicit LoweredTimeout(double s) : saved(dawn().timeout_seconds()) { dawn().set_timeout_for_testing(s); }
+  ~LoweredTimeout() { dawn().set_timeout_for_testing(saved); }
+  double saved;
+};
+
+struct CliRun {
+  int code;       // exit status, -1 when killed by a signal
+  std::string out;
+};
+
+CliRun run_cli(const std::string& env_and_args) {
+  const std::string cmd = env_and_args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+}  // namespace
+
+TEST(WebGpuFaults, TimedOutWaitIsAGpuErrorAndTheDeviceStaysUsable) {
+  const int64_t n = 384;
+  Tensor a = random_tensor({n, n}, 1), b = random_tensor({n, n}, 2);
+  Tensor ga = a.to(gpu_device()), gb = b.to(gpu_device());
+  {
+    // Compiles the kernel and fills the pools, so that the timed wait is the read back.
+    Tensor warm = matmul(ga, gb);
+    (void)warm.to_vector<float>();
+  }
+  Tensor gc;
+  {
+    LoweredTimeout lowered(1e-6);
+    try {
+      gc = matmul(ga, gb);
+      (void)gc.to_vector<float>();
+      ADD_FAILURE() << "a 1 us limit did not time out";
+    } catch (const GpuError& e) {
+      EXPECT_NE(std::string(e.what()).find("timed out"), std::string::npos) << e.what();
+    }
+  }
+  // Used to abort with heap corruption here: the mapping callback wrote into
+  // freed state once the device finished.
+  gpu_device().runtime().sync();
+  if (gc.defined()) EXPECT_TRUE(all_close(gc.to(Device::cpu()), matmul(a, b), 1e-4, 1e-4));
+  Tensor s = scale(Tensor::from_vector<float>({1, 2, 3}, {3}, gpu_device()), 2.0f);
+  EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{2, 4, 6}));
+}
+
+TEST(WebGpuFaults, GarbageTimeoutInTheEnvironmentIsAClearError) {
+  for (const char* value : {"abc", "0", "-5", "1e999", "5s"}) {
+    CliRun r = run_cli(std::string("FORGE_GPU_TIMEOUT=") + value + " " + FORGE_CLI + " info");
+    EXPECT_EQ(r.code, 1) << value << ": " << r.out;
+    EXPECT_NE(r.out.find(std::string("FORGE_GPU_TIMEOUT='") + value + "' is not a positive number"),
+              std::string::npos)
+        << r.out;
+  }
+  // A tiny limit makes the read back of the logits time out: an error and no
+  // output file, not an abort with a corrupted heap.
+  const std::string fx = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+  const std::string out = ::testing::TempDir() + "forge_timeout_eval.safetensors";
+  std::remove(out.c_str());
+  CliRun r = run_cli(std::string("FORGE_GPU_TIMEOUT=0.000001 ") + FORGE_CLI + " eval --model " + fx + " --input " + fx +
+                  "/reference.safetensors --output " + out + " --device webgpu");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("timed out"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("free()"), std::string::npos) << r.out;
+  FILE* f = std::fopen(out.c_str(), "rb");
+  EXPECT_EQ(f, nullptr) << "a partial output file was left";
+  if (f) std::fclose(f);
+}
+
+TEST(WebGpuFaults, BufferOverTheDeviceLimitNamesShapeAndSize) {
+  const uint64_t max = gpu_device().runtime().limits().max_buffer;
+  ASSERT_GT(max, 0u);
+  const int64_t rows = int64_t(max / 4 / 1024) + 1;  // f32 [rows, 1024]: just over the limit
+  try {
+    Tensor t = Tensor::empty({rows, 1024}, DType::F32, gpu_device());
+    ADD_FAILURE() << "allocated " << rows * 4096 << " bytes over a limit of " << max;
+  } catch (const GpuError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("f32 [" + std::to_string(rows) + ", 1024]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::to_string(rows * 4096) + " bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("maximum buffer size"), std::string::npos) << msg;
+  }
+  // Shapes whose byte count overflows are refused before any device call.
+  EXPECT_THROW(Tensor::empty({int64_t(1) << 40, int64_t(1) << 40}, DType::F32, gpu_device()), ShapeError);
+  // Smaller work goes on.
+  Tensor s = add(Tensor::from_vector<float>({1, 2}, {2}, gpu_device()), Tensor::from_vector<float>({3, 4}, {2}, gpu_device()));
+  EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{4, 6}));
+}
