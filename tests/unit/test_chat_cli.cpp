@@ -240,7 +240,7 @@ TEST_F(ChatCli, VerboseReportsThePrefill) {
 }
 
 TEST_F(ChatCli, ResetStartsOverAndExitEnds) {
-  const auto r = chat("Hello there\n/reset\nHello there\n/exit\nnever read\n", {"--json"});
+  const auto r = chat("Hello there\n/reset\n/frob\nHello there\n/exit\nnever read\n", {"--json"});
   ASSERT_EQ(r.code, 0) << r.out;
   const auto turns = json_lines(r.out);
   ASSERT_EQ(turns.size(), 2u) << r.out;
@@ -249,6 +249,7 @@ TEST_F(ChatCli, ResetStartsOverAndExitEnds) {
   EXPECT_EQ(turns[1]["ids"], turns[0]["ids"]);
   EXPECT_EQ(turns[1]["text"], turns[0]["text"]);
   EXPECT_NE(r.out.find("forge: new conversation"), std::string::npos);
+  EXPECT_NE(r.out.find("forge: unknown command /frob (/reset, /exit, /quit)"), std::string::npos) << r.out;
   EXPECT_EQ(chat("/quit\n").code, 0);
   EXPECT_EQ(chat("").code, 0);
 }

@@ -5,7 +5,7 @@
 // KV cache is kept across turns: a turn prefills only the ids after the
 // longest common prefix of what the cache holds and the new rendering (the
 // whole new turn for prefix-stable templates). /reset starts a new
-// conversation, /exit or /quit (or EOF) ends. The "> " prompt goes to stderr,
+// conversation, /exit or /quit (or EOF) ends; another /word is refused. The "> " prompt goes to stderr,
 // and only when stdin is a terminal, so piped output holds the replies alone.
 // --json prints one JSON object per turn instead of the streamed text.
 // --context caps the positions a conversation may use (the KV cache holds
@@ -130,6 +130,10 @@ void run(const ChatArgs& a) {
     if (user == "/reset") {
       conv.reset();
       std::fputs("forge: new conversation\n", stderr);
+      continue;
+    }
+    if (user[0] == '/' && user.find(' ') == std::string::npos) {
+      std::fprintf(stderr, "forge: unknown command %s (/reset, /exit, /quit)\n", user.c_str());
       continue;
     }
     std::vector<uint32_t> ids = conv.render_with(user);
