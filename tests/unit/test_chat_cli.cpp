@@ -300,16 +300,11 @@ TEST_F(ChatCli, ModelWithoutTemplateSaysSo) {
       << g.out;
 }
 
-// Reads from `fd` until `want` has appeared `times` times in all that was read
-// (or 60 s pass); returns all of it.
-std::string read_until(int fd, std::string& got, const std::string& want, int times) {
-  auto count = [&] {
-    int n = 0;
-    for (size_t at = got.find(want); at != std::string::npos; at = got.find(want, at + want.size())) ++n;
-    return n;
-  };
+// Reads from `fd` into `got` until done() (or EOF, or 60 s pass).
+template <class Done>
+void read_while_not(int fd, std::string& got, Done done) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (count() < times && std::chrono::steady_clock::now() < end) {
+  while (!done() && std::chrono::steady_clock::now() < end) {
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, 200) <= 0) continue;
     char buf[512];
@@ -317,7 +312,15 @@ std::string read_until(int fd, std::string& got, const std::string& want, int ti
     if (n <= 0) break;
     got.append(buf, size_t(n));
   }
-  return got;
+}
+
+// Reads until `want` has appeared `times` times in all that was read.
+void read_until(int fd, std::string& got, const std::string& want, int times) {
+  read_while_not(fd, got, [&] {
+    int n = 0;
+    for (size_t at = got.find(want); at != std::string::npos; at = got.find(want, at + want.size())) ++n;
+    return n >= times;
+  });
 }
 
 std::string without_cr(std::string s) {
@@ -325,23 +328,37 @@ std::string without_cr(std::string s) {
   return s;
 }
 
-TEST_F(ChatCli, InteractiveSessionInATerminal) {
-  const auto turns = json_lines(chat("Hello there\n", {"--json"}).out);
-  ASSERT_EQ(turns.size(), 1u);
-  int fd = -1;
-  const pid_t pid = ::forkpty(&fd, nullptr, nullptr, nullptr);
-  ASSERT_GE(pid, 0);
+// `forge chat ARGS` on a pseudo-terminal; returns its pid and the terminal's fd.
+pid_t chat_in_terminal(const fs::path& model, const std::vector<std::string>& extra, int* fd) {
+  const pid_t pid = ::forkpty(fd, nullptr, nullptr, nullptr);
   if (pid == 0) {
     ::setenv("OMP_NUM_THREADS", "1", 0);
     std::string exe = FORGE_CLI;
-    std::vector<std::string> args = {exe, "chat", "-m", model.string(), "-n", "12", "--device", "cpu"};
-    args.insert(args.end(), flags.begin(), flags.end());
+    std::vector<std::string> args = {exe, "chat", "-m", model.string(), "--device", "cpu"};
+    args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     ::execv(exe.c_str(), argv.data());
     ::_exit(121);
   }
+  return pid;
+}
+
+int exit_status(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST_F(ChatCli, InteractiveSessionInATerminal) {
+  const auto turns = json_lines(chat("Hello there\n", {"--json"}).out);
+  ASSERT_EQ(turns.size(), 1u);
+  std::vector<std::string> args = {"-n", "12"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  int fd = -1;
+  const pid_t pid = chat_in_terminal(model, args, &fd);
+  ASSERT_GE(pid, 0);
   std::string got;
   read_until(fd, got, "> ", 1);  // the prompt: stdin is a terminal
   ASSERT_NE(got.find("> "), std::string::npos) << got;
@@ -349,16 +366,34 @@ TEST_F(ChatCli, InteractiveSessionInATerminal) {
   read_until(fd, got, "> ", 2);
   ASSERT_EQ(::write(fd, "/exit\n", 6), 6);
   read_until(fd, got, "\x01never", 1);  // to EOF
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  EXPECT_EQ(exit_status(pid), 0);
   ::close(fd);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
   // The terminal echoes the line, then the streamed reply, then a new prompt.
   const std::string screen = without_cr(got);
   EXPECT_NE(screen.find("> Hello there\n" + without_cr(turns[0]["text"].get<std::string>()) + "\n> "),
             std::string::npos)
       << screen;
+}
+
+TEST_F(ChatCli, CtrlCStopsTheReplyNotTheChat) {
+  // A reply of up to 184 tokens (the context's room), stopped after its first bytes.
+  int fd = -1;
+  const pid_t pid = chat_in_terminal(model, {"-n", "400", "--ignore-eos", "--greedy"}, &fd);
+  ASSERT_GE(pid, 0);
+  std::string got;
+  read_until(fd, got, "> ", 1);
+  ASSERT_EQ(::write(fd, "Hello there\n", 12), 12);
+  read_until(fd, got, "Hello there\r\n", 1);
+  const size_t echoed = got.size();
+  read_while_not(fd, got, [&] { return got.size() > echoed; });  // the reply has begun
+  ASSERT_EQ(::write(fd, "\x03", 1), 1);  // Ctrl-C: the terminal sends SIGINT
+  read_until(fd, got, "forge: reply stopped", 1);
+  read_until(fd, got, "> ", 2);
+  ASSERT_EQ(::write(fd, "/exit\n", 6), 6);
+  read_until(fd, got, "\x01never", 1);
+  EXPECT_EQ(exit_status(pid), 0) << got;
+  ::close(fd);
+  EXPECT_NE(got.find("forge: reply stopped"), std::string::npos) << got;
 }
 
 }  // namespace

@@ -5,12 +5,16 @@
 // KV cache is kept across turns: a turn prefills only the ids after the
 // longest common prefix of what the cache holds and the new rendering (the
 // whole new turn for prefix-stable templates). /reset starts a new
-// conversation, /exit or /quit (or EOF) ends; another /word is refused. The "> " prompt goes to stderr,
+// conversation, /exit or /quit (or EOF) ends; another /word is refused.
+// Ctrl-C during a reply stops the reply (the partial reply stays in the
+// conversation); at the prompt it ends the program as usual. The "> " prompt goes to stderr,
 // and only when stdin is a terminal, so piped output holds the replies alone.
 // --json prints one JSON object per turn instead of the streamed text.
 // --context caps the positions a conversation may use (the KV cache holds
 // them all; a model's own context can be 128K).
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cstdio>
@@ -26,6 +30,7 @@
 #include "forge/model.h"
 #include "forge/tokenizer.h"
 #include "gen_options.h"
+#include "interrupt.h"
 #include "model_arg.h"
 
 namespace forge::cli {
@@ -156,13 +161,22 @@ void run(const ChatArgs& a) {
 
     ReplyPrinter out(&tok, a.sampling, !a.json);
     GenerateStats st;
-    const std::vector<uint32_t> reply = generate(*model, fresh, o, [&](uint32_t id) { return out.push(id); }, &st);
+    std::vector<uint32_t> reply;
+    int sig = 0;
+    {
+      // Ctrl-C stops the reply, not the chat (a second one ends the program).
+      StopSignals signals;
+      reply = generate(*model, fresh, o, [&](uint32_t id) { return out.push(id) && !signals.received(); }, &st);
+      sig = signals.received();
+    }
     out.finish();
     if (!a.json) {
       std::fputs("\n", stdout);
       std::fflush(stdout);
     }
-    const std::string reason = stop_reason(out, reply, o.stop_ids, context_full);
+    if (sig == SIGTERM) throw ExitCode{128 + sig};
+    if (sig) std::fputs("forge: reply stopped\n", stderr);
+    const std::string reason = sig ? "interrupted" : stop_reason(out, reply, o.stop_ids, context_full);
     // The reply as the conversation keeps it: its text without special tokens.
     std::string content = out.text();
     if (a.sampling.show_special) {
