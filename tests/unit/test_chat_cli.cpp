@@ -43,18 +43,18 @@ std::string byte_char(int b) {
   return s;
 }
 
-// A byte-level BPE of exactly 1000 ids: 3 special tokens, the 256 bytes, and
-// 741 merges (letter pairs, then a space before a letter or digit).
+// A byte-level BPE of exactly 1000 ids: 4 special tokens, the 256 bytes, and
+// 740 merges (letter pairs, then a space before a letter or digit).
 json tiny_tokenizer() {
   json vocab = json::object();
   json added = json::array();
-  const char* specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
-  for (int i = 0; i < 3; ++i) {
+  const char* specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|turn_end|>"};
+  for (int i = 0; i < 4; ++i) {
     vocab[specials[i]] = i;
     added.push_back({{"id", i}, {"content", specials[i]}, {"single_word", false}, {"lstrip", false},
                      {"rstrip", false}, {"normalized", false}, {"special", true}});
   }
-  for (int b = 0; b < 256; ++b) vocab[byte_char(b)] = 3 + b;
+  for (int b = 0; b < 256; ++b) vocab[byte_char(b)] = 4 + b;
   json merges = json::array();
   auto merge = [&](const std::string& a, const std::string& b) {
     if (vocab.contains(a + b)) return;
@@ -67,7 +67,7 @@ json tiny_tokenizer() {
   for (char c = 'a'; c <= 'z'; ++c) merge(space, std::string(1, c));
   for (char c = 'A'; c <= 'Z'; ++c) merge(space, std::string(1, c));
   for (char c = '0'; c <= '9'; ++c) merge(space, std::string(1, c));
-  for (const char* p : {".", "!", "?"}) merge(p, space);
+  for (const char* p : {".", "!"}) merge(p, space);
   EXPECT_EQ(vocab.size(), 1000u);
   const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
   return {{"version", "1.0"},
@@ -288,6 +288,27 @@ TEST_F(ChatCli, GenerateChatMessagesEqualsTheFirstReply) {
   EXPECT_EQ(run_cli({"generate", "-m", model.string(), "--messages", (dir.path / "messages.json").string()}, dir.path)
                 .code,
             2);
+}
+
+TEST_F(ChatCli, RepliesEndAtTheTokenTheTemplateEndsTurnsWith) {
+  auto r = chat("", {"--verbose"});
+  ASSERT_EQ(r.code, 0) << r.out;
+  // The model's EOS (config.json: 0) and tokenizer_config.json's eos_token.
+  EXPECT_NE(r.out.find("forge: a reply ends at <|endoftext|> (0), <|im_end|> (2)\n"), std::string::npos) << r.out;
+  // A template that closes assistant turns with its own token adds it.
+  json cfg = json::parse(forge::testing::read_bytes(model / "tokenizer_config.json"));
+  cfg["chat_template"] =
+      "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}"
+      "{% if m['role'] == 'assistant' %}<|turn_end|>{% else %}<|im_end|>{% endif %}\n{% endfor %}"
+      "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+  write_text(model / "tokenizer_config.json", cfg.dump());
+  r = chat("", {"--verbose"});
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("forge: a reply ends at <|endoftext|> (0), <|im_end|> (2), <|turn_end|> (3)\n"),
+            std::string::npos)
+      << r.out;
+  r = chat("", {"--verbose", "--ignore-eos"});
+  EXPECT_NE(r.out.find("forge: a reply ends at nothing (--ignore-eos)"), std::string::npos) << r.out;
 }
 
 TEST_F(ChatCli, ModelWithoutTemplateSaysSo) {

@@ -10,6 +10,7 @@
 // conversation); at the prompt it ends the program as usual. The "> " prompt goes to stderr,
 // and only when stdin is a terminal, so piped output holds the replies alone.
 // --json prints one JSON object per turn instead of the streamed text.
+// --verbose reports the ids a reply ends at and each turn's prefill counts.
 // --context caps the positions a conversation may use (the KV cache holds
 // them all; a model's own context can be 128K).
 #include <unistd.h>
@@ -115,6 +116,12 @@ void run(const ChatArgs& a) {
   const Tokenizer tok = Tokenizer::from_dir(dir);
   std::unique_ptr<CausalLM> model = load_model(dir, dev);
   if (!a.sampling.ignore_eos) o.stop_ids = chat_stop_ids(*model, tok, tmpl);
+  if (a.verbose) {
+    std::string ends;
+    for (uint32_t id : o.stop_ids)
+      ends += (ends.empty() ? "" : ", ") + tok.decode(std::vector<uint32_t>{id}) + " (" + std::to_string(id) + ")";
+    std::fprintf(stderr, "forge: a reply ends at %s\n", ends.empty() ? "nothing (--ignore-eos)" : ends.c_str());
+  }
   // The positions a conversation may use: the cache holds them all, unless it
   // is a sliding-window ring that wraps.
   Conversation conv(*model, tok, tmpl, a.system, std::min(a.context, model->context_length()));
@@ -207,7 +214,9 @@ void run(const ChatArgs& a) {
 const bool registered = register_command(
     {"chat", "Chat with an instruct model in the terminal (its chat template, streamed replies)", [](CLI::App& sub) {
        static ChatArgs a;
-       sub.add_option("-m,--model", a.model, "Model folder with a tokenizer and a chat template, or a Hugging Face id org/name[@revision]")->required();
+       sub.add_option("-m,--model", a.model,
+                      "Model folder with a tokenizer and a chat template, or a Hugging Face id org/name[@revision]")
+           ->required();
        sub.add_option("--system", a.system, "A system prompt that opens the conversation");
        a.sampling.n = 512;
        add_sampling_options(sub, a.sampling, "Most tokens per reply");
