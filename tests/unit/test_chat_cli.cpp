@@ -311,6 +311,32 @@ TEST_F(ChatCli, RepliesEndAtTheTokenTheTemplateEndsTurnsWith) {
   EXPECT_NE(r.out.find("forge: a reply ends at nothing (--ignore-eos)"), std::string::npos) << r.out;
 }
 
+TEST_F(ChatCli, RenderedTextIsEncodedWithoutAddedSpecialTokens) {
+  // A post-processor that adds a BOS, as Llama tokenizers do (<|im_start|> here).
+  json tj = json::parse(forge::testing::read_bytes(model / "tokenizer.json"));
+  const json bos = {{"SpecialToken", {{"id", "<|im_start|>"}, {"type_id", 0}}}};
+  const json seq = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  tj["post_processor"] = {{"type", "TemplateProcessing"},
+                          {"single", {bos, seq}},
+                          {"pair", {bos, seq, seq}},
+                          {"special_tokens", {{"<|im_start|>", {{"id", "<|im_start|>"}, {"ids", {1}}, {"tokens", {"<|im_start|>"}}}}}}};
+  write_text(model / "tokenizer.json", tj.dump());
+  auto prompt_ids = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"generate", "-m", model.string(), "-n", "1", "--device", "cpu", "--json"});
+    const auto r = run_cli(args, dir.path);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return json_lines(r.out).at(0)["prompt_ids"].get<std::vector<uint32_t>>();
+  };
+  // A plain prompt gets the BOS; the template writes its own, so a chat prompt
+  // starts with it once (transformers' apply_chat_template(tokenize=True)).
+  EXPECT_EQ(prompt_ids({"-p", "Hello"}).at(0), 1u);
+  const auto chat_ids = prompt_ids({"--chat", "-p", "Hello there"});
+  ASSERT_GE(chat_ids.size(), 2u);
+  EXPECT_EQ(chat_ids[0], 1u);
+  EXPECT_NE(chat_ids[1], 1u);
+  EXPECT_EQ(chat_ids, rendered(ojson::array({{{"role", "user"}, {"content", "Hello there"}}})));
+}
+
 TEST_F(ChatCli, ModelWithoutTemplateSaysSo) {
   const auto g = run_cli({"chat", "-m", (fs::path(FORGE_TEST_DATA) / "gpt2-tiny").string(), "--device", "cpu"},
                          dir.path);
