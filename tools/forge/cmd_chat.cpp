@@ -71,7 +71,9 @@ class Conversation {
   std::vector<uint32_t> render_with(const std::string& user) const {
     ojson m = messages_;
     m.push_back({{"role", "user"}, {"content", user}});
-    return encode_rendered(tok_, tmpl_.render(m, /*add_generation_prompt=*/true));
+    std::vector<uint32_t> ids = encode_rendered(tok_, tmpl_.render(m, /*add_generation_prompt=*/true));
+    if (ids.empty()) throw ValueError("[chat] the chat template rendered the conversation as empty text");
+    return ids;
   }
 
   // Keeps the cached ids that `ids` starts with (at least one id is left to
@@ -122,11 +124,11 @@ void run(const ChatArgs& a) {
       ends += (ends.empty() ? "" : ", ") + tok.decode(std::vector<uint32_t>{id}) + " (" + std::to_string(id) + ")";
     std::fprintf(stderr, "forge: a reply ends at %s\n", ends.empty() ? "nothing (--ignore-eos)" : ends.c_str());
   }
-  // The positions a conversation may use: the cache holds them all, unless it
-  // is a sliding-window ring that wraps.
-  Conversation conv(*model, tok, tmpl, a.system, std::min(a.context, model->context_length()));
+  // The positions a conversation may use; the cache holds them all (a
+  // sliding-window model's ring holds the window and wraps).
+  const int64_t ctx = std::min(a.context, model->context_length());
+  Conversation conv(*model, tok, tmpl, a.system, ctx);
   o.cache = &conv.cache();
-  const int64_t ctx = conv.cache().ring ? model->context_length() : conv.cache().capacity;
   const bool tty = ::isatty(0);
   int turn = 0;
 
