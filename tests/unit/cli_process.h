@@ -22,6 +22,7 @@ namespace forge::testing {
 struct CliOptions {
   long long max_file_size = -1;                            // RLIMIT_FSIZE in bytes; -1: none
   std::vector<std::pair<std::string, std::string>> env;    // set in the child
+  std::filesystem::path stdin_file;                        // the child's stdin; empty: inherited
 };
 
 // A running `forge ARGS...`; stdout and stderr go to one file.
@@ -35,6 +36,11 @@ class CliProcess {
       if (fd < 0) ::_exit(120);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
+      if (!o.stdin_file.empty()) {
+        const int in = ::open(o.stdin_file.c_str(), O_RDONLY);
+        if (in < 0) ::_exit(122);
+        ::dup2(in, 0);
+      }
       // One CPU thread: fast on a busy machine, and the same arithmetic in every run.
       ::setenv("OMP_NUM_THREADS", "1", 0);
       for (const auto& [k, v] : o.env) ::setenv(k.c_str(), v.c_str(), 1);
