@@ -8,7 +8,8 @@
 // different summation orders compounding over ten updates).
 //
 // Then the whole backward against central finite differences of the loss on a
-// tiny random model with every bias, GQA and a sliding window.
+// tiny random model with every bias, GQA and a sliding window; gradient
+// accumulation against one batch; a quantized model refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -121,5 +122,28 @@ TEST(LlamaTrainGolden, BackwardMatchesFiniteDifferencesCpu) {
       const double num = (up - down) / (2 * h);
       EXPECT_NEAR(ga[size_t(e)], num, 1e-3 + 0.02 * std::fabs(num)) << named[i].first << "[" << e << "]";
     }
+  }
+}
+
+// Gradient accumulation: the two rows of the batch as two micro-batches give
+// the step of the whole batch (same mean loss, gradient norm and update), up
+// to f32 summation order.
+TEST(LlamaTrainGolden, AccumulationMatchesOneBatchCpu) {
+  Fixture f("qwen2-tiny");
+  const Tensor ids = f.input_ids();  // [2, T]
+  ASSERT_EQ(ids.dim(0), 2);
+  const int64_t T = ids.dim(1);
+  const uint32_t* p = ids.data<uint32_t>();
+  auto row = [&](int64_t b) {
+    Tensor r = Tensor::from_vector(std::vector<uint32_t>(p + b * T, p + (b + 1) * T), {1, T});
+    return TrainBatch{r, gpt2_shifted_targets(r)};
+  };
+  auto whole_model = load_model(f.dir, Device::cpu()), split_model = load_model(f.dir, Device::cpu());
+  LlamaTrainer whole(*whole_model, fixture_config()), split(*split_model, fixture_config());
+  for (int s = 0; s < 3; ++s) {
+    const TrainStepResult a = whole.step({TrainBatch{ids, gpt2_shifted_targets(ids)}});
+    const TrainStepResult b = split.step({row(0), row(1)});
+    EXPECT_NEAR(a.loss, b.loss, 1e-5) << "step " << s;
+    EXPECT_NEAR(a.grad_norm, b.grad_norm, 1e-4 * a.grad_norm) << "step " << s;
   }
 }
