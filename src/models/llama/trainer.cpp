@@ -2,6 +2,7 @@
 // update (forge/train.h) of every parameter by Hugging Face name.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "forge/ops.h"
 #include "forge/train.h"
@@ -38,8 +39,9 @@ const LlamaModel& as_llama(const CausalLM& model) {
 
 }  // namespace
 
-LlamaTrainer::LlamaTrainer(CausalLM& model, TrainConfig config) : impl_(new Impl(as_llama(model), config)) {}
-LlamaTrainer::~LlamaTrainer() { delete impl_; }
+LlamaTrainer::LlamaTrainer(CausalLM& model, TrainConfig config)
+    : impl_(std::make_unique<Impl>(as_llama(model), std::move(config))) {}
+LlamaTrainer::~LlamaTrainer() = default;
 
 int64_t LlamaTrainer::steps_done() const { return impl_->opt.steps_done(); }
 
