@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "forge/gpt2.h"
+#include "forge/train.h"
 
 namespace forge {
 
@@ -106,16 +107,8 @@ float gpt2_eval_loss(const Gpt2& model, const Tensor& ids, const std::vector<int
 
 // ---- Trainer ---------------------------------------------------------------------
 
-// Linear warmup over `warmup` steps to `lr`, then cosine decay to lr * min_ratio
-// at step `total` (constant after). cosine = false: constant lr after warmup.
-struct Gpt2LrSchedule {
-  double lr = 6e-4;
-  int64_t warmup = 0;
-  int64_t total = 0;
-  double min_ratio = 0.1;
-  bool cosine = true;
-  double at(int64_t step) const;  // step 0-based
-};
+// The schedule every trainer shares (forge/train.h).
+using Gpt2LrSchedule = LrSchedule;
 
 struct Gpt2TrainConfig {
   Gpt2LrSchedule schedule;

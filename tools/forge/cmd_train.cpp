@@ -4,6 +4,7 @@
 //
 //   forge train --data a.txt notes/ --preset tiny --tokenizer bytes --out run/ --steps 200
 //   forge train --out run/ --resume            (after Ctrl-C: continues with the run's settings)
+//   forge train --model DIR --fixed-batch IN.safetensors --steps 10 --json   (any family; train_fixed.cpp)
 //
 // The text is tokenized once into OUT/tokens.bin; the last --val-fraction of
 // it is held out for validation. Each step draws --batch random windows of
@@ -361,7 +362,7 @@ void add_options(CLI::App& sub, TrainArgs& a) {
 }
 
 const bool registered = register_command(
-    {"train", "Train a GPT-2 on text files (or on one fixed batch for parity checks)", [](CLI::App& sub) {
+    {"train", "Train a GPT-2 on text files, or any family (GPT-2, Llama, Qwen2, Mistral) on one fixed batch", [](CLI::App& sub) {
        static TrainArgs a;
        add_options(sub, a);
        sub.callback([&sub] {

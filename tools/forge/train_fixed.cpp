@@ -1,12 +1,19 @@
 // forge train --fixed-batch IN.safetensors (parity mode): trains on IN's
 // input_ids every step (HF labels: ids shifted inside, B * (T - 1) positions)
 // and prints {"losses": [...], "grad_norm0": x} as the last line of stdout.
+// GPT-2 folders train with Gpt2Trainer (--out gets a checkpoint with optimizer
+// state); Llama-family folders (llama, qwen2, mistral; dense weights, bf16
+// trained in f32) with LlamaTrainer, and --out gets the trained model in the
+// Hugging Face layout: config.json and model.safetensors (f32, same names).
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
 #include "devices.h"
+#include "forge/model.h"
 #include "forge/safetensors.h"
+#include "forge/train.h"
 #include "train_checkpoint.h"
 #include "train_settings.h"
 
@@ -31,11 +38,50 @@ Tensor read_fixed_ids(const std::string& path, int64_t vocab) {
   return Tensor::from_vector(ids, v.shape());
 }
 
+// DIR/config.json (the source's, dtype float32) and DIR/model.safetensors.
+void write_hf_model(const std::filesystem::path& dir, const std::filesystem::path& source_config,
+                    const std::vector<HostTensor>& weights) {
+  std::ifstream in(source_config);
+  nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
+  if (config.is_discarded()) throw IoError("[train] cannot read '" + source_config.string() + "'");
+  for (const char* key : {"dtype", "torch_dtype"})
+    if (config.contains(key)) config[key] = "float32";
+  std::filesystem::create_directories(dir);
+  std::vector<TensorToWrite> tensors;
+  for (const HostTensor& t : weights)
+    tensors.push_back({t.name, StDType::F32, t.shape, std::as_bytes(std::span(t.values))});
+  write_safetensors(dir / "model.safetensors", tensors, {{"format", "pt"}});
+  std::ofstream out(dir / "config.json");
+  out << config.dump(1) << "\n";
+  if (!out) throw IoError("[train] cannot write '" + (dir / "config.json").string() + "'");
+}
+
+void run_fixed_llama(const TrainArgs& a, const Device& dev) {
+  auto model = load_model(a.model, dev);
+  const Tensor ids = read_fixed_ids(a.fixed_batch, model->vocab_size());
+  const Gpt2TrainConfig g = make_train_config(a, true);  // the same flags, the same schedule
+  TrainConfig c;
+  c.optimizer = {g.schedule, g.beta1, g.beta2, g.eps, g.weight_decay, g.decays, g.grad_clip};
+  LlamaTrainer trainer(*model, c);
+  const TrainBatch mb{ids, gpt2_shifted_targets(ids)};
+  nlohmann::json losses = nlohmann::json::array();
+  double grad_norm0 = 0;
+  for (int64_t s = 0; s < a.steps; ++s) {
+    const TrainStepResult r = trainer.step({mb});
+    if (s == 0) grad_norm0 = r.grad_norm;
+    losses.push_back(r.loss);
+    std::fprintf(stderr, "step %lld loss %.6f grad_norm %.6f\n", (long long)s, r.loss, r.grad_norm);
+  }
+  if (!a.out.empty()) write_hf_model(a.out, std::filesystem::path(a.model) / "config.json", trainer.host_weights());
+  std::printf("%s\n", nlohmann::json{{"losses", losses}, {"grad_norm0", grad_norm0}}.dump().c_str());
+}
+
 }  // namespace
 
 void run_fixed_batch(const TrainArgs& a) {
   if (a.model.empty()) throw UsageError("--fixed-batch needs --model DIR");
   const Device dev = resolve_devices(a.device)[0];
+  if (load_config(check_model_dir(a.model)).arch != Arch::Gpt2) return run_fixed_llama(a, dev);
   Gpt2 model = Gpt2::load(check_model_dir(a.model), dev);
   const Tensor ids = read_fixed_ids(a.fixed_batch, model.config().vocab_size);
   Gpt2Trainer trainer(model, make_train_config(a, true));

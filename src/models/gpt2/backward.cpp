@@ -13,28 +13,25 @@
 // tests. The cost is that a change to the forward must be mirrored here; the
 // golden test against the reference gradients catches a mismatch.
 //
-// The LM head and cross-entropy run over row blocks of the positions so the
-// [N, V] logits, probabilities and their gradient never exist for all N rows
-// at once (GPT-2 124M at B8 x T1024 would need 1.6 GB for each) and no
-// WebGPU binding exceeds the device limit.
+// The LM head and cross-entropy run over row blocks of the positions
+// (models/common/train_head.h).
 #include <algorithm>
 #include <cmath>
 
 #include "forge/gpt2_train.h"
-#include "gpu/runtime.h"
+#include "models/common/train_head.h"
 #include "models/gpt2/train_util.h"
 
 namespace forge {
 
 namespace {
 
+using models::lm_head_nll;
+using models::scatter_add_rows_chunked;
+
 Tensor maybe_dropout(const Tensor& x, float p, uint64_t seed) { return p > 0 ? dropout(x, p, seed) : x; }
 
-// slot += g, or slot = g when slot holds no gradient yet.
-void acc(Tensor& slot, const Tensor& g) {
-  if (!slot.defined()) slot = g;
-  else gradient_accumulate(slot, g);
-}
+void acc(Tensor& slot, const Tensor& g) { models::accumulate_grad(slot, g); }
 
 MatmulOptions ta() {
   MatmulOptions o;
@@ -42,105 +39,20 @@ MatmulOptions ta() {
   return o;
 }
 
-// The embedding backward into a row-chunked table: dst[c] += the rows of
-// src [N, C] whose id falls in chunk c (rows [c * chunk_rows, ...)), as
-// scatter_add_rows does for a whole table. ids [B, T] u32 on the CPU.
-void scatter_add_rows_chunked(std::vector<Tensor>& dst, int64_t chunk_rows, const Tensor& ids, const Tensor& src) {
-  if (dst.size() == 1) {
-    scatter_add_rows(dst[0], ids, src);
-    return;
-  }
-  const int64_t C = src.dim(-1), n = ids.numel();
-  const uint32_t* id = ids.data<uint32_t>();
-  for (size_t c = 0; c < dst.size(); ++c) {
-    const int64_t lo = int64_t(c) * chunk_rows, hi = lo + dst[c].dim(0);
-    std::vector<uint32_t> rows, local;
-    for (int64_t i = 0; i < n; ++i) {
-      if (int64_t(id[i]) < lo || int64_t(id[i]) >= hi) continue;
-      rows.push_back(uint32_t(i));
-      local.push_back(uint32_t(id[i] - lo));
-    }
-    if (rows.empty()) continue;
-    const int64_t r = int64_t(rows.size());
-    Tensor picked = embedding(Tensor::from_vector(rows, {r}), src.reshape({n, C}));  // [r, C]
-    scatter_add_rows(dst[c], Tensor::from_vector(local, {r}), picked);
-  }
-}
 MatmulOptions tb() {
   MatmulOptions o;
   o.transpose_b = true;
   return o;
 }
 
-// Rows per LM-head block: the [rows, V] logits stay within one binding on
-// WebGPU and 256 MiB on the CPU; blocks other than the whole set are a
-// multiple of 64 rows so their offsets meet WebGPU's alignment.
-int64_t head_block_rows(const Device& dev, int64_t rows, int64_t V, int64_t asked) {
-  if (asked > 0) return asked >= rows ? rows : (asked + 63) / 64 * 64;
-  uint64_t limit = uint64_t(256) << 20;
-  if (dev.is_webgpu()) limit = std::min<uint64_t>(limit, dev.runtime().binding_limit());
-  const int64_t fit = int64_t(limit / (uint64_t(V) * 4));
-  if (fit >= rows) return rows;
-  return std::max<int64_t>(64, fit / 64 * 64);
-}
-
 // The LM head and cross-entropy over the rows of lnf [N, C] that have a
-// target. Returns the NLL sum [1]; with `grads`, also adds grad_scale times
-// its gradient into grads->g.wte (chunked as the model's wte) and returns
-// dlnf [N, C] through *dlnf.
+// target (the tied wte as the output table). Returns the NLL sum [1]; with
+// `grads`, also adds grad_scale times its gradient into grads->g.wte and
+// returns dlnf [N, C] through *dlnf.
 Tensor head(const Gpt2& model, const Tensor& lnf, const std::vector<int32_t>& targets, float grad_scale,
             Gpt2Grads* grads, Tensor* dlnf, int64_t head_rows) {
-  const std::vector<Tensor>& wte = model.weights().wte;
-  const Device& dev = model.device();
-  const int64_t N = lnf.dim(0), C = lnf.dim(1), V = model.config().vocab_size;
-  if (int64_t(targets.size()) != N)
-    throw ShapeError("[gpt2_train] " + std::to_string(targets.size()) + " targets for " + std::to_string(N) +
-                     " positions");
-  std::vector<uint32_t> rows;
-  std::vector<int32_t> tgt;
-  for (int64_t i = 0; i < N; ++i) {
-    const int32_t t = targets[size_t(i)];
-    if (t < 0) continue;
-    if (t >= V)
-      throw ValueError("[gpt2_train] target " + std::to_string(t) + " at position " + std::to_string(i) +
-                       " is out of range for vocab size " + std::to_string(V));
-    rows.push_back(uint32_t(i));
-    tgt.push_back(t);
-  }
-  const int64_t R = int64_t(rows.size());
-  if (R == 0) throw ValueError("[gpt2_train] no position has a target");
-  const bool all = R == N;
-  Tensor row_ids = Tensor::from_vector(rows, {R});
-  Tensor sel = all ? lnf : embedding(row_ids, lnf);  // [R, C]
-
-  const int64_t blk = std::min(R, head_block_rows(dev, R, V, head_rows));
-  Tensor loss, dsel;
-  if (grads && blk < R) dsel = Tensor::zeros({R, C}, DType::F32, dev);
-  for (int64_t r0 = 0; r0 < R; r0 += blk) {
-    const int64_t r1 = std::min(R, r0 + blk), n = r1 - r0;
-    Tensor x = blk < R ? sel.slice_rows(r0, r1) : sel;  // [n, C]
-    Tensor t = Tensor::from_vector(std::vector<int32_t>(tgt.begin() + r0, tgt.begin() + r1), {n});
-    Tensor probs = softmax(matmul_chunked_transb(x, wte));  // [n, V]
-    Tensor s = sum_rows(gather_nll(probs, t).reshape({n, 1}));  // [1]
-    loss = loss.defined() ? add(loss, s) : s;
-    if (!grads) continue;
-    Tensor dlogits = ce_bwd(probs, t, grad_scale);  // [n, V]
-    ChunkedTransbGrads hg = matmul_chunked_transb_backward(dlogits, x, wte);
-    grads->g.wte.resize(wte.size());
-    for (size_t c = 0; c < wte.size(); ++c) acc(grads->g.wte[c], hg.dchunks[c]);  // [rows_c, C]
-    Tensor dx = hg.da;  // [n, C]
-    if (blk < R) copy_tensor(dx, dsel, r0 * C);
-    else dsel = dx;
-  }
-  if (grads) {
-    if (all) {
-      *dlnf = dsel;
-    } else {
-      *dlnf = Tensor::zeros({N, C}, DType::F32, dev);
-      scatter_add_rows(*dlnf, row_ids, dsel);
-    }
-  }
-  return loss;
+  return lm_head_nll(model.weights().wte, model.config().vocab_size, lnf, targets, grad_scale,
+                     grads ? &grads->g.wte : nullptr, dlnf, head_rows, "[gpt2_train]");
 }
 
 // One block's backward: dx [B, T, C] is the gradient of its output; returns

@@ -40,15 +40,6 @@ std::vector<std::pair<std::string, Tensor*>> gpt2_named_params(Gpt2Weights& w) {
 
 bool gpt2_decay_matrices(const std::string&, const Shape& shape) { return shape.size() >= 2; }
 
-double Gpt2LrSchedule::at(int64_t step) const {
-  if (warmup > 0 && step < warmup) return lr * double(step + 1) / double(warmup);
-  if (!cosine || total <= warmup) return lr;
-  const double min_lr = lr * min_ratio;
-  if (step >= total) return min_lr;
-  const double progress = double(step - warmup) / double(total - warmup);
-  return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(std::numbers::pi * progress));
-}
-
 Gpt2Trainer::Gpt2Trainer(const Gpt2& model, Gpt2TrainConfig config) : model_(model), config_(std::move(config)) {
   w_ = model.weights();  // handles sharing the model's storage
   m_ = w_;

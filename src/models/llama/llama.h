@@ -32,6 +32,13 @@ class LlamaModel : public CausalLM {
   LlamaModel(const ModelConfig& config, const TensorSource& src, const std::string& prefix, const Device& device);
 
   const LlamaConfig& config() const { return c_; }
+  // What training reads (models/llama/train.h): handles sharing the storage.
+  const std::vector<LlamaLayer>& layers() const { return layers_; }
+  const Embedding& embed() const { return embed_; }
+  const Embedding& lm_head() const { return lm_head_; }  // untied only
+  const Tensor& final_norm() const { return norm_; }
+  bool tied() const { return tied_; }
+  const std::vector<float>& inv_freq() const { return inv_freq_; }
 
   Tensor forward(const Tensor& ids, std::vector<Tensor>* hidden = nullptr) const override;
   KvCache new_cache(int64_t batch, int64_t capacity = 0) const override;

@@ -1,0 +1,83 @@
+// The Llama-family backward pass, one explicit step per forward stage in
+// reverse (see models/llama/train.h). Linear y = x W^T + b: dW = dy^T x,
+// db = sum_rows(dy), dx = dy W.
+#include "forge/ops.h"
+#include "models/common/train_head.h"
+#include "models/llama/train.h"
+
+namespace forge::models {
+
+namespace {
+
+// The gradients of a Linear from its input x [N, in] and output gradient
+// dy [N, out] into g; returns dx [N, in].
+Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Linear& g) {
+  accumulate_grad(g.w, matmul_tn(dy, x));  // [out, in]
+  if (lin.bias.defined()) accumulate_grad(g.bias, sum_rows(dy));
+  return matmul_nn(dy, lin.w);
+}
+
+// One block's backward: dx [B, T, H] is the gradient of its output; returns
+// the gradient of its input.
+Tensor block_backward(const LlamaConfig& c, int64_t l, const LlamaLayer& y, const LlamaBlockActs& s,
+                      const Tensor& rope_tab, const Tensor& dx, LlamaLayer& g) {
+  const int64_t B = dx.dim(0), T = dx.dim(1), H = c.hidden_size, hd = c.head_dim, N = B * T;
+  const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
+  const float eps = float(c.rms_norm_eps);
+
+  // MLP: x' = x1 + down(silu(gate(n)) * up(n)), n = post_norm(x1)
+  Tensor dm = linear_backward(y.down, s.m, dx.reshape({N, H}), g.down);  // [N, I]
+  SiluGateGrads sg = silu_gate_fused_backward(s.g, s.u, dm);
+  Tensor dn = add(linear_backward(y.gate, s.n, sg.grad_up, g.gate), linear_backward(y.up, s.n, sg.grad_gate, g.up));
+  RmsNormGrads r2 = rms_norm_bwd(s.x1, y.post_norm, dn.reshape({B, T, H}), eps);
+  accumulate_grad(g.post_norm, r2.dweight);
+  Tensor dx1 = add(dx, r2.dx);  // [B, T, H]
+
+  // Attention: x1 = x_in + o(attention(rope(q(h)), rope(k(h)), v(h))), h = input_norm(x_in)
+  Tensor da = linear_backward(y.o, s.att.reshape({N, nh * hd}), dx1.reshape({N, H}), g.o);  // [N, nh * hd]
+  AttentionOptions o;
+  o.causal = true;
+  o.window = c.window(l);
+  AttentionGrads ag = flash_attention_v2_backward(s.q, s.k, s.v, s.att, da.reshape({B, T, nh, hd}), o, nullptr, &s.lse);
+  rope_backward(ag.grad_q, hd, rope_tab);
+  rope_backward(ag.grad_k, hd, rope_tab);
+  Tensor dh = linear_backward(y.q, s.h, ag.grad_q.reshape({N, nh * hd}), g.q);
+  dh = add(dh, linear_backward(y.k, s.h, ag.grad_k.reshape({N, nkv * hd}), g.k));
+  dh = add(dh, linear_backward(y.v, s.h, ag.grad_v.reshape({N, nkv * hd}), g.v));
+  RmsNormGrads r1 = rms_norm_bwd(s.x_in, y.input_norm, dh.reshape({B, T, H}), eps);
+  accumulate_grad(g.input_norm, r1.dweight);
+  return add(dx1, r1.dx);
+}
+
+}  // namespace
+
+Tensor llama_backward(const LlamaModel& model, const LlamaActs& a, const std::vector<int32_t>& targets,
+                      float grad_scale, LlamaParams* grads, int64_t head_rows) {
+  const LlamaConfig& c = model.config();
+  const int64_t B = a.B, T = a.T, H = c.hidden_size;
+  const std::vector<Tensor>& table = model.tied() ? model.embed().chunks : model.lm_head().chunks;
+  if (!grads) return lm_head_nll(table, c.vocab_size, a.lnf, targets, 0.0f, nullptr, nullptr, head_rows, "[llama_train]");
+
+  LlamaParams& g = *grads;
+  if (g.layers.empty()) g.layers.resize(size_t(c.num_hidden_layers));
+  Tensor dlnf;
+  Tensor loss = lm_head_nll(table, c.vocab_size, a.lnf, targets, grad_scale, model.tied() ? &g.embed : &g.lm_head,
+                            &dlnf, head_rows, "[llama_train]");
+  RmsNormGrads rf = rms_norm_bwd(a.x_out, model.final_norm(), dlnf.reshape({B, T, H}), float(c.rms_norm_eps));
+  accumulate_grad(g.norm, rf.dweight);
+  Tensor dx = rf.dx;  // [B, T, H]
+  for (int64_t l = c.num_hidden_layers - 1; l >= 0; --l)
+    dx = block_backward(c, l, model.layers()[size_t(l)], a.h[size_t(l)], a.rope, dx, g.layers[size_t(l)]);
+
+  // Embedding: x0 = embed[ids].
+  const Embedding& e = model.embed();
+  if (g.embed.size() != e.chunks.size()) {
+    g.embed.resize(e.chunks.size());
+    for (size_t i = 0; i < e.chunks.size(); ++i)
+      if (!g.embed[i].defined()) g.embed[i] = Tensor::zeros(e.chunks[i].shape(), DType::F32, model.device());
+  }
+  scatter_add_rows_chunked(g.embed, e.chunk_rows, a.ids, dx);  // dx [B, T, H]
+  return loss;
+}
+
+}  // namespace forge::models

@@ -1,0 +1,113 @@
+// The Llama-family forward pass for training: LlamaModel::layer's ops in the
+// same order (so losses match inference), keeping what the backward reads;
+// attention through flash_attention_v2_lse so the backward reuses the
+// log-sum-exp. Also the parameter lists the trainer works over.
+#include "forge/ops.h"
+#include "models/llama/train.h"
+
+namespace forge::models {
+
+namespace {
+
+std::string S(int64_t v) { return std::to_string(v); }
+
+Tensor ids_u32_cpu(const Tensor& ids_in) {
+  Tensor ids = ids_as_batch(ids_in, "llama_train");
+  Tensor h = ids.device().is_cpu() ? ids : ids.to(Device::cpu());
+  if (h.dtype() == DType::U32) return h;
+  if (h.dtype() != DType::I32) throw DTypeError("[llama_train] ids must be u32 or i32, got " + ids.describe());
+  std::vector<uint32_t> v(size_t(h.numel()));
+  const int32_t* p = h.data<int32_t>();
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (p[i] < 0) throw ValueError("[llama_train] negative id " + S(p[i]) + " at " + S(int64_t(i)));
+    v[i] = uint32_t(p[i]);
+  }
+  return Tensor::from_vector(v, h.shape());
+}
+
+}  // namespace
+
+LlamaParams llama_params(const LlamaModel& model) {
+  if (model.embed().is_quantized() || model.layers().front().q.quant)
+    throw ValueError("[llama_train] full fine-tuning needs dense weights; this model is quantized (" +
+                     model.info().weights + ")");
+  LlamaParams p;
+  p.embed = model.embed().chunks;
+  p.layers = model.layers();
+  p.norm = model.final_norm();
+  if (!model.tied()) p.lm_head = model.lm_head().chunks;
+  return p;
+}
+
+std::vector<std::pair<std::string, Tensor*>> llama_named(LlamaParams& p, const LlamaConfig& c, bool tied) {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  for (Tensor& chunk : p.embed) out.push_back({"model.embed_tokens.weight", &chunk});
+  for (size_t l = 0; l < p.layers.size(); ++l) {
+    const std::string pre = "model.layers." + std::to_string(l) + ".";
+    LlamaLayer& y = p.layers[l];
+    out.push_back({pre + "input_layernorm.weight", &y.input_norm});
+    auto linear = [&](const std::string& name, Linear& lin, bool bias) {
+      out.push_back({pre + name + ".weight", &lin.w});
+      if (bias) out.push_back({pre + name + ".bias", &lin.bias});
+    };
+    linear("self_attn.q_proj", y.q, c.has_bias_q());
+    linear("self_attn.k_proj", y.k, c.has_bias_q());
+    linear("self_attn.v_proj", y.v, c.has_bias_q());
+    linear("self_attn.o_proj", y.o, c.attention_bias);
+    out.push_back({pre + "post_attention_layernorm.weight", &y.post_norm});
+    linear("mlp.gate_proj", y.gate, c.mlp_bias);
+    linear("mlp.up_proj", y.up, c.mlp_bias);
+    linear("mlp.down_proj", y.down, c.mlp_bias);
+  }
+  out.push_back({"model.norm.weight", &p.norm});
+  if (!tied)
+    for (Tensor& chunk : p.lm_head) out.push_back({"lm_head.weight", &chunk});
+  return out;
+}
+
+LlamaActs llama_forward_train(const LlamaModel& model, const Tensor& ids_in) {
+  const LlamaConfig& c = model.config();
+  LlamaActs a;
+  a.ids = ids_u32_cpu(ids_in);
+  a.B = a.ids.dim(0);
+  a.T = a.ids.dim(1);
+  const int64_t B = a.B, T = a.T, H = c.hidden_size, hd = c.head_dim, N = B * T;
+  const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
+  if (T < 1 || T > c.max_position_embeddings)
+    throw ValueError("[llama_train] sequence length " + S(T) + " must lie in 1.." + S(c.max_position_embeddings) +
+                     " (max_position_embeddings)");
+  const float eps = float(c.rms_norm_eps);
+  a.rope = rope_table(model.inv_freq(), 0, T, model.device());
+  Tensor x = model.embed().lookup(a.ids);  // [B, T, H]
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const LlamaLayer& y = model.layers()[size_t(l)];
+    LlamaBlockActs s;
+    s.x_in = x;
+    s.h = rms_norm(x, y.input_norm, eps).reshape({N, H});
+    s.q = y.q(s.h).reshape({B, T, nh, hd});
+    s.k = y.k(s.h).reshape({B, T, nkv, hd});
+    s.v = y.v(s.h).reshape({B, T, nkv, hd});
+    rope(s.q, hd, a.rope);
+    rope(s.k, hd, a.rope);
+    AttentionOptions o;
+    o.causal = true;
+    o.window = c.window(l);
+    AttentionForward f = flash_attention_v2_lse(s.q, s.k, s.v, o);
+    s.att = f.out;
+    s.lse = f.lse;
+    RmsNormResidual r =
+        rms_norm_residual(y.o(s.att.reshape({N, nh * hd})).reshape({B, T, H}), x, y.post_norm, eps);
+    s.x1 = r.sum;
+    s.n = r.out.reshape({N, H});
+    s.g = y.gate(s.n);
+    s.u = y.up(s.n);
+    s.m = silu_gate_fused(s.g, s.u);
+    x = add(s.x1, y.down(s.m).reshape({B, T, H}));
+    a.h.push_back(std::move(s));
+  }
+  a.x_out = x;
+  a.lnf = rms_norm(x, model.final_norm(), eps).reshape({N, H});
+  return a;
+}
+
+}  // namespace forge::models
