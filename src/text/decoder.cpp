@@ -3,16 +3,12 @@
 #include <charconv>
 
 #include "text/byte_level.h"
+#include "text/overloaded.h"
 #include "text/utf8.h"
 
 namespace forge::text {
 
 namespace {
-
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
 
 // The byte a "<0xXX>" token stands for, or -1.
 int fallback_byte(const std::string& t) {

@@ -1,15 +1,11 @@
 #include "text/normalizer.h"
 
+#include "text/overloaded.h"
 #include "text/utf8.h"
 
 namespace forge::text {
 
 namespace {
-
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
 
 std::string strip(std::string_view s, const Strip& how) {
   std::size_t begin = 0, end = s.size();
