@@ -19,6 +19,8 @@ if(FORGE_FUZZ)
          ${CMAKE_SOURCE_DIR}/src/io/*.h ${CMAKE_SOURCE_DIR}/src/text/*.h ${CMAKE_SOURCE_DIR}/src/core/*.h
          ${CMAKE_SOURCE_DIR}/tools/forge/train_data.h)
 
+    # The tokenizer's regex engine and Unicode tables, for targets that link src/text.
+    set(FORGE_FUZZ_LIBS ${ONIG_LDFLAGS} ${ICU_LDFLAGS})
     # forge_fuzz_target(NAME CORPUS DICT SOURCES...): DICT may be "".
     function(forge_fuzz_target name corpus dict)
       set(bin ${CMAKE_CURRENT_BINARY_DIR}/fuzz/${name})
@@ -28,7 +30,7 @@ if(FORGE_FUZZ)
                 -fno-sanitize-recover=undefined -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_SOURCE_DIR}/src
                 -I${CMAKE_SOURCE_DIR}/tools/forge
                 "$<$<BOOL:${FORGE_FUZZ_JSON_INCLUDES}>:-I$<JOIN:${FORGE_FUZZ_JSON_INCLUDES},;-I>>"
-                ${ARGN} -o ${bin}
+                ${ARGN} ${FORGE_FUZZ_LIBS} -o ${bin}
         DEPENDS ${ARGN} ${FORGE_FUZZ_ALL_HEADERS}
         COMMAND_EXPAND_LISTS
         COMMENT "Building libFuzzer target ${name} with ${FORGE_FUZZ_CXX}")
@@ -57,7 +59,7 @@ if(FORGE_FUZZ)
                       ${S}/io/config_reader.cpp ${S}/io/json_strict.cpp ${S}/io/weight_layout.cpp)
     # Token files and training text: the readers, the byte tokenizer and the
     # window sampler (host tensors only; the BPE code links but is not driven).
-    file(GLOB FORGE_FUZZ_TEXT CONFIGURE_DEPENDS ${S}/text/*.cpp)
+    file(GLOB_RECURSE FORGE_FUZZ_TEXT CONFIGURE_DEPENDS ${S}/text/*.cpp)
     forge_fuzz_target(fuzz_train_data ${F}/corpus_train_data ""
                       ${F}/fuzz_train_data.cpp ${CMAKE_SOURCE_DIR}/tools/forge/train_data.cpp ${FORGE_FUZZ_CORE}
                       ${S}/core/tensor.cpp ${S}/core/device.cpp ${S}/core/host_heap.cpp ${FORGE_FUZZ_TEXT})
