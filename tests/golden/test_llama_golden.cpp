@@ -66,7 +66,7 @@ TEST(LlamaGolden, ForwardCpu) {
   for (const char* name : kFixtures) check_forward(Fixture(name), Device::cpu(), kCpuTol);
 }
 
-TEST(LlamaGolden, ForwardWebGPU) {
+TEST(LlamaGolden, ForwardWebGpu) {
   for (const char* name : kFixtures) check_forward(Fixture(name), gpu_device(), kGpuTol);
 }
 
@@ -75,7 +75,7 @@ TEST(LlamaGolden, GreedyCpu) {
     for (bool cache : {true, false}) check_greedy(Fixture(name), Device::cpu(), cache);
 }
 
-TEST(LlamaGolden, GreedyWebGPU) {
+TEST(LlamaGolden, GreedyWebGpu) {
   for (const char* name : kFixtures)
     for (bool cache : {true, false}) check_greedy(Fixture(name), gpu_device(), cache);
 }
@@ -86,7 +86,7 @@ TEST(LlamaGolden, GreedyWebGPU) {
 // the logits of the uncached forward at every position they are asked for.
 TEST(LlamaGolden, SlidingWindowCaches) {
   Fixture fx("mistral-tiny");
-  for (const Device& dev : {Device::cpu(), gpu_device()}) {
+  for (const Device& dev : forge::testing::test_devices()) {
     const double atol = dev.is_cpu() ? 1e-4 : 1e-3;
     auto model = load_model(fx.dir, dev);
     const std::vector<uint32_t> ids = fx.ids("input_ids");
@@ -124,7 +124,7 @@ TEST(LlamaGolden, SlidingWindowCaches) {
 // the uncached forward of the batch (Qwen2's fixture input is [2, 16]).
 TEST(LlamaGolden, BatchedCache) {
   Fixture fx("qwen2-tiny");
-  for (const Device& dev : {Device::cpu(), gpu_device()}) {
+  for (const Device& dev : forge::testing::test_devices()) {
     auto model = load_model(fx.dir, dev);
     Tensor ids = fx.input_ids();
     const int64_t B = ids.dim(0), T = ids.dim(1), V = model->vocab_size();

@@ -22,6 +22,16 @@ inline const Device& gpu_device() {
   return d;
 }
 
+// The devices a test that runs on every backend loops over: the CPU, and the
+// WebGPU device when forge is built with it (the cpu-only preset is not).
+inline std::vector<Device> test_devices() {
+#ifdef FORGE_HAVE_WEBGPU
+  return {Device::cpu(), gpu_device()};
+#else
+  return {Device::cpu()};
+#endif
+}
+
 // Restores the device's real binding limit when a test ends, even on failure.
 struct LoweredBindingLimit {
   explicit LoweredBindingLimit(uint64_t bytes) { gpu_device().runtime().set_binding_limit_for_testing(bytes); }

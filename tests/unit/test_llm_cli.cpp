@@ -62,7 +62,7 @@ TEST(LlmCli, EvalAndGenerateCpu) {
     check_fixture(name, "cpu");
 }
 
-TEST(LlmCli, EvalAndGenerateWebGPU) {
+TEST(LlmCli, EvalAndGenerateWebGpu) {
   for (const char* name : {"mistral-tiny", "llama-tiny-mlx4"}) check_fixture(name, "webgpu");
 }
 

@@ -107,7 +107,7 @@ TEST_P(QuantizeFolder, CommandWritesLoadableFolder) {
   Tensor ids = Tensor::from_vector(std::vector<uint32_t>{3, 17, 400, 999, 5, 6, 7, 8}, {1, 8});
   std::vector<float> want = dense->forward(ids).to_f32();
   std::vector<float> got_cpu;
-  for (const Device& dev : {Device::cpu(), forge::testing::gpu_device()}) {
+  for (const Device& dev : forge::testing::test_devices()) {
     auto q = load_model(out, dev);
     EXPECT_NE(q->info().weights.find("mlx q4"), std::string::npos) << q->info().weights;
     EXPECT_LT(q->info().device_bytes, dense->info().device_bytes / 3);
