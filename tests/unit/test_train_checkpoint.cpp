@@ -86,3 +86,42 @@ TEST(TrainCheckpoint, DecayPolicyAndErrors) {
   EXPECT_THROW(trainer.step({{ids, std::vector<int32_t>(32, 1000)}}), ValueError); // target >= V
   EXPECT_THROW(read_gpt2_train_state("/nonexistent/forge", trainer), IoError);
 }
+
+// Optimizer state whose step metadata is not a count is a forge IoError that
+// names it (std::stoll used to escape as std::invalid_argument).
+TEST(TrainCheckpoint, BadStepMetadataIsAnIoError) {
+  const auto dir = std::filesystem::temp_directory_path() / ("forge_train_step_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  Gpt2 model = Gpt2::load(kDir, Device::cpu());
+  Gpt2Trainer trainer(model, Gpt2TrainConfig{});
+  write_gpt2_train_state(dir, trainer);
+  // Same tensors, the step replaced.
+  SafetensorsFile f = SafetensorsFile::open(dir / "optimizer.safetensors");
+  std::vector<std::vector<std::byte>> keep;
+  keep.reserve(f.tensors().size());  // the spans below point into these
+  std::vector<TensorToWrite> tensors;
+  for (const TensorInfo& info : f.tensors()) {
+    TensorView v = f.view(info);
+    keep.emplace_back(v.bytes.begin(), v.bytes.end());
+    tensors.push_back({info.name, info.dtype, info.shape, keep.back()});
+  }
+  auto meta = f.metadata();
+  for (const char* bad : {"abc", "-3", "12x"}) {
+    meta["step"] = bad;
+    write_safetensors(dir / "optimizer.safetensors", tensors, meta);
+    try {
+      read_gpt2_train_state(dir, trainer);
+      ADD_FAILURE() << "no error for step '" << bad << "'";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("step '") + bad + "'"), std::string::npos) << e.what();
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A config with zero heads is refused before any division by it.
+TEST(TrainCheckpoint, ZeroHeadConfigIsRefused) {
+  Gpt2Config c = gpt2_preset("tiny");
+  c.n_head = 0;
+  EXPECT_THROW(Gpt2::random(c, 1, Device::cpu()), Error);
+}

@@ -122,6 +122,7 @@ Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device) {
 }
 
 Gpt2 Gpt2::from_host(const Gpt2Config& c, const std::vector<Gpt2HostTensor>& tensors, const Device& device) {
+  validate(c, "the config given to Gpt2::from_host");  // zero heads or sizes: an error, not a division by zero
   std::unordered_map<std::string, const Gpt2HostTensor*> by_name;
   for (const auto& t : tensors) by_name[t.name] = &t;
   Gpt2 m(c, device);

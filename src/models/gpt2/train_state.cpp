@@ -2,6 +2,7 @@
 // holds the AdamW moments m.<name>, v.<name> (f32) and, as metadata, the step
 // count, the trainer's seed and whatever the caller adds (the data sampler's
 // state). Written to a temporary file and renamed (write_safetensors).
+#include <charconv>
 #include "forge/gpt2_train.h"
 #include "forge/safetensors.h"
 
@@ -36,7 +37,12 @@ std::map<std::string, std::string> read_gpt2_train_state(const std::filesystem::
   std::map<std::string, std::string> meta = f.metadata();
   auto it = meta.find("step");
   if (it == meta.end()) throw IoError("[gpt2_train] " + path.string() + " has no 'step' in its metadata");
-  trainer.load_state(state, std::stoll(it->second));
+  int64_t step = 0;
+  const std::string& text = it->second;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), step);
+  if (ec != std::errc() || end != text.data() + text.size() || step < 0)
+    throw IoError("[gpt2_train] " + path.string() + " has step '" + text + "' in its metadata, not a step count");
+  trainer.load_state(state, step);
   return meta;
 }
 
