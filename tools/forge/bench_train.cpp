@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -69,6 +70,24 @@ double step_bytes(const Gpt2Config& c, int64_t B, int64_t T) {
   return 4 * (L * (16 * N * C + att) + 4 * params + 3 * att + 3 * 1335 * double(c.vocab_size));
 }
 
+// One warm-up step (pipelines, allocations), then `steps` timed ones, each
+// ending with the read back of loss and norm: mean and best step time and
+// tokens/s into j.
+void time_steps(nlohmann::json& j, int64_t tokens, int steps, const std::function<void()>& step) {
+  step();
+  double best = 1e30, total = 0;
+  for (int s = 0; s < steps; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step();
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::min(best, dt);
+    total += dt;
+  }
+  j["step_s"] = total / steps;
+  j["best_step_s"] = best;
+  j["tokens_per_s"] = double(tokens) / (total / steps);
+}
+
 nlohmann::json bench_shape(Gpt2& model, int64_t B, int64_t T, int steps) {
   nlohmann::json j = {{"batch", B}, {"seq", T}};
   const double need = step_bytes(model.config(), B, T), have = available_bytes();
@@ -86,18 +105,7 @@ nlohmann::json bench_shape(Gpt2& model, int64_t B, int64_t T, int steps) {
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = uint32_t((i * 7919 + 13) % uint64_t(model.config().vocab_size));
   const Tensor t = Tensor::from_vector(ids, {B, T});
   const Gpt2MicroBatch mb{t, gpt2_shifted_targets(t)};
-  trainer.step({mb});  // warm-up: pipelines, allocations
-  double best = 1e30, total = 0;
-  for (int s = 0; s < steps; ++s) {
-    const auto t0 = std::chrono::steady_clock::now();
-    trainer.step({mb});  // ends with the read back of loss and norm
-    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::min(best, dt);
-    total += dt;
-  }
-  j["step_s"] = total / steps;
-  j["best_step_s"] = best;
-  j["tokens_per_s"] = double(B * T) / (total / steps);
+  time_steps(j, B * T, steps, [&] { trainer.step({mb}); });
   return j;
 }
 
@@ -115,18 +123,7 @@ nlohmann::json bench_llama_shape(CausalLM& model, int64_t B, int64_t T, int step
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = uint32_t((i * 7919 + 13) % uint64_t(model.vocab_size()));
   const Tensor t = Tensor::from_vector(ids, {B, T});
   const TrainBatch mb{t, gpt2_shifted_targets(t)};
-  trainer.step({mb});  // warm-up: pipelines, allocations
-  double best = 1e30, total = 0;
-  for (int s = 0; s < steps; ++s) {
-    const auto t0 = std::chrono::steady_clock::now();
-    trainer.step({mb});  // ends with the read back of loss and norm
-    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::min(best, dt);
-    total += dt;
-  }
-  j["step_s"] = total / steps;
-  j["best_step_s"] = best;
-  j["tokens_per_s"] = double(B * T) / (total / steps);
+  time_steps(j, B * T, steps, [&] { trainer.step({mb}); });
   j["state_bytes"] = 4 * 4 * model.info().parameters;
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
