@@ -122,7 +122,10 @@ Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device) {
 }
 
 Gpt2 Gpt2::from_host(const Gpt2Config& c, const std::vector<Gpt2HostTensor>& tensors, const Device& device) {
-  validate(c, "the config given to Gpt2::from_host");  // zero heads or sizes: an error, not a division by zero
+  // Zero heads or sizes: an error, not a division by zero (n_inner 0 means 4 C).
+  Gpt2Config checked = c;
+  if (checked.n_inner == 0) checked.n_inner = 4 * checked.n_embd;
+  validate(checked, "the config given to Gpt2::from_host");
   std::unordered_map<std::string, const Gpt2HostTensor*> by_name;
   for (const auto& t : tensors) by_name[t.name] = &t;
   Gpt2 m(c, device);
