@@ -42,14 +42,7 @@ void check_forward(const Fixture& fx, const Device& dev, const Tol& tol) {
   EXPECT_TRUE(all_close(logits.to_f32(), fx.f32("logits"), tol.atol, tol.rtol)) << "logits on " << dev.name();
   EXPECT_NEAR(Gpt2::loss(logits, ids), fx.f32("loss")[0], tol.loss) << dev.name();
 
-  const Shape hs = fx.shape("hidden_states");  // [L + 1, B, T, C]
-  ASSERT_EQ(int64_t(hidden.size()), hs[0]);
-  const std::vector<float> want = fx.f32("hidden_states");
-  const size_t per = size_t(numel(hs) / hs[0]);
-  for (size_t l = 0; l < hidden.size(); ++l) {
-    std::vector<float> w(want.begin() + long(l * per), want.begin() + long((l + 1) * per));
-    EXPECT_TRUE(all_close(hidden[l].to_f32(), w, tol.atol, tol.rtol)) << "hidden state " << l << " on " << dev.name();
-  }
+  forge::testing::expect_hidden_states(fx, hidden, tol.atol, tol.rtol, dev.name());
 }
 
 // The first `count` of the fixture's 24 greedy tokens (all by default).

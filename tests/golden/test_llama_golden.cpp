@@ -39,15 +39,7 @@ void check_forward(const Fixture& fx, const Device& dev, const Tol& tol) {
   EXPECT_TRUE(all_close(logits.to_f32(), fx.f32("logits"), tol.atol, tol.rtol)) << fx.dir << " on " << dev.name();
   EXPECT_NEAR(causal_lm_loss(logits, ids), fx.f32("loss")[0], tol.loss) << fx.dir << " on " << dev.name();
   if (!fx.has("hidden_states")) return;
-  const Shape hs = fx.shape("hidden_states");  // [L + 1, B, T, C]
-  ASSERT_EQ(int64_t(hidden.size()), hs[0]);
-  const std::vector<float> want = fx.f32("hidden_states");
-  const size_t per = size_t(numel(hs) / hs[0]);
-  for (size_t l = 0; l < hidden.size(); ++l) {
-    std::vector<float> w(want.begin() + long(l * per), want.begin() + long((l + 1) * per));
-    EXPECT_TRUE(all_close(hidden[l].to_f32(), w, tol.atol, tol.rtol))
-        << "hidden state " << l << " of " << fx.dir << " on " << dev.name();
-  }
+  forge::testing::expect_hidden_states(fx, hidden, tol.atol, tol.rtol, fx.dir + " on " + dev.name());
 }
 
 void check_greedy(const Fixture& fx, const Device& dev, bool use_cache) {

@@ -12,25 +12,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "unit/cli_shell.h"
+
 namespace {
 
 const std::string kTiny = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
 
-struct CliResult {
-  int code;
-  std::string out;  // stdout (and stderr when asked)
-};
+using forge::testing::CliResult;
 
-CliResult run(const std::string& args, bool with_stderr = true) {
-  const std::string cmd = std::string(FORGE_CLI) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+CliResult run(const std::string& args, bool with_stderr = true) { return forge::testing::run_forge(args, with_stderr); }
 
 std::string last_line(const std::string& s) {
   std::string t = s;
