@@ -83,6 +83,14 @@ struct Dispatch {
 
 // A read back in flight (Runtime::start_download). finish() waits for the
 // device and copies the bytes out; destroying it unfinished waits as well.
+// Device time spent in one kernel, summed over its dispatches (profiling).
+struct KernelTime {
+  std::string op;      // the op that dispatched it
+  std::string kernel;  // the WGSL kernel's name
+  uint64_t dispatches = 0;
+  double ms = 0;
+};
+
 class PendingDownload {
  public:
   virtual ~PendingDownload() = default;
@@ -118,6 +126,13 @@ class Runtime {
   virtual void flush() = 0;
   // Submits and waits for all work; raises pending errors.
   virtual void sync() = 0;
+
+  // Kernel profiling: true when every dispatch is timed on the device
+  // ($FORGE_PROFILE=1 where the device has timestamp queries). The times of
+  // submitted work, summed by op and kernel, longest first; reset clears them.
+  virtual bool profiling() const { return false; }
+  virtual std::vector<KernelTime> kernel_times() { return {}; }
+  virtual void reset_kernel_times() {}
 
   // The storage binding limit ops must respect. Tests lower it to exercise
   // the paths that split work across bindings without allocating gigabytes.

@@ -11,6 +11,10 @@
 namespace forge::webgpu {
 
 void rope(Tensor& x, const Tensor& table, const RopePlan& plan);
+// The fused rope_append in one dispatch; false (nothing recorded) when a
+// binding would exceed the device's limit, for the caller to compose it.
+bool rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
+                 int64_t at);
 void rms_norm(const Tensor& x, const Tensor* residual, const Tensor& weight, const RowsPlan& plan, Tensor& y,
               Tensor* sum);
 void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const RowsPlan& plan, Tensor& dx,

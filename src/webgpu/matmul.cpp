@@ -1,7 +1,8 @@
 // Host side of matmul: the tiled kernels in two tile sizes, over vec4 loads
 // (shaders/matmul_vec4.wgsl) when the operands are aligned and over scalars
-// (shaders/matmul.wgsl) when not, and a matrix-vector kernel
-// (shaders/matvec.wgsl) for few rows.
+// (shaders/matmul.wgsl) when not, and matrix-vector kernels for few rows
+// (shaders/matvec_vec4.wgsl against an aligned B [n, k], shaders/matvec.wgsl
+// otherwise).
 #include <cstdlib>
 
 #include "forge_shaders.h"
@@ -16,6 +17,7 @@ namespace {
 const ComposedKernel kMatmul{"matmul", {shaders::matmul_params, shaders::matmul}};
 const ComposedKernel kMatmulVec4{"matmul_vec4", {shaders::matmul_params, shaders::matmul_vec4}};
 const ComposedKernel kMatvec{"matvec", {shaders::matmul_params, shaders::matvec}};
+const ComposedKernel kMatvecVec4{"matvec_vec4", {shaders::matmul_params, shaders::matvec_vec4}};
 
 struct MatmulParams {
   uint32_t m, n, k, lda, ldb, a_batch_stride, b_batch_stride;
@@ -58,6 +60,14 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
                  uint32_t(plan.a_batch_stride), uint32_t(plan.b_batch_stride), plan.alpha,
                  bias ? 1u : 0u, uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(plan.a_offset)};
   std::initializer_list<gpu::Arg> args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out)};
+  if (plan.m <= kMatvecRows && !plan.trans_a && plan.trans_b && vec4_aligned(plan)) {
+    // Few rows against B [n, k] (every Linear layer's decode step): each
+    // column's row of B read in vec4s by 32 lanes.
+    const int64_t cols = 8;  // matvec_vec4.wgsl's COLS
+    launch(out.device(), "matmul", kMatvecVec4.kernel(), p, args,
+           {uint32_t(ceil_div(plan.n, cols)), 1, uint32_t(plan.batch)});
+    return;
+  }
   if (plan.m <= kMatvecRows && !plan.trans_a) {
     // Few rows (decode): read B once, coalesced, splitting k across lanes.
     const int64_t cols = 8;  // matvec.wgsl's COLS

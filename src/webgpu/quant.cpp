@@ -75,12 +75,13 @@ void quantized_matmul(const Tensor& x, const Tensor& w, const Tensor& scales, co
       QuantParams q{uint32_t(count), uint32_t(p.in),  uint32_t(p.words),  uint32_t(p.groups),
                     uint32_t(xc),    uint32_t(p.out), uint32_t(first),    bias ? 1u : 0u};
       uint64_t f = uint64_t(first), c = uint64_t(count);
-      uint64_t tiles = (uint64_t(xc) + 3) / 4;
+      uint64_t tiles = (uint64_t(xc) + 3) / 4;     // quantized_matmul.wgsl's TM rows of x
+      uint64_t blocks = (c + 7) / 8;                 // and FEATS rows of W to a workgroup
       launch(dev, "quantized_matmul", kQMatmul.kernel(), q,
              {arg(w, f * w_row, c * w_row), arg(scales, f * s_row, c * s_row), arg(biases, f * s_row, c * s_row),
               arg(y, uint64_t(xf) * y_row, uint64_t(xc) * y_row), arg(x, uint64_t(xf) * x_row, uint64_t(xc) * x_row),
               bias ? arg(*bias, f * 4, c * 4) : arg(x, uint64_t(xf) * x_row, uint64_t(xc) * x_row)},
-             grid_1d(c * tiles, dev.runtime().limits()),
+             grid_1d(blocks * tiles, dev.runtime().limits()),
              {{"BITS", double(p.bits)}, {"GROUP", double(p.group_size)}, {"SCALE_KIND", double(p.scale_kind)}});
     });
   });

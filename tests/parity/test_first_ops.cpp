@@ -84,6 +84,12 @@ TEST(Parity, Matmul) {
       {{3, 1, 16}, {3, 40, 16}, false, true, false, 17},  // one query over a cache
       {{3, 1, 17}, {3, 40, 16}, false, false, false, 17},
       {{2, 70}, {300, 70}, false, true, true, -1},        // LM-head shape
+      // ... over vec4s of B [n, k] when k and the strides are multiples of 4:
+      // the four-loads-in-flight steps, their tail, and k below one step.
+      {{4, 264}, {203, 264}, false, true, true, -1},
+      {{1, 1024}, {37, 1024}, false, true, false, -1},
+      {{2, 8}, {5, 8}, false, true, true, -1},
+      {{2, 3, 40}, {2, 9, 40}, false, true, false, -1},   // batched
       // Enough 128x128 tiles (>= 256) select the large-tile kernel.
       {{256, 17, 3}, {3, 17}, false, false, true, -1},
       {{256, 17, 5}, {17, 5}, false, true, false, -1},

@@ -352,3 +352,80 @@ TEST(LlamaValidation, Errors) {
 }
 
 }  // namespace
+
+// ---- rope_append ----------------------------------------------------------------
+
+struct RopeAppendCase {
+  int64_t B, T, nh, nkv, hd, cap, at;
+};
+
+// The fused op against the ops it stands for, on the CPU: rope of q and k,
+// then kv_append of k and v. Odd sizes, one and several sequences, slots that
+// start off the binding alignment, a whole-cache fill.
+TEST(LlamaParity, RopeAppendEqualsRopeThenAppendOnEveryDevice) {
+  const std::vector<RopeAppendCase> cases = {
+      {1, 1, 4, 2, 8, 16, 5},  {1, 3, 3, 1, 6, 9, 6},    {2, 1, 4, 4, 16, 7, 3},
+      {2, 5, 6, 2, 10, 12, 0}, {1, 7, 2, 2, 64, 7, 0},   {3, 2, 5, 1, 4, 33, 31},
+  };
+  uint32_t seed = 100;
+  for (const Device& dev : test_devices()) {
+    for (const RopeAppendCase& c : cases) {
+      SCOPED_TRACE(dev.name() + " B" + std::to_string(c.B) + " T" + std::to_string(c.T) + " at" + std::to_string(c.at));
+      Tensor q = random_tensor({c.B, c.T, c.nh, c.hd}, seed++), k = random_tensor({c.B, c.T, c.nkv, c.hd}, seed++);
+      Tensor v = random_tensor({c.B, c.T, c.nkv, c.hd}, seed++);
+      Tensor kc = random_tensor({c.B, c.cap, c.nkv, c.hd}, seed++), vc = random_tensor({c.B, c.cap, c.nkv, c.hd}, seed++);
+      const Tensor table = rope_table(rope_inv_freq(c.hd, 1e4), 40 + c.at, c.T, Device::cpu());
+      // The reference, on the CPU.
+      Tensor wq = q.clone(), wk = k.clone(), wkc = kc.clone(), wvc = vc.clone();
+      rope(wq, c.hd, table);
+      rope(wk, c.hd, table);
+      const int64_t D = c.nkv * c.hd;
+      Tensor wkc4 = wkc.reshape({c.B, 1, c.cap, D}), wvc4 = wvc.reshape({c.B, 1, c.cap, D});
+      kv_append(wkc4, wk.reshape({c.B, 1, c.T, D}), c.at);
+      kv_append(wvc4, v.reshape({c.B, 1, c.T, D}), c.at);
+
+      Tensor gq = q.to(dev), gk = k.to(dev), gkc = kc.to(dev), gvc = vc.to(dev);
+      rope_append(gq, gk, v.to(dev), table.to(dev), gkc, gvc, c.at);
+      // Only the rounding of a * c - b * s (fused or not) may differ.
+      EXPECT_TRUE(all_close(gq.to(Device::cpu()), wq, 1e-6, 1e-6));
+      EXPECT_TRUE(all_close(gk.to(Device::cpu()), wk, 1e-6, 1e-6));
+      EXPECT_TRUE(all_close(gkc.to(Device::cpu()), wkc, 1e-6, 1e-6));
+      EXPECT_TRUE(all_close(gvc.to(Device::cpu()), wvc, 0, 0));
+    }
+  }
+}
+
+// Under a binding limit the whole cache exceeds, several sequences take the
+// composed path and one sequence binds only its slots: both stay exact.
+TEST(LlamaParity, RopeAppendWebGpuUnderALoweredBindingLimit) {
+  const Device& g = gpu_device();
+  LoweredBindingLimit limit(1024);
+  for (int64_t B : {1, 2}) {
+    SCOPED_TRACE("B " + std::to_string(B));
+    const int64_t T = 2, nh = 2, nkv = 1, hd = 8, cap = 200, at = 150;
+    Tensor q = random_tensor({B, T, nh, hd}, 7), k = random_tensor({B, T, nkv, hd}, 8), v = random_tensor({B, T, nkv, hd}, 9);
+    Tensor kc = Tensor::zeros({B, cap, nkv, hd}), vc = Tensor::zeros({B, cap, nkv, hd});
+    const Tensor table = rope_table(rope_inv_freq(hd, 1e4), at, T, Device::cpu());
+    Tensor wq = q.clone(), wk = k.clone(), wkc = kc.clone(), wvc = vc.clone();
+    rope_append(wq, wk, v, table, wkc, wvc, at);
+    Tensor gq = q.to(g), gk = k.to(g), gkc = kc.to(g), gvc = vc.to(g);
+    rope_append(gq, gk, v.to(g), table.to(g), gkc, gvc, at);
+    EXPECT_TRUE(all_close(gkc.to(Device::cpu()), wkc, 1e-6, 1e-6));
+    EXPECT_TRUE(all_close(gvc.to(Device::cpu()), wvc, 0, 0));
+    EXPECT_TRUE(all_close(gq.to(Device::cpu()), wq, 1e-6, 1e-6));
+  }
+}
+
+TEST(LlamaParity, RopeAppendRefusesBadShapes) {
+  Tensor q = Tensor::zeros({1, 2, 4, 8}), k = Tensor::zeros({1, 2, 2, 8}), v = Tensor::zeros({1, 2, 2, 8});
+  Tensor kc = Tensor::zeros({1, 6, 2, 8}), vc = Tensor::zeros({1, 6, 2, 8});
+  const Tensor table = rope_table(rope_inv_freq(8, 1e4), 0, 2, Device::cpu());
+  expect_error<ValueError>("rope_append", [&] { rope_append(q, k, v, table, kc, vc, 5); }, "capacity 6");
+  expect_error<ValueError>("rope_append", [&] { rope_append(q, k, v, table, kc, vc, -1); });
+  Tensor v3 = Tensor::zeros({1, 2, 3, 8});
+  expect_error<ShapeError>("rope_append", [&] { rope_append(q, k, v3, table, kc, vc, 0); }, "v must");
+  Tensor kc_bad = Tensor::zeros({1, 6, 3, 8});
+  expect_error<ShapeError>("rope_append", [&] { rope_append(q, k, v, table, kc_bad, vc, 0); }, "caches");
+  const Tensor short_table = rope_table(rope_inv_freq(8, 1e4), 0, 1, Device::cpu());
+  expect_error<ShapeError>("rope_append", [&] { rope_append(q, k, v, short_table, kc, vc, 0); }, "table");
+}

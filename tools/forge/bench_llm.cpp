@@ -3,7 +3,9 @@
 // of the real shapes (built in memory), prefill tokens/s of a 1024-token
 // prompt, batch-1 decode tokens/s (greedy, KV cache, --decode-tokens after a
 // 16-token prompt, as ../bench/torch_gpu_llama.py times PyTorch) and the bytes
-// the weights and the KV cache take on the device.
+// the weights and the KV cache take on the device. With $FORGE_PROFILE=1 on a
+// GPU with timestamp queries, also the device time of each kernel per decode
+// step and per prefill.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -20,6 +22,17 @@
 
 namespace forge::cli {
 namespace {
+
+// Kernel times as JSON rows, divided by `per` (steps).
+nlohmann::json kernel_table(const std::vector<gpu::KernelTime>& times, double per) {
+  nlohmann::json rows = nlohmann::json::array();
+  double total = 0;
+  for (const auto& k : times) total += k.ms;
+  for (const auto& k : times)
+    rows.push_back({{"op", k.op}, {"kernel", k.kernel}, {"dispatches", double(k.dispatches) / per},
+                    {"us", k.ms * 1e3 / per}, {"share", total > 0 ? k.ms / total : 0.0}});
+  return rows;
+}
 
 void run(const std::string& device, const std::string& model_dir, const std::string& arch, const std::string& dtype,
          int64_t prefill, int64_t decode_tokens, bool json) {
@@ -50,7 +63,25 @@ void run(const std::string& device, const std::string& model_dir, const std::str
     KvCache cache = model->new_cache(1, std::max<int64_t>(prefill, 16 + decode_tokens));
     uint64_t cache_bytes = 0;
     for (size_t l = 0; l < cache.k.size(); ++l) cache_bytes += cache.k[l].nbytes() + cache.v[l].nbytes();
+    const DecodeSplit split = decode_record_split(*model, std::min<int64_t>(decode_tokens, 64));
+    r["decode_record_ms"] = split.record_ms;
+    r["decode_step_ms"] = split.step_ms;
     r["decode_tokens_per_s"] = rate;
+    if (d.is_webgpu() && d.runtime().profiling()) {
+      // Device time by kernel ($FORGE_PROFILE=1): per decode step, and per prefill.
+      gpu::Runtime& rt = d.runtime();
+      rt.reset_kernel_times();
+      constexpr int64_t kSteps = 32;
+      decode_record_split(*model, kSteps);
+      r["decode_kernels"] = kernel_table(rt.kernel_times(), double(kSteps + 1));
+      if (prefill > 0) {
+        rt.reset_kernel_times();
+        KvCache c = model->new_cache(1, prefill);
+        std::vector<uint32_t> ids(static_cast<size_t>(prefill), 1u);
+        sample(model->forward_cached(Tensor::from_vector(ids, {1, prefill}), c)).to_vector<uint32_t>();
+        r["prefill_kernels"] = kernel_table(rt.kernel_times(), 1.0);
+      }
+    }
     r["decode_tokens"] = st.decode_tokens;
     r["kv_cache_bytes"] = cache_bytes;
     r["device_bytes"] = model->info().device_bytes + cache_bytes;

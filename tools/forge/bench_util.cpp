@@ -48,4 +48,17 @@ double best_decode_rate(const CausalLM& model, const std::vector<uint32_t>& prom
   return rate;
 }
 
+DecodeSplit decode_record_split(const CausalLM& model, int64_t steps) {
+  KvCache cache = model.new_cache(1, steps + 2);
+  Tensor id = Tensor::from_vector(std::vector<uint32_t>{1}, {1, 1}).to(model.device());
+  id = sample(model.forward_cached(id, cache)).reshape({1, 1});  // compiles what the steps use
+  sync(model.device());
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < steps; ++i) id = sample(model.forward_cached(id, cache)).reshape({1, 1});
+  const double recorded = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  id.to_vector<uint32_t>();
+  const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {recorded * 1e3 / double(steps), all * 1e3 / double(steps)};
+}
+
 }  // namespace forge::cli

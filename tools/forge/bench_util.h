@@ -23,4 +23,13 @@ double best_prefill_seconds(const CausalLM& model, int64_t T, int reps);
 double best_decode_rate(const CausalLM& model, const std::vector<uint32_t>& prompt, int64_t tokens,
                         GenerateStats* stats = nullptr);
 
+// Host milliseconds to record one batch-1 decode step (forward and greedy
+// sample, nothing waited for), and milliseconds a step takes in all, over
+// `steps` steps fed back on the device. When the first is close to the second,
+// decode is bound by the host's recording, not by the device.
+struct DecodeSplit {
+  double record_ms = 0, step_ms = 0;
+};
+DecodeSplit decode_record_split(const CausalLM& model, int64_t steps);
+
 }  // namespace forge::cli

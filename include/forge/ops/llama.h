@@ -45,6 +45,14 @@ Tensor rope_table(const std::vector<float>& inv_freq, int64_t pos, int64_t seq, 
 void rope(Tensor& x, int64_t head_dim, const Tensor& table);
 void rope_backward(Tensor& dy, int64_t head_dim, const Tensor& table);
 
+// One attention step's rope and cache append in one pass (a decode step
+// records one dispatch instead of four): q [B, T, nh, hd] and k [B, T, nkv,
+// hd] rotated in place with `table` (as rope(x, hd, table)), then k and
+// v [B, T, nkv, hd] copied into k_cache and v_cache [B, cap, nkv, hd] at
+// positions at .. at + T - 1 (as kv_append over [B, 1, cap, nkv * hd]).
+void rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
+                 int64_t at);
+
 // ---- RMS norm ---------------------------------------------------------------
 
 // x [.., C], weight [C] -> [.., C]: per row, y = x * r * weight with

@@ -36,31 +36,35 @@ int64_t LlamaModel::ring_window() const {
   return c_.layer_window[0];
 }
 
-Tensor LlamaModel::attend(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, KvCache* cache) const {
+Tensor LlamaModel::attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, const Tensor& rope_tab,
+                          KvCache* cache) const {
+  const int64_t hd = c_.head_dim;
   AttentionOptions o;
   o.causal = true;
   o.window = c_.window(l);
-  if (!cache) return flash_attention_v2(q, k, v, o);
+  auto rope_qk = [&] {
+    rope(q, hd, rope_tab);
+    rope(k, hd, rope_tab);
+  };
+  if (!cache) {
+    rope_qk();
+    return flash_attention_v2(q, k, v, o);
+  }
   const int64_t T = q.dim(1), len = cache->len;
   Tensor& K = cache->k[size_t(l)];
   Tensor& Vc = cache->v[size_t(l)];
-  if (!cache->ring) {
-    append(K, k, len);
-    append(Vc, v, len);
+  // A plain cache, or a ring not wrapped yet (its slots are positions).
+  if (!cache->ring || len + T <= cache->capacity) {
+    rope_append(q, k, v, rope_tab, K, Vc, len);
     o.kv_offset = len;
     return flash_attention_v2(q, first_positions(K, len + T), first_positions(Vc, len + T), o);
   }
   // Ring of W = capacity slots, position p in slot p % W.
   const int64_t W = cache->capacity, B = q.dim(0);
-  if (len + T <= W) {  // not wrapped yet: slots are positions
-    append(K, k, len);
-    append(Vc, v, len);
-    o.kv_offset = len;
-    return flash_attention_v2(q, first_positions(K, len + T), first_positions(Vc, len + T), o);
-  }
   if (len == 0) {
     // A prefill longer than the window: attend over the new keys themselves,
     // then keep the last W positions, each in its slot.
+    rope_qk();
     Tensor out = flash_attention_v2(q, k, v, o);
     std::vector<uint32_t> rows(static_cast<size_t>(B * W));
     for (int64_t b = 0; b < B; ++b)
@@ -75,35 +79,41 @@ Tensor LlamaModel::attend(int64_t l, const Tensor& q, const Tensor& k, const Ten
   // time): its slot is overwritten, and then every slot holds one of the W
   // positions it may see, so no mask is needed (order does not matter).
   if (T != 1) throw ValueError("[llama] internal: a wrapped ring cache takes one position at a time");
-  append(K, k, len % W);
-  append(Vc, v, len % W);
+  rope_append(q, k, v, rope_tab, K, Vc, len % W);
   o.causal = false;
   o.window = 0;
   return flash_attention_v2(q, K, Vc, o);
 }
 
-Tensor LlamaModel::layer(int64_t l, const Tensor& x, const Tensor& rope_tab, KvCache* cache) const {
+Tensor LlamaModel::norm_stream(Stream& s, const Tensor& weight) const {
+  const float eps = float(c_.rms_norm_eps);
+  if (!s.pending.defined()) return rms_norm(s.x, weight, eps);
+  // The last layer's MLP output joins the stream in the same pass as the norm.
+  RmsNormResidual r = rms_norm_residual(s.pending, s.x, weight, eps);
+  s.x = r.sum;
+  s.pending = Tensor();
+  return r.out;
+}
+
+Tensor LlamaModel::stream_value(const Stream& s) { return s.pending.defined() ? add(s.x, s.pending) : s.x; }
+
+void LlamaModel::layer(int64_t l, Stream& s, const Tensor& rope_tab, KvCache* cache) const {
   const LlamaLayer& y = layers_[size_t(l)];
-  const int64_t B = x.dim(0), T = x.dim(1), H = c_.hidden_size, hd = c_.head_dim;
+  const int64_t B = s.x.dim(0), T = s.x.dim(1), H = c_.hidden_size, hd = c_.head_dim;
   const int64_t nh = c_.num_attention_heads, nkv = c_.num_key_value_heads;
   const float eps = float(c_.rms_norm_eps);
-  Tensor h = rms_norm(x, y.input_norm, eps).reshape({B * T, H});
+  Tensor h = norm_stream(s, y.input_norm).reshape({B * T, H});
   Tensor q = y.q(h).reshape({B, T, nh, hd});
   Tensor k = y.k(h).reshape({B, T, nkv, hd});
   Tensor v = y.v(h).reshape({B, T, nkv, hd});
-  rope(q, hd, rope_tab);
-  rope(k, hd, rope_tab);
-  Tensor a = attend(l, q, k, v, cache).reshape({B * T, nh * hd});
-  RmsNormResidual r = rms_norm_residual(y.o(a).reshape({B, T, H}), x, y.post_norm, eps);  // r.sum = x1
+  Tensor a = attend(l, q, k, v, rope_tab, cache).reshape({B * T, nh * hd});
+  RmsNormResidual r = rms_norm_residual(y.o(a).reshape({B, T, H}), s.x, y.post_norm, eps);  // r.sum = x1
   Tensor n = r.out.reshape({B * T, H});
-  Tensor m = y.down(silu_gate_fused(y.gate(n), y.up(n)));
-  return add(r.sum, m.reshape({B, T, H}));
+  s.x = r.sum;
+  s.pending = y.down(silu_gate_fused(y.gate(n), y.up(n))).reshape({B, T, H});  // x' = x1 + pending
 }
 
-Tensor LlamaModel::head(const Tensor& x) const {
-  Tensor n = rms_norm(x, norm_, float(c_.rms_norm_eps));
-  return tied_ ? embed_.project(n) : lm_head_.project(n);
-}
+Tensor LlamaModel::project(const Tensor& n) const { return tied_ ? embed_.project(n) : lm_head_.project(n); }
 
 Tensor LlamaModel::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) const {
   Tensor ids = ids_as_batch(ids_in, "llama");
@@ -112,15 +122,18 @@ Tensor LlamaModel::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) co
   if (T > c_.max_position_embeddings)
     throw ValueError("[llama] sequence of " + S(T) + " tokens exceeds the context length max_position_embeddings = " +
                      S(c_.max_position_embeddings));
-  Tensor x = embed_.lookup(ids);  // [B, T, H]
-  if (hidden) hidden->assign(1, x);
+  Stream s{embed_.lookup(ids), {}};  // [B, T, H]
+  if (hidden) hidden->assign(1, s.x);
   const Tensor rope_tab = rope_table(inv_freq_, 0, T, device_);
   for (int64_t l = 0; l < c_.num_hidden_layers; ++l) {
-    x = layer(l, x, rope_tab, nullptr);
-    if (hidden && l + 1 < c_.num_hidden_layers) hidden->push_back(x);
+    layer(l, s, rope_tab, nullptr);
+    if (hidden && l + 1 < c_.num_hidden_layers) hidden->push_back(stream_value(s));
   }
-  if (hidden) hidden->push_back(rms_norm(x, norm_, float(c_.rms_norm_eps)));
-  Tensor logits = head(x.reshape({B * T, H}));
+  s.x = s.x.reshape({B * T, H});
+  s.pending = s.pending.reshape({B * T, H});
+  Tensor n = norm_stream(s, norm_);  // [B * T, H]
+  if (hidden) hidden->push_back(n.reshape({B, T, H}));
+  Tensor logits = project(n);
   return ids_in.rank() == 1 ? logits.reshape({T, V}) : logits.reshape({B, T, V});
 }
 
@@ -160,11 +173,13 @@ Tensor LlamaModel::forward_cached(const Tensor& ids_in, KvCache& cache) const {
     }
     return last;
   }
-  Tensor x = embed_.lookup(ids);  // [B, T, H]
+  // The table first: its upload submits what is recorded before it.
   const Tensor rope_tab = rope_table(inv_freq_, cache.len, T, device_);
-  for (int64_t l = 0; l < c_.num_hidden_layers; ++l) x = layer(l, x, rope_tab, &cache);
+  Stream s{embed_.lookup(ids), {}};  // [B, T, H]
+  for (int64_t l = 0; l < c_.num_hidden_layers; ++l) layer(l, s, rope_tab, &cache);
   cache.len += T;
-  return head(last_positions(x.reshape({B * T, H}), B, T));  // [B, V]
+  Stream last{last_positions(s.x.reshape({B * T, H}), B, T), last_positions(s.pending.reshape({B * T, H}), B, T)};
+  return project(norm_stream(last, norm_));  // [B, V]
 }
 
 }  // namespace forge::models

@@ -45,14 +45,25 @@ class LlamaModel : public CausalLM {
   Tensor forward_cached(const Tensor& ids, KvCache& cache) const override;
 
  private:
-  // x [B, T, H] through layer l at positions pos .. pos + T - 1 with the rope
+  // The residual stream between layers: x, plus the last MLP output while it
+  // waits to be added in the next norm's pass (x' = x + pending).
+  struct Stream {
+    Tensor x;        // [B, T, H] or [N, H]
+    Tensor pending;  // like x, or undefined
+  };
+  // The stream through layer l at positions pos .. pos + T - 1 with the rope
   // table of those positions; cache may be null (positions 0 .. T - 1).
-  Tensor layer(int64_t l, const Tensor& x, const Tensor& rope, KvCache* cache) const;
+  void layer(int64_t l, Stream& s, const Tensor& rope, KvCache* cache) const;
+  // rms_norm(x + pending) with `weight`; folds pending into s.x.
+  Tensor norm_stream(Stream& s, const Tensor& weight) const;
+  // x + pending, as the hidden state after a layer.
+  static Tensor stream_value(const Stream& s);
   // Attention of q [B, T, nh, hd] over the new k, v [B, T, nkv, hd] and what
-  // the cache holds, appending k, v to it.
-  Tensor attend(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, KvCache* cache) const;
-  // x [N, H] -> logits [N, V] after the final norm.
-  Tensor head(const Tensor& x) const;
+  // the cache holds: rope applied to q and k (in place) with `rope`, k and v
+  // appended to the cache.
+  Tensor attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, const Tensor& rope, KvCache* cache) const;
+  // Normed rows n [N, H] -> logits [N, V].
+  Tensor project(const Tensor& n) const;
   int64_t ring_window() const;  // the window of every layer when all share one, else 0
 
   LlamaConfig c_;

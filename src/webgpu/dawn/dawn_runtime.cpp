@@ -19,7 +19,7 @@ namespace {
 
 constexpr WGPUBufferUsage kStorageUsage =
     WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
-constexpr uint64_t kUniformArenaBytes = 64 * 1024;  // parameter blocks of one batch
+constexpr uint64_t kUniformArenaBytes = 1024 * 1024;  // parameter blocks of one batch (4096 dispatches at 256-byte alignment)
 
 // $FORGE_GPU_TIMEOUT: seconds, a positive number. Garbage is refused rather
 // than read as 0 (which made every wait time out).
@@ -84,10 +84,15 @@ void DawnRuntime::open_device(bool disable_robustness) {
   if (info_.timestamp_query) features.push_back(WGPUFeatureName_TimestampQuery);
 
   const char* enabled[] = {"disable_robustness"};
+  // Profiling wants the timestamps as the device wrote them, not rounded.
+  const bool profile = wants_profile() && info_.timestamp_query;
+  const char* disabled[] = {"timestamp_quantization"};
   WGPUDawnTogglesDescriptor toggles{};
   toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
   toggles.enabledToggleCount = disable_robustness ? 1 : 0;
   toggles.enabledToggles = enabled;
+  toggles.disabledToggleCount = profile ? 1 : 0;
+  toggles.disabledToggles = disabled;
 
   WGPUDeviceDescriptor desc{};
   desc.nextInChain = &toggles.chain;
@@ -155,6 +160,10 @@ void DawnRuntime::open_device(bool disable_robustness) {
   uniform_capacity_ = kUniformArenaBytes;
   uniform_buffer_ =
       create_buffer(lock, uniform_capacity_, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "parameter arena");
+  if (profile) start_profiling(lock);
+  else if (wants_profile())
+    std::fprintf(stderr, "forge: FORGE_PROFILE is set, but %s has no timestamp queries: not profiling\n",
+                 info_.name.c_str());
 }
 
 void DawnRuntime::on_error(WGPUErrorType type, const std::string& message) {
@@ -311,7 +320,7 @@ void DawnRuntime::upload(const gpu::Buffer& dst, uint64_t offset, const void* sr
   check_alive();
   // queue writes run before the open batch: submit it first so that earlier
   // recorded reads of this buffer see the old contents.
-  if (encoder_) flush_locked();
+  if (encoder_) flush_locked(lock);
   wgpuQueueWriteBuffer(queue_.get(), handle_of(dst), offset, src, bytes);
 }
 
@@ -443,7 +452,7 @@ void DawnRuntime::dispatch(const gpu::Dispatch& d) {
   if (d.params_size) {
     uint64_t aligned = (uniform_host_.size() + uniform_alignment_ - 1) / uniform_alignment_ * uniform_alignment_;
     if (aligned + d.params_size > uniform_capacity_) {
-      flush_locked();
+      flush_locked(lock);
       aligned = 0;
     }
     slot = uint32_t(aligned);
@@ -485,7 +494,9 @@ void DawnRuntime::dispatch(const gpu::Dispatch& d) {
     found = bind_groups_.emplace(key, BindGroupHandle(wgpuDeviceCreateBindGroup(device_.get(), &bd))).first;
   }
 
-  if (!pass_) {
+  if (profile_) {
+    begin_profiled_pass(d);
+  } else if (!pass_) {
     WGPUComputePassDescriptor cp{};
     pass_ = ComputePassHandle(wgpuCommandEncoderBeginComputePass(encoder(), &cp));
   }
@@ -494,17 +505,22 @@ void DawnRuntime::dispatch(const gpu::Dispatch& d) {
   wgpuComputePassEncoderDispatchWorkgroups(pass_.get(), d.groups[0], d.groups[1], d.groups[2]);
   batch_ops_.push_back(d.op);
   current_op_.clear();
+  if (profile_) {
+    end_pass();
+    if (profile_->batch.size() == kProfileSlots) flush_locked(lock);
+  }
 }
 
 void DawnRuntime::flush() {
   Lock lock(mu_);
-  flush_locked();
+  flush_locked(lock);
 }
 
-void DawnRuntime::flush_locked() {
+void DawnRuntime::flush_locked(Lock& lock) {
   check_alive();
   if (!encoder_) return;
   end_pass();
+  if (profile_) resolve_profile();
   if (!uniform_host_.empty())
     wgpuQueueWriteBuffer(queue_.get(), uniform_buffer_.get(), 0, uniform_host_.data(),
                          (uniform_host_.size() + 3) / 4 * 4);
@@ -519,6 +535,7 @@ void DawnRuntime::flush_locked() {
   encoder_.reset();
   batch_ops_.clear();
   uniform_host_.clear();
+  if (profile_) collect_profile(lock);
 }
 
 void DawnRuntime::sync() {
@@ -591,7 +608,7 @@ std::unique_ptr<gpu::PendingDownload> DawnRuntime::start_download_locked(Lock& l
   end_pass();
   wgpuCommandEncoderCopyBufferToBuffer(encoder(), handle_of(src), offset, staging.get(), 0, bytes);
   batch_ops_.push_back("readback");
-  flush_locked();
+  flush_locked(lock);
 
   WGPUBuffer raw = staging.get();
   auto pending = std::make_unique<DawnPendingDownload>(shared_from_this(), std::move(staging), size, bytes);

@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -56,6 +57,9 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   void dispatch(const gpu::Dispatch& d) override;
   void flush() override;
   void sync() override;
+  bool profiling() const override { return profile_ != nullptr; }
+  std::vector<gpu::KernelTime> kernel_times() override;
+  void reset_kernel_times() override;
 
   // The underlying handles, for tests of the API declarations.
   WGPUAdapter raw_adapter() const { return adapter_.get(); }
@@ -77,7 +81,7 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   void finish_download(BufferHandle staging, uint64_t size, uint64_t bytes, const MapResult& map, void* dst);
   using Lock = std::unique_lock<std::mutex>;
   // The bodies of the public calls, with mu_ held.
-  void flush_locked();
+  void flush_locked(Lock& lock);
   std::unique_ptr<gpu::PendingDownload> start_download_locked(Lock& lock, const gpu::Buffer& src, uint64_t offset,
                                                              uint64_t bytes);
 
@@ -133,6 +137,24 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   void raise_pending_errors();
   void check_alive() const;
   static uint64_t bucket(uint64_t bytes);
+
+  // Kernel profiling (dawn_profile.cpp): each dispatch in a pass of its own
+  // whose beginning and end write timestamps; a batch's are resolved before
+  // it is finished and read back after its submit.
+  struct Profile {
+    QuerySetHandle queries;   // 2 * kProfileSlots timestamps
+    BufferHandle resolved;    // the batch's timestamps, u64 ns (QueryResolve | CopySrc)
+    std::vector<const gpu::Kernel*> batch;  // the timed dispatches of the open batch
+    std::vector<const char*> ops;           // and their ops
+    std::vector<gpu::KernelTime> totals;
+  };
+  static bool wants_profile();  // $FORGE_PROFILE set and not "0"
+  static constexpr uint32_t kProfileSlots = 2048;  // timed dispatches per batch
+  void start_profiling(Lock& lock);
+  void begin_profiled_pass(const gpu::Dispatch& d);
+  void resolve_profile();
+  void collect_profile(Lock& lock);
+  std::unique_ptr<Profile> profile_;
 
   InstanceHandle instance_;
   AdapterHandle adapter_;

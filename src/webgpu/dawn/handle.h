@@ -46,6 +46,7 @@ using PipelineLayoutHandle = Handle<WGPUPipelineLayout, wgpuPipelineLayoutReleas
 using CommandEncoderHandle = Handle<WGPUCommandEncoder, wgpuCommandEncoderRelease>;
 using ComputePassHandle = Handle<WGPUComputePassEncoder, wgpuComputePassEncoderRelease>;
 using CommandBufferHandle = Handle<WGPUCommandBuffer, wgpuCommandBufferRelease>;
+using QuerySetHandle = Handle<WGPUQuerySet, wgpuQuerySetRelease>;
 
 inline WGPUStringView view(std::string_view s) { return WGPUStringView{s.data(), s.size()}; }
 inline std::string to_string(WGPUStringView s) {

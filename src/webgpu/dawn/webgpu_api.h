@@ -399,6 +399,15 @@ typedef struct WGPUCommandEncoderDescriptor {
   WGPUStringView label;
 } WGPUCommandEncoderDescriptor;
 
+typedef enum WGPUQueryType : uint32_t { WGPUQueryType_Occlusion = 1, WGPUQueryType_Timestamp = 2 } WGPUQueryType;
+
+typedef struct WGPUQuerySetDescriptor {
+  const WGPUChainedStruct* nextInChain;
+  WGPUStringView label;
+  WGPUQueryType type;
+  uint32_t count;
+} WGPUQuerySetDescriptor;
+
 typedef struct WGPUPassTimestampWrites {
   const WGPUChainedStruct* nextInChain;
   WGPUQuerySet querySet;
@@ -476,6 +485,10 @@ void wgpuCommandEncoderClearBuffer(WGPUCommandEncoder encoder, WGPUBuffer buffer
 WGPUCommandBuffer wgpuCommandEncoderFinish(WGPUCommandEncoder encoder,
                                            const WGPUCommandBufferDescriptor* descriptor);
 void wgpuCommandEncoderRelease(WGPUCommandEncoder encoder);
+void wgpuCommandEncoderResolveQuerySet(WGPUCommandEncoder encoder, WGPUQuerySet querySet, uint32_t firstQuery,
+                                       uint32_t queryCount, WGPUBuffer destination, uint64_t destinationOffset);
+WGPUQuerySet wgpuDeviceCreateQuerySet(WGPUDevice device, const WGPUQuerySetDescriptor* descriptor);
+void wgpuQuerySetRelease(WGPUQuerySet querySet);
 void wgpuComputePassEncoderSetPipeline(WGPUComputePassEncoder pass, WGPUComputePipeline pipeline);
 void wgpuComputePassEncoderSetBindGroup(WGPUComputePassEncoder pass, uint32_t groupIndex, WGPUBindGroup group,
                                         size_t dynamicOffsetCount, const uint32_t* dynamicOffsets);

@@ -1,43 +1,62 @@
 // x @ W^T for an MLX affine-quantized W [out, in] (the layout of
 // affine_quant.wgsl, which precedes this file: BITS-bit values, a scale and
 // bias per GROUP inputs stored as f32, bf16 or f16 per SCALE_KIND), W
-// unpacked in registers: one workgroup per (output feature, tile of 4 rows of
-// x), its 64 invocations striding over the words of the weight row, the
-// partial sums reduced in workgroup memory.
+// unpacked in registers. 32 lanes own an output feature (8 features to a
+// workgroup) for a tile of up to 4 rows of x: they stride over the feature's
+// words (128 contiguous bytes a step) and add their partial sums in a fixed
+// tree. A word's PER values share one group, so its scale and bias apply once:
+// sum_j (q_j s + b) x_j = s sum_j q_j x_j + b sum_j x_j.
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;       // [w_rows, words]
 @group(0) @binding(2) var<storage, read> scales: array<u32>;  // [w_rows, groups] as f32 or 16-bit pairs
 @group(0) @binding(3) var<storage, read> biases: array<u32>;  // like scales
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;  // [x_rows, out_stride]
-@group(0) @binding(5) var<storage, read> x: array<f32>;       // [x_rows, cols]
+@group(0) @binding(5) var<storage, read> x: array<vec4f>;     // [x_rows, cols / 4]
 @group(0) @binding(6) var<storage, read> bias: array<f32>;    // [w_rows] when has_bias, else unread
 
-const WG: u32 = 64u;
+const WG: u32 = 256u;
+const LANES: u32 = 32u;
+const FEATS: u32 = 8u;
 const TM: u32 = 4u;
-var<workgroup> red: array<f32, 256>;  // [TM, WG]
+var<workgroup> red: array<f32, 1024>;  // [TM, WG]
+
+// Values 4 c .. 4 c + 3 of a word.
+fn unpack4(word: u32, c: u32) -> vec4f {
+  let s = BITS * 4u * c;
+  return vec4f(f32((word >> s) & MASK), f32((word >> (s + BITS)) & MASK), f32((word >> (s + 2u * BITS)) & MASK),
+               f32((word >> (s + 3u * BITS)) & MASK));
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
+  let blocks = (p.w_rows + FEATS - 1u) / FEATS;
   let g = wg.y * nwg.x + wg.x;
-  let o = g % p.w_rows;
-  let m0 = (g / p.w_rows) * TM;
+  let lane = lid % LANES;
+  let o = (g % blocks) * FEATS + lid / LANES;
+  let m0 = (g / blocks) * TM;
   if (m0 >= p.x_rows) {
     return;
   }
+  let cols4 = p.cols / 4u;
   var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
-  for (var wi = lid; wi < p.words; wi += WG) {
-    let word = w[o * p.words + wi];
-    let i0 = wi * PER;
-    let grp = o * p.groups + i0 / GROUP;
-    let s = scale_at(grp);
-    let b = bias_at(grp);
-    for (var j = 0u; j < PER; j++) {
-      let prod = f32((word >> (BITS * j)) & MASK) * s;
-      let wv = prod + b;
+  if (o < p.w_rows) {
+    for (var wi = lane; wi < p.words; wi += LANES) {
+      let word = w[o * p.words + wi];
+      let i0 = wi * PER;
+      let grp = o * p.groups + i0 / GROUP;
+      let s = scale_at(grp);
+      let b = bias_at(grp);
       for (var r = 0u; r < TM; r++) {
         if (m0 + r < p.x_rows) {
-          acc[r] += wv * x[(m0 + r) * p.cols + i0 + j];
+          var qx = 0.0;
+          var sx = 0.0;
+          for (var c = 0u; c < PER / 4u; c++) {
+            let xv = x[(m0 + r) * cols4 + i0 / 4u + c];
+            qx += dot(unpack4(word, c), xv);
+            sx += (xv.x + xv.y) + (xv.z + xv.w);
+          }
+          acc[r] += s * qx + b * sx;
         }
       }
     }
@@ -46,19 +65,23 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     red[r * WG + lid] = acc[r];
   }
   workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
+  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+    if (lane < s) {
       for (var r = 0u; r < TM; r++) {
         red[r * WG + lid] += red[r * WG + lid + s];
       }
     }
     workgroupBarrier();
   }
-  if (lid < TM && m0 + lid < p.x_rows) {
-    var y = red[lid * WG];
-    if (p.has_bias != 0u) {
-      y += bias[o];
+  if (lane == 0u && o < p.w_rows) {
+    for (var r = 0u; r < TM; r++) {
+      if (m0 + r < p.x_rows) {
+        var y = red[r * WG + lid];
+        if (p.has_bias != 0u) {
+          y += bias[o];
+        }
+        out[(m0 + r) * p.out_stride + p.out_first + o] = y;
+      }
     }
-    out[(m0 + lid) * p.out_stride + p.out_first + o] = y;
   }
 }

@@ -1,0 +1,47 @@
+// rope_append: validation, and the fused WebGPU kernel or, on the CPU (where
+// fusing saves nothing) and for caches larger than one storage binding, the
+// ops it stands for.
+#include "forge/ops.h"
+#include "ops/check.h"
+#include "webgpu/llama_kernels.h"
+
+namespace forge {
+
+namespace {
+std::string S(int64_t v) { return std::to_string(v); }
+}  // namespace
+
+void rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
+                 int64_t at) {
+  const char* op = "rope_append";
+  check::same_device(op, {&q, &k, &v, &table, &k_cache, &v_cache});
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v},
+                                {"table", &table}, {"k_cache", &k_cache}, {"v_cache", &v_cache}})
+    check::dtype(op, name, *t, DType::F32);
+  auto fail = [&](const std::string& what) {
+    throw ShapeError(std::string("[rope_append] ") + what + " (q " + q.describe() + ", k " + k.describe() + ", v " +
+                     v.describe() + ", k_cache " + k_cache.describe() + ", v_cache " + v_cache.describe() + ")");
+  };
+  if (q.rank() != 4 || k.rank() != 4 || k_cache.rank() != 4) fail("q, k and the caches must be rank 4");
+  const int64_t B = q.dim(0), T = q.dim(1), hd = q.dim(3), nkv = k.dim(2), cap = k_cache.dim(1);
+  if (k.dim(0) != B || k.dim(1) != T || k.dim(3) != hd) fail("k must be [B, T, nkv, head_dim] like q");
+  if (v.shape() != k.shape()) fail("v must have k's shape");
+  if (k_cache.shape() != Shape{B, cap, nkv, hd} || v_cache.shape() != k_cache.shape())
+    fail("the caches must be [B, cap, nkv, head_dim] for k's B, nkv and head_dim");
+  if (hd % 2 != 0) fail("head_dim must be even");
+  if (at < 0 || at + T > cap)
+    throw ValueError("[rope_append] appending " + S(T) + " positions at " + S(at) + " overflows the cache capacity " +
+                     S(cap));
+  if (table.rank() != 3 || table.dim(0) < T || table.dim(1) != hd / 2 || table.dim(2) != 2)
+    throw ShapeError("[rope_append] table must be [>= " + S(T) + ", " + S(hd / 2) + ", 2], got " + table.describe());
+  if (q.numel() == 0) return;
+  if (q.device().is_webgpu() && webgpu::rope_append(q, k, v, table, k_cache, v_cache, at)) return;
+  rope(q, hd, table);
+  rope(k, hd, table);
+  const int64_t D = nkv * hd;
+  Tensor kc = k_cache.reshape({B, 1, cap, D}), vc = v_cache.reshape({B, 1, cap, D});
+  kv_append(kc, k.reshape({B, 1, T, D}), at);
+  kv_append(vc, v.reshape({B, 1, T, D}), at);
+}
+
+}  // namespace forge

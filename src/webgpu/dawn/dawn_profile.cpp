@@ -1,0 +1,114 @@
+// Kernel profiling by timestamp queries. Each dispatch runs in a compute pass
+// of its own whose beginning and end write a timestamp, so the figures include
+// the pass boundaries' barriers and a profiled run is somewhat slower than a
+// plain one; what they are for is the split of device time between kernels.
+// A batch's timestamps are resolved into a buffer before the batch is
+// finished, and read back (waiting for the batch) right after its submit.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "forge/error.h"
+#include "webgpu/dawn/callback_state.h"
+#include "webgpu/dawn/dawn_runtime.h"
+
+namespace forge::webgpu {
+
+bool DawnRuntime::wants_profile() {
+  const char* env = std::getenv("FORGE_PROFILE");
+  return env && *env && std::strcmp(env, "0") != 0;
+}
+
+void DawnRuntime::start_profiling(Lock& lock) {
+  auto p = std::make_unique<Profile>();
+  WGPUQuerySetDescriptor qd{};
+  qd.label = view("forge profile");
+  qd.type = WGPUQueryType_Timestamp;
+  qd.count = 2 * kProfileSlots;
+  p->queries = QuerySetHandle(wgpuDeviceCreateQuerySet(device_.get(), &qd));
+  p->resolved = create_buffer(lock, 2 * kProfileSlots * sizeof(uint64_t),
+                              WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc, "profile timestamps");
+  profile_ = std::move(p);
+}
+
+void DawnRuntime::begin_profiled_pass(const gpu::Dispatch& d) {
+  end_pass();
+  const uint32_t i = uint32_t(profile_->batch.size());
+  WGPUPassTimestampWrites tw{};
+  tw.querySet = profile_->queries.get();
+  tw.beginningOfPassWriteIndex = 2 * i;
+  tw.endOfPassWriteIndex = 2 * i + 1;
+  WGPUComputePassDescriptor cp{};
+  cp.timestampWrites = &tw;
+  pass_ = ComputePassHandle(wgpuCommandEncoderBeginComputePass(encoder(), &cp));
+  profile_->batch.push_back(d.kernel);
+  profile_->ops.push_back(d.op);
+}
+
+void DawnRuntime::resolve_profile() {
+  const uint32_t n = uint32_t(profile_->batch.size());
+  if (n == 0) return;
+  wgpuCommandEncoderResolveQuerySet(encoder(), profile_->queries.get(), 0, 2 * n, profile_->resolved.get(), 0);
+}
+
+void DawnRuntime::collect_profile(Lock& lock) {
+  const size_t n = profile_->batch.size();
+  if (n == 0) return;
+  std::vector<const gpu::Kernel*> kernels;
+  std::vector<const char*> ops;
+  kernels.swap(profile_->batch);
+  ops.swap(profile_->ops);
+  // The resolved timestamps, read back at once (a profiled run waits for
+  // each batch; the device time of each kernel is what it measures).
+  const uint64_t bytes = 2 * n * sizeof(uint64_t);
+  BufferHandle staging = create_buffer(lock, bytes, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "profile readback");
+  WGPUCommandEncoderDescriptor ed{};
+  CommandEncoderHandle enc(wgpuDeviceCreateCommandEncoder(device_.get(), &ed));
+  wgpuCommandEncoderCopyBufferToBuffer(enc.get(), profile_->resolved.get(), 0, staging.get(), 0, bytes);
+  CommandBufferHandle cmd(wgpuCommandEncoderFinish(enc.get(), nullptr));
+  WGPUCommandBuffer buffers[] = {cmd.get()};
+  wgpuQueueSubmit(queue_.get(), 1, buffers);
+  auto map = std::make_shared<MapResult>();
+  WGPUBufferMapCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_AllowProcessEvents;
+  cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView msg, void* m, void*) {
+    auto state = take_callback_ref<MapResult>(m);
+    state->done = true;
+    state->status = status;
+    state->message = to_string(msg);
+  };
+  cb.userdata1 = callback_ref(map);
+  wgpuBufferMapAsync(staging.get(), WGPUMapMode_Read, 0, size_t(bytes), cb);
+  wait_until(lock, [&] { return map->done; }, "the profile's timestamps");
+  if (map->status != WGPUMapAsyncStatus_Success) throw GpuError("[webgpu] profile readback failed: " + map->message);
+  std::vector<uint64_t> t(2 * n);
+  std::memcpy(t.data(), wgpuBufferGetConstMappedRange(staging.get(), 0, size_t(bytes)), bytes);
+  wgpuBufferUnmap(staging.get());
+  for (size_t i = 0; i < n; ++i) {
+    const double ms = t[2 * i + 1] > t[2 * i] ? double(t[2 * i + 1] - t[2 * i]) * 1e-6 : 0.0;
+    auto it = std::find_if(profile_->totals.begin(), profile_->totals.end(), [&](const gpu::KernelTime& k) {
+      return k.op == ops[i] && k.kernel == kernels[i]->name;
+    });
+    if (it == profile_->totals.end()) {
+      profile_->totals.push_back({ops[i], std::string(kernels[i]->name), 0, 0});
+      it = profile_->totals.end() - 1;
+    }
+    it->dispatches += 1;
+    it->ms += ms;
+  }
+}
+
+std::vector<gpu::KernelTime> DawnRuntime::kernel_times() {
+  Lock lock(mu_);
+  if (!profile_) return {};
+  std::vector<gpu::KernelTime> out = profile_->totals;
+  std::sort(out.begin(), out.end(), [](const gpu::KernelTime& a, const gpu::KernelTime& b) { return a.ms > b.ms; });
+  return out;
+}
+
+void DawnRuntime::reset_kernel_times() {
+  Lock lock(mu_);
+  if (profile_) profile_->totals.clear();
+}
+
+}  // namespace forge::webgpu
