@@ -1,6 +1,7 @@
 // WebGPU host side of the ops: parameter blocks, bindings and grids for the
 // WGSL kernels in shaders/. Inputs are validated by the op layer (src/ops/).
 #pragma once
+#include <array>
 #include "forge/ops/core.h"
 #include "ops/matmul_plan.h"
 
@@ -9,6 +10,12 @@ namespace forge::webgpu {
 void add(const Tensor& a, const Tensor& b, Tensor& out);
 void scale(const Tensor& x, float alpha, Tensor& out);
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out);
+// x [.., K] (at most 4 rows) against three weights [n_i, K] in one dispatch:
+// out[i] = x @ w[i]^T, or with silu_gate out[0] = silu(x @ w[0]^T) * (x @ w[1]^T)
+// (w[2], out[1] and out[2] then bound but not used). False,
+// with nothing recorded, where the kernel does not apply (more rows, K not
+// a multiple of 4, unaligned offsets, a binding over the limit).
+bool matvec_multi(const Tensor& x, std::array<const Tensor*, 3> w, bool silu_gate, std::array<Tensor*, 3> out);
 void softmax(const Tensor& x, const SoftmaxPlan& plan, Tensor& out);
 
 }  // namespace forge::webgpu

@@ -429,3 +429,53 @@ TEST(LlamaParity, RopeAppendRefusesBadShapes) {
   const Tensor short_table = rope_table(rope_inv_freq(8, 1e4), 0, 1, Device::cpu());
   expect_error<ShapeError>("rope_append", [&] { rope_append(q, k, v, short_table, kc, vc, 0); }, "table");
 }
+
+// ---- decode-step fusions ------------------------------------------------------
+
+// matmul_transb_many and silu_gate_matmul against the plain ops on the CPU:
+// few rows take the fused kernel on WebGPU (K a multiple of 4), others the
+// plain ops there too. Tolerance as for matmul (sums in another order).
+TEST(LlamaParity, DecodeFusionsEqualThePlainOpsOnEveryDevice) {
+  struct Case {
+    Shape x;
+    int64_t n0, n1, n2;
+  };
+  const std::vector<Case> cases = {{{1, 64}, 40, 8, 8},     {{1, 1, 132}, 17, 5, 3}, {{3, 260}, 9, 31, 2},
+                                   {{4, 8}, 1, 1, 1},       {{6, 64}, 12, 4, 4},     {{2, 30}, 7, 3, 3}};
+  uint32_t seed = 300;
+  for (const Device& dev : test_devices()) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(dev.name() + " x " + shape_str(c.x));
+      const int64_t K = c.x.back();
+      Tensor x = random_tensor(c.x, seed++), w0 = random_tensor({c.n0, K}, seed++);
+      Tensor w1 = random_tensor({c.n1, K}, seed++), w2 = random_tensor({c.n2, K}, seed++);
+      Tensor up = random_tensor({c.n0, K}, seed++);
+      MatmulOptions o;
+      o.transpose_b = true;
+      const Tensor x2 = x.reshape({x.numel() / K, K});
+      const double atol = 2e-6 * std::sqrt(double(K) + 1);
+      std::vector<Tensor> got = matmul_transb_many(x.to(dev), {w0.to(dev), w1.to(dev), w2.to(dev)});
+      ASSERT_EQ(got.size(), 3u);
+      const Tensor* ws[3] = {&w0, &w1, &w2};
+      for (int i = 0; i < 3; ++i) {
+        Tensor want = matmul(x2, *ws[i], o);
+        Shape s = c.x;
+        s.back() = ws[i]->dim(0);
+        EXPECT_EQ(got[size_t(i)].shape(), s);
+        EXPECT_TRUE(all_close(got[size_t(i)].to(Device::cpu()).reshape(want.shape()), want, atol, 1e-5)) << i;
+      }
+      Tensor want = silu_gate_fused(matmul(x2, w0, o), matmul(x2, up, o));
+      Tensor sg = silu_gate_matmul(x.to(dev), w0.to(dev), up.to(dev));
+      EXPECT_TRUE(all_close(sg.to(Device::cpu()).reshape(want.shape()), want, atol, 1e-5));
+    }
+  }
+}
+
+TEST(LlamaParity, DecodeFusionsRefuseBadShapes) {
+  Tensor x = Tensor::zeros({1, 8}), w = Tensor::zeros({4, 8}), bad = Tensor::zeros({4, 7});
+  expect_error<ShapeError>("matmul_transb_many", [&] { matmul_transb_many(x, {w, bad}); }, "[n, 8]");
+  expect_error<ValueError>("matmul_transb_many", [&] { matmul_transb_many(x, {}); });
+  expect_error<ValueError>("matmul_transb_many", [&] { matmul_transb_many(x, {w, w, w, w}); });
+  expect_error<ShapeError>("silu_gate_matmul", [&] { silu_gate_matmul(x, w, Tensor::zeros({3, 8})); }, "one shape");
+  expect_error<ShapeError>("silu_gate_matmul", [&] { silu_gate_matmul(x, bad, bad); });
+}

@@ -89,6 +89,15 @@ RmsNormGrads rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& d
 //   h = silu_gate_fused(/*up=*/gate_proj(x), /*gate=*/up_proj(x)).
 Tensor silu_gate_fused(const Tensor& up, const Tensor& gate);
 
+// Decode-step fusions of a block's products (one dispatch on WebGPU where the
+// plain ops take three; the plain ops elsewhere, with the same results up to
+// the order of the f32 sums):
+// x [.., K] times each of up to three weights W_i [n_i, K]: x @ W_i^T.
+std::vector<Tensor> matmul_transb_many(const Tensor& x, const std::vector<Tensor>& weights);
+// silu(x @ gate^T) * (x @ up^T) for x [.., K], gate and up [n, K]: what
+// silu_gate_fused(gate_proj(x), up_proj(x)) gives.
+Tensor silu_gate_matmul(const Tensor& x, const Tensor& gate, const Tensor& up);
+
 struct SiluGateGrads {
   Tensor grad_up;    // dy * gate * silu'(up)
   Tensor grad_gate;  // dy * silu(up)

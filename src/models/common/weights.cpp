@@ -58,6 +58,28 @@ Tensor Linear::operator()(const Tensor& x) const {
   return matmul(x.reshape({rows, in}), dense, o).reshape(shape);
 }
 
+namespace {
+bool plain(const Linear& l) { return !l.quant && !l.bias.defined(); }
+}  // namespace
+
+std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor& x) {
+  bool fused = ls.size() <= 3;
+  for (const Linear* l : ls) fused = fused && plain(*l);
+  std::vector<Tensor> out;
+  if (fused) {
+    std::vector<Tensor> ws;
+    for (const Linear* l : ls) ws.push_back(l->w);
+    return matmul_transb_many(x, ws);
+  }
+  for (const Linear* l : ls) out.push_back((*l)(x));
+  return out;
+}
+
+Tensor silu_gate_of(const Linear& gate, const Linear& up, const Tensor& x) {
+  if (plain(gate) && plain(up)) return silu_gate_matmul(x, gate.w, up.w);
+  return silu_gate_fused(gate(x), up(x));
+}
+
 Linear Linear::load(const TensorSource& src, const std::string& base, int64_t out, int64_t in, bool with_bias,
                     const std::optional<QuantizationConfig>& quant, const Device& device, DeviceTally& tally) {
   Linear l;

@@ -58,6 +58,13 @@ struct Linear {
                      const std::optional<QuantizationConfig>& quant, const Device& device, DeviceTally& tally);
 };
 
+// Linears that read the same x [.., in], as {l(x) for l in ls}: one dispatch
+// for a decode step where all are dense without a bias (matmul_transb_many).
+std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor& x);
+// silu(gate(x)) * up(x), the Llama MLP's input to down_proj: one dispatch for
+// a decode step where both are dense without a bias (silu_gate_matmul).
+Tensor silu_gate_of(const Linear& gate, const Linear& up, const Tensor& x);
+
 // The token table [V, C]: dense (row chunks, each within one storage binding)
 // or quantized (rows dequantized as they are gathered). Also the output layer
 // of a model with tied embeddings.

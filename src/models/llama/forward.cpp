@@ -103,14 +103,15 @@ void LlamaModel::layer(int64_t l, Stream& s, const Tensor& rope_tab, KvCache* ca
   const int64_t nh = c_.num_attention_heads, nkv = c_.num_key_value_heads;
   const float eps = float(c_.rms_norm_eps);
   Tensor h = norm_stream(s, y.input_norm).reshape({B * T, H});
-  Tensor q = y.q(h).reshape({B, T, nh, hd});
-  Tensor k = y.k(h).reshape({B, T, nkv, hd});
-  Tensor v = y.v(h).reshape({B, T, nkv, hd});
+  std::vector<Tensor> qkv = apply_all({&y.q, &y.k, &y.v}, h);
+  Tensor q = qkv[0].reshape({B, T, nh, hd});
+  Tensor k = qkv[1].reshape({B, T, nkv, hd});
+  Tensor v = qkv[2].reshape({B, T, nkv, hd});
   Tensor a = attend(l, q, k, v, rope_tab, cache).reshape({B * T, nh * hd});
   RmsNormResidual r = rms_norm_residual(y.o(a).reshape({B, T, H}), s.x, y.post_norm, eps);  // r.sum = x1
   Tensor n = r.out.reshape({B * T, H});
   s.x = r.sum;
-  s.pending = y.down(silu_gate_fused(y.gate(n), y.up(n))).reshape({B, T, H});  // x' = x1 + pending
+  s.pending = y.down(silu_gate_of(y.gate, y.up, n)).reshape({B, T, H});  // x' = x1 + pending
 }
 
 Tensor LlamaModel::project(const Tensor& n) const { return tied_ ? embed_.project(n) : lm_head_.project(n); }

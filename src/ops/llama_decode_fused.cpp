@@ -1,0 +1,74 @@
+// matmul_transb_many and silu_gate_matmul: validation, and the fused WebGPU
+// kernel for few rows or the plain ops.
+#include "forge/ops.h"
+#include "ops/check.h"
+#include "webgpu/kernels.h"
+
+namespace forge {
+
+namespace {
+
+// x [.., K] as [rows, K]; every weight [n_i, K].
+void check_products(const char* op, const Tensor& x, const std::vector<const Tensor*>& ws) {
+  for (const Tensor* w : ws) check::same_device(op, {&x, w});
+  check::dtype(op, "x", x, DType::F32);
+  if (x.rank() < 1) throw ShapeError(std::string("[") + op + "] x must have at least one dim, got " + x.describe());
+  for (const Tensor* w : ws) {
+    check::dtype(op, "weight", *w, DType::F32);
+    if (w->rank() != 2 || w->dim(1) != x.dim(-1))
+      throw ShapeError(std::string("[") + op + "] weight " + w->describe() + " must be [n, " +
+                       std::to_string(x.dim(-1)) + "] for x " + x.describe());
+  }
+}
+
+Tensor product(const Tensor& x, const Tensor& w) {
+  MatmulOptions o;
+  o.transpose_b = true;
+  Shape shape = x.shape();
+  shape.back() = w.dim(0);
+  return matmul(x.reshape({x.numel() / x.dim(-1), x.dim(-1)}), w, o).reshape(shape);
+}
+
+Shape with_last(const Tensor& x, int64_t n) {
+  Shape s = x.shape();
+  s.back() = n;
+  return s;
+}
+
+}  // namespace
+
+std::vector<Tensor> matmul_transb_many(const Tensor& x, const std::vector<Tensor>& weights) {
+  const char* op = "matmul_transb_many";
+  if (weights.empty() || weights.size() > 3)
+    throw ValueError(std::string("[") + op + "] takes one to three weights, got " + std::to_string(weights.size()));
+  std::vector<const Tensor*> ws;
+  for (const Tensor& w : weights) ws.push_back(&w);
+  check_products(op, x, ws);
+  if (x.device().is_webgpu() && weights.size() == 3) {
+    std::vector<Tensor> out;
+    for (const Tensor& w : weights) out.push_back(Tensor::empty(with_last(x, w.dim(0)), DType::F32, x.device()));
+    if (webgpu::matvec_multi(x, {ws[0], ws[1], ws[2]}, /*silu_gate=*/false, {&out[0], &out[1], &out[2]}))
+      return out;
+  }
+  std::vector<Tensor> out;
+  for (const Tensor& w : weights) out.push_back(product(x, w));
+  return out;
+}
+
+Tensor silu_gate_matmul(const Tensor& x, const Tensor& gate, const Tensor& up) {
+  const char* op = "silu_gate_matmul";
+  check_products(op, x, {&gate, &up});
+  if (gate.shape() != up.shape())
+    throw ShapeError(std::string("[") + op + "] gate " + gate.describe() + " and up " + up.describe() +
+                     " must have one shape");
+  if (x.device().is_webgpu()) {
+    // The kernel's unused outputs still need buffers of their own (writable
+    // bindings may not alias).
+    Tensor out = Tensor::empty(with_last(x, gate.dim(0)), DType::F32, x.device());
+    Tensor unused1 = Tensor::empty({1}, DType::F32, x.device()), unused2 = Tensor::empty({1}, DType::F32, x.device());
+    if (webgpu::matvec_multi(x, {&gate, &up, &up}, /*silu_gate=*/true, {&out, &unused1, &unused2})) return out;
+  }
+  return silu_gate_fused(product(x, gate), product(x, up));
+}
+
+}  // namespace forge

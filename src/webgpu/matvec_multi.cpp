@@ -1,0 +1,42 @@
+// Host side of shaders/matvec_multi.wgsl: the decode-step fusions of
+// matmul_transb_many (MODE 0) and silu_gate_matmul (MODE 1).
+#include "forge_shaders.h"
+#include "webgpu/kernels.h"
+#include "webgpu/launch.h"
+
+namespace forge::webgpu {
+
+namespace {
+
+const gpu::Kernel kMatvecMulti{"matvec_multi", shaders::matvec_multi};
+
+// Mirrors `struct Params` of shaders/matvec_multi.wgsl.
+struct MultiParams {
+  uint32_t m, k, n0, n1, n2;
+  uint32_t pad[3];
+};
+static_assert(sizeof(MultiParams) == 32);
+
+constexpr int64_t kMaxRows = 4;  // the kernel's MAX_ROWS
+constexpr int64_t kCols = 8;     // and COLS
+
+}  // namespace
+
+bool matvec_multi(const Tensor& x, std::array<const Tensor*, 3> w, bool silu_gate, std::array<Tensor*, 3> out) {
+  const gpu::Runtime& rt = x.device().runtime();
+  const int64_t K = x.dim(-1), m = x.numel() / K;
+  if (m < 1 || m > kMaxRows || K % 4 != 0) return false;
+  const uint64_t align = rt.limits().storage_offset_alignment, limit = rt.binding_limit();
+  for (const Tensor* t : {&x, w[0], w[1], w[2], static_cast<const Tensor*>(out[0]), static_cast<const Tensor*>(out[1]),
+                          static_cast<const Tensor*>(out[2])})
+    if (t->byte_offset() % align != 0 || t->nbytes() > limit) return false;
+  const int64_t n0 = w[0]->dim(0), n1 = silu_gate ? 0 : w[1]->dim(0), n2 = silu_gate ? 0 : w[2]->dim(0);
+  const int64_t cols = n0 + n1 + n2;
+  MultiParams p{uint32_t(m), uint32_t(K), uint32_t(n0), uint32_t(n1), uint32_t(n2), {}};
+  launch(x.device(), silu_gate ? "silu_gate_matmul" : "matmul_transb_many", kMatvecMulti, p,
+         {arg(x), arg(*w[0]), arg(*w[1]), arg(*w[2]), arg(*out[0]), arg(*out[1]), arg(*out[2])},
+         {uint32_t((cols + kCols - 1) / kCols), 1, 1}, {{"MODE", silu_gate ? 1.0 : 0.0}});
+  return true;
+}
+
+}  // namespace forge::webgpu

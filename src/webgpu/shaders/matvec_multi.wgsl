@@ -1,0 +1,127 @@
+// Decode-step fusions of products of one x [m <= 4, k] with row-major
+// weights W_i [n_i, k], read as vec4 (k a multiple of 4) by 32 lanes per
+// output column as matvec_vec4.wgsl reads one weight, 8 columns to a
+// workgroup:
+//   MODE 0: out_i = x @ W_i^T for three weights (a block's q, k and v), their
+//           columns numbered one after another across the three;
+//   MODE 1: out0 = silu(x @ W0^T) * (x @ W1^T) (the MLP's gate and up, as
+//           silu_gate.wgsl rounds it), W2 and out1/out2 unused.
+// One dispatch instead of three in both modes.
+override MODE: u32 = 0u;
+
+struct Params {
+  m: u32,
+  k: u32,
+  n0: u32,
+  n1: u32,
+  n2: u32,
+  _pad0: u32,
+  _pad1: u32,
+  _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4f>;   // [m, k / 4]
+@group(0) @binding(2) var<storage, read> w0: array<vec4f>;  // [n0, k / 4]
+@group(0) @binding(3) var<storage, read> w1: array<vec4f>;
+@group(0) @binding(4) var<storage, read> w2: array<vec4f>;
+@group(0) @binding(5) var<storage, read_write> o0: array<f32>;  // [m, n0]
+@group(0) @binding(6) var<storage, read_write> o1: array<f32>;
+@group(0) @binding(7) var<storage, read_write> o2: array<f32>;
+
+const WG: u32 = 256u;
+const MAX_ROWS: u32 = 4u;
+const LANES: u32 = 32u;
+const COLS: u32 = 8u;
+
+var<workgroup> red: array<f32, 2048>;  // [2][MAX_ROWS][WG]
+
+fn weight(which: u32, i: u32) -> vec4f {
+  if (which == 0u) {
+    return w0[i];
+  }
+  if (which == 1u) {
+    return w1[i];
+  }
+  return w2[i];
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let lane = lid % LANES;
+  let gcol = wg.x * COLS + lid / LANES;
+  let k4 = p.k / 4u;
+  // Which weight the column belongs to, and its column there.
+  var which = 0u;
+  var col = gcol;
+  var n = p.n0;
+  var valid = gcol < p.n0;
+  if (MODE == 0u) {
+    valid = gcol < p.n0 + p.n1 + p.n2;
+    if (col >= p.n0) {
+      col -= p.n0;
+      which = 1u;
+      n = p.n1;
+      if (col >= p.n1) {
+        col -= p.n1;
+        which = 2u;
+        n = p.n2;
+      }
+    }
+  }
+  var acc0: array<f32, MAX_ROWS>;
+  var acc1: array<f32, MAX_ROWS>;
+  if (valid) {
+    let base = col * k4;
+    for (var i = lane; i < k4; i += LANES) {
+      if (MODE == 0u) {
+        let b = weight(which, base + i);
+        for (var r = 0u; r < MAX_ROWS; r++) {
+          if (r < p.m) {
+            acc0[r] += dot(x[r * k4 + i], b);
+          }
+        }
+      } else {
+        let g = w0[base + i];
+        let u = w1[base + i];
+        for (var r = 0u; r < MAX_ROWS; r++) {
+          if (r < p.m) {
+            let a = x[r * k4 + i];
+            acc0[r] += dot(a, g);
+            acc1[r] += dot(a, u);
+          }
+        }
+      }
+    }
+  }
+  for (var r = 0u; r < MAX_ROWS; r++) {
+    red[r * WG + lid] = acc0[r];
+    red[(MAX_ROWS + r) * WG + lid] = acc1[r];
+  }
+  workgroupBarrier();
+  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+    if (lane < s) {
+      for (var r = 0u; r < 2u * MAX_ROWS; r++) {
+        red[r * WG + lid] += red[r * WG + lid + s];
+      }
+    }
+    workgroupBarrier();
+  }
+  if (lane != 0u || !valid) {
+    return;
+  }
+  for (var r = 0u; r < MAX_ROWS; r++) {
+    if (r < p.m) {
+      let v = red[r * WG + lid];
+      if (MODE == 1u) {
+        o0[r * n + col] = v / (1.0 + exp(-v)) * red[(MAX_ROWS + r) * WG + lid];
+      } else if (which == 0u) {
+        o0[r * n + col] = v;
+      } else if (which == 1u) {
+        o1[r * n + col] = v;
+      } else {
+        o2[r * n + col] = v;
+      }
+    }
+  }
+}
