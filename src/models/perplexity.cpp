@@ -36,7 +36,8 @@ PerplexityResult perplexity(const CausalLM& model, const std::vector<uint32_t>& 
       for (int64_t t = 0; t + 1 < W; ++t) labels[size_t(t)] = ids[size_t(begin + t + 1)];
       Tensor window = Tensor::from_vector(std::vector<uint32_t>(ids.begin() + begin, ids.begin() + end), {1, W});
       Tensor logits = model.forward(window).reshape({W, V});
-      const std::vector<float> nll = cross_entropy_loss(logits, Tensor::from_vector(labels, {W}).to(logits.device())).to_vector<float>();
+      Tensor targets = Tensor::from_vector(labels, {W}).to(logits.device());
+      const std::vector<float> nll = cross_entropy_loss(logits, targets).to_vector<float>();  // [W]
       for (int64_t id = first; id < end; ++id) r.nll_sum += double(nll[size_t(id - 1 - begin)]);
       r.tokens += end - first;
       ++r.windows;
