@@ -34,6 +34,9 @@ struct GenerateOptions {
   // earlier positions are not recomputed) and the new tokens stay in it.
   // Null: a fresh cache sized for prompt + max_new_tokens.
   KvCache* cache = nullptr;
+  // With a cache: the ids it holds (at least the last repeat_last_n), which
+  // the repeat penalty's window looks back on before the prompt.
+  std::vector<uint32_t> cached_ids;
 };
 
 struct GenerateStats {

@@ -145,15 +145,20 @@ std::vector<uint32_t> generate(const CausalLM& model, const std::vector<uint32_t
   KvCache own;
   if (!o.cache) own = model.new_cache(1, std::min(ctx, P + o.max_new_tokens));
   KvCache& cache = o.cache ? *o.cache : own;
+  // The penalty's window: the cache's ids (as given), the prompt, then each
+  // new id: token i at position C + P + i.
   std::optional<RecentIds> recent;
-  if (window) recent.emplace(window, prompt, model.device());
-  // Token i from the logits of its predecessor; its id joins the penalty's
-  // window at position P + i.
+  const int64_t C = o.cache ? int64_t(o.cached_ids.size()) : 0;
+  if (window) {
+    std::vector<uint32_t> context = o.cache ? o.cached_ids : std::vector<uint32_t>{};
+    context.insert(context.end(), prompt.begin(), prompt.end());
+    recent.emplace(window, context, model.device());
+  }
   auto draw = [&](int64_t i, const Tensor& logits) {
     so.step = uint64_t(i);
     if (!recent) return sample(logits, so);
     Tensor id = sample(logits, so, recent->ids());  // u32 [1]
-    recent->put(id, P + i);
+    recent->put(id, C + P + i);
     return id;
   };
   Tensor next = draw(0, model.forward_cached(Tensor::from_vector(prompt, {1, P}), cache));  // u32 [1] on dev

@@ -165,6 +165,7 @@ void run(const ChatArgs& a) {
     }
     const int64_t cached = conv.reuse_prefix(ids);
     const std::vector<uint32_t> fresh(ids.begin() + cached, ids.end());
+    o.cached_ids.assign(ids.begin(), ids.begin() + cached);  // the repeat penalty looks back on them
     const int64_t room = ctx - int64_t(ids.size());
     const bool context_full = a.sampling.n > room;
     o.max_new_tokens = std::min(a.sampling.n, room);
