@@ -9,9 +9,10 @@
 // the JSON has no "text" key. Stops at the model's EOS ids, a stop string, or
 // after N tokens; a prompt + N beyond the context length stops at the context
 // with a notice, or with --context-shift drops the oldest ids (after the
-// first --keep prompt ids) and goes on. --chat renders the prompt with the model's chat template
-// (--messages: a JSON list of {role, content}; -p / --prompt-file: one user
-// message) with the generation prompt, and stops at the end of the reply.
+// first --keep prompt ids) and goes on. --chat renders the prompt with the
+// model's chat template (--messages: a JSON list of {role, content}; -p /
+// --prompt-file: one user message) with the generation prompt, and stops at
+// the end of the reply.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
