@@ -22,10 +22,21 @@ struct GenerateOptions {
   SampleOptions sample;             // temperature 0: greedy; sample.step is set per token
   bool use_cache = true;            // false: recompute the whole sequence per token
   std::vector<uint32_t> stop_ids;   // stop after producing any of these (EOS)
+  // sample.repeat_penalty applies to the last repeat_last_n ids (prompt
+  // included; -1: the context length), kept on the device as a ring.
+  int64_t repeat_last_n = 64;
+  // When the context fills: false stops (so prompt + max_new_tokens must fit);
+  // true keeps the first `keep` prompt ids, drops half of the ids after them
+  // and re-prefills the rest (as llama.cpp's context shift), then continues.
+  bool context_shift = false;
+  int64_t keep = 0;                 // clamped to the prompt length
   // Continue a conversation: the prompt is appended to this cache (its
   // earlier positions are not recomputed) and the new tokens stay in it.
   // Null: a fresh cache sized for prompt + max_new_tokens.
   KvCache* cache = nullptr;
+  // With a cache: the ids it holds (at least the last repeat_last_n), which
+  // the repeat penalty's window looks back on before the prompt.
+  std::vector<uint32_t> cached_ids;
 };
 
 struct GenerateStats {
@@ -38,8 +49,9 @@ struct GenerateStats {
 using TokenCallback = std::function<bool(uint32_t)>;
 
 // Generates up to max_new_tokens ids after `prompt` (batch 1). ValueError for
-// an empty prompt, an id >= V, or prompt + max_new_tokens beyond the context
-// length.
+// an empty prompt, an id >= V, prompt + max_new_tokens beyond the context
+// length without context_shift, a prompt that fills the context with it, a
+// keep that leaves nothing to drop, or context_shift with a given cache.
 std::vector<uint32_t> generate(const CausalLM& model, const std::vector<uint32_t>& prompt,
                                const GenerateOptions& options, const TokenCallback& on_token = {},
                                GenerateStats* stats = nullptr);

@@ -79,7 +79,8 @@ uint32_t sample_row(const float* z, const SamplePlan& p, uint32_t row, std::vect
       if (s >= target) tp = cand;
     }
   }
-  auto kept_w = [&](int64_t i) { return key[size_t(i)] >= tp ? w[size_t(i)] : 0.0f; };
+  // Min-p: w_i is the probability over the largest one's (w = 1 at the argmax).
+  auto kept_w = [&](int64_t i) { return key[size_t(i)] >= tp && w[size_t(i)] >= p.min_p ? w[size_t(i)] : 0.0f; };
   const float u = float(philox_word0(p.step, row, p.k0, p.k1) >> 8) * (1.0f / 16777216.0f);
   const float r = u * lane_sum(v, kept_w);
   uint32_t j = 0;
@@ -99,6 +100,19 @@ void sample(const Tensor& logits, const SamplePlan& p, Tensor& out) {
   std::vector<uint32_t> key(size_t(p.vocab));
   std::vector<float> w(size_t(p.vocab));
   for (int64_t r = 0; r < p.rows; ++r) ids[r] = sample_row(z + r * p.vocab, p, uint32_t(r), key, w);
+}
+
+void repeat_penalty(const Tensor& logits, const Tensor& recent, const PenaltyPlan& p, Tensor& out) {
+  const float* z = logits.data<float>();
+  const uint32_t* ids = recent.data<uint32_t>();
+  float* y = out.data<float>();
+  std::memcpy(y, z, size_t(p.rows * p.vocab) * sizeof(float));
+  for (int64_t r = 0; r < p.rows; ++r)
+    for (int64_t j = 0; j < p.window; ++j) {
+      const uint32_t id = ids[r * p.window + j];
+      // From the unpenalised logit, so an id that occurs twice is penalised once.
+      if (id < uint64_t(p.vocab)) y[r * p.vocab + id] = repeat_penalized(z[r * p.vocab + id], p);
+    }
 }
 
 }  // namespace forge::cpu

@@ -118,3 +118,144 @@ TEST(SampleParity, RejectsBadOptions) {
     EXPECT_NE(std::string(e.what()).find("[sample]"), std::string::npos) << e.what();
   }
 }
+
+namespace {
+
+// The logits a repeat penalty should give, computed here from the rule in
+// forge/ops/sample.h: each distinct id < V of the row's window, once.
+std::vector<float> penalized_by_hand(const std::vector<float>& z, int64_t vocab, const std::vector<uint32_t>& recent,
+                                     int64_t window, float penalty) {
+  std::vector<float> y = z;
+  const float down = float(1.0 / double(penalty));
+  for (size_t r = 0; r * size_t(vocab) < z.size(); ++r)
+    for (int64_t j = 0; j < window; ++j) {
+      const uint32_t id = recent[r * size_t(window) + size_t(j)];
+      if (id >= vocab) continue;
+      const float x = z[r * size_t(vocab) + id];
+      y[r * size_t(vocab) + id] = x > 0 ? x * down : x < 0 ? x * penalty : x;
+    }
+  return y;
+}
+
+// A window of `n` ids per row below vocab + 3 (so some are empty slots), with repeats.
+std::vector<uint32_t> random_window(int64_t rows, int64_t n, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<uint32_t> id(0, uint32_t(std::min<int64_t>(vocab + 2, 40)));
+  std::vector<uint32_t> w(size_t(rows * n));
+  for (auto& x : w) x = id(rng);
+  if (!w.empty()) w[0] = 0xFFFFFFFFu;
+  return w;
+}
+
+struct PenaltyCase {
+  int64_t rows, vocab, window;
+  float temperature, top_p, min_p, penalty;
+};
+
+const std::vector<PenaltyCase> kPenaltyCases = {
+    {1, 1, 1, 0, 1, 0, 1.3f},        {3, 17, 5, 0, 1, 0, 1.5f},       {2, 129, 64, 0, 1, 0, 0.7f},
+    {1, 1000, 3, 1.0f, 1, 0, 1.1f},  {3, 129, 17, 0.8f, 1, 0.05f, 1.2f}, {2, 257, 1, 1.0f, 0.9f, 0.1f, 2.0f},
+    {1, 1000, 300, 1.2f, 1, 0.2f, 1.0f}, {2, 17, 4, 1.0f, 1, 0.5f, 1.0f},  {1, 50257, 64, 1.0f, 0.95f, 0.01f, 1.1f},
+};
+
+}  // namespace
+
+TEST(SampleParity, MinPAndRepeatPenaltySameIdOnBothBackends) {
+  uint32_t seed = 100;
+  for (const PenaltyCase& c : kPenaltyCases) {
+    Tensor logits = random_tensor({c.rows, c.vocab}, seed++, -4.0f, 4.0f);
+    Tensor recent = Tensor::from_vector(random_window(c.rows, c.window, c.vocab, seed++), {c.rows, c.window});
+    Tensor gl = logits.to(gpu_device()), gr = recent.to(gpu_device());
+    for (uint64_t step : {0ull, 3ull, 1000ull}) {
+      SampleOptions o{c.temperature, 0, c.top_p, 42, step, c.min_p, c.penalty};
+      EXPECT_EQ(sample(logits, o, recent).to_vector<uint32_t>(), sample(gl, o, gr).to_vector<uint32_t>())
+          << "rows " << c.rows << " V " << c.vocab << " N " << c.window << " t " << c.temperature << " min_p "
+          << c.min_p << " penalty " << c.penalty << " step " << step;
+    }
+  }
+}
+
+TEST(SampleParity, RepeatPenaltyEqualsHandPenalisedLogits) {
+  // The draw from penalised logits is the draw from logits penalised by hand,
+  // id for id (the penalty is exact: one f32 product per recent id).
+  const int64_t rows = 2, vocab = 129, window = 9;
+  const std::vector<float> z = random_values(rows * vocab, 7, -3.0f, 3.0f);
+  const std::vector<uint32_t> w = random_window(rows, window, vocab, 8);
+  for (float penalty : {1.3f, 0.6f}) {
+    Tensor by_hand = Tensor::from_vector(penalized_by_hand(z, vocab, w, window, penalty), {rows, vocab});
+    for (const Device& d : test_devices()) {
+      Tensor logits = Tensor::from_vector(z, {rows, vocab}).to(d), recent = Tensor::from_vector(w, {rows, window}).to(d);
+      for (uint64_t step = 0; step < 20; ++step) {
+        SampleOptions o{step == 0 ? 0.0f : 1.0f, 0, 1.0f, 11, step, 0.0f, penalty};
+        SampleOptions plain = o;
+        plain.repeat_penalty = 1.0f;
+        EXPECT_EQ(sample(logits, o, recent).to_vector<uint32_t>(), run(by_hand.to(d), plain))
+            << d.name() << " penalty " << penalty << " step " << step;
+      }
+    }
+  }
+}
+
+TEST(SampleParity, RepeatPenaltyFlipsTheArgmax) {
+  // Greedy picks 0 (2.0 > 1.9) until 0 is recent: 2.0 / 1.1 = 1.818 < 1.9.
+  // Negative logits are multiplied: -0.5 * 1.5 = -0.75 < -0.6, so 1 wins.
+  // The window holds 0 twice and an empty slot; id 1 is penalised once only:
+  // with penalty 1.5 on [2.0, 1.9, 1.3]: 2.0 / 1.5 = 1.333 > 1.3, 1.9 / 1.5 = 1.267.
+  Tensor pos = Tensor::from_vector(std::vector<float>{2.0f, 1.9f, -1.0f}, {1, 3});
+  Tensor neg = Tensor::from_vector(std::vector<float>{-0.5f, -0.6f, -2.0f}, {3});
+  Tensor three = Tensor::from_vector(std::vector<float>{2.0f, 1.9f, 1.3f}, {1, 3});
+  Tensor w0 = Tensor::from_vector(std::vector<uint32_t>{0, 0xFFFFFFFFu, 0}, {1, 3});
+  Tensor w01 = Tensor::from_vector(std::vector<uint32_t>{1, 0, 1, 1}, {4});
+  for (const Device& d : test_devices()) {
+    SampleOptions o;
+    o.repeat_penalty = 1.1f;
+    EXPECT_EQ(run(pos.to(d), {}), std::vector<uint32_t>{0}) << d.name();
+    EXPECT_EQ(sample(pos.to(d), o, w0.to(d)).to_vector<uint32_t>(), std::vector<uint32_t>{1}) << d.name();
+    o.repeat_penalty = 1.5f;
+    EXPECT_EQ(sample(neg.to(d), o, w0.reshape({3}).to(d)).to_vector<uint32_t>(), std::vector<uint32_t>{1}) << d.name();
+    EXPECT_EQ(sample(three.to(d), o, w01.reshape({1, 4}).to(d)).to_vector<uint32_t>(), std::vector<uint32_t>{0})
+        << d.name();
+    // Penalty 1 is off: the argmax stays.
+    o.repeat_penalty = 1.0f;
+    EXPECT_EQ(sample(pos.to(d), o, w0.to(d)).to_vector<uint32_t>(), std::vector<uint32_t>{0}) << d.name();
+  }
+}
+
+TEST(SampleParity, MinPKeepsTheDocumentedSet) {
+  // Probabilities 0.5, 0.25, 0.125, 0.125 shuffled as in TopKAndTopP: weights
+  // over the largest are 1, 0.5, 0.25, 0.25. min_p 0.4 keeps ids 1 and 3;
+  // min_p 0.6 (and 1) keeps id 1 alone, which is what greedy picks.
+  std::vector<float> lp = {std::log(0.125f), std::log(0.5f), std::log(0.125f), std::log(0.25f)};
+  Tensor t = Tensor::from_vector(lp, {1, 4});
+  for (const Device& d : test_devices()) {
+    Tensor x = t.to(d);
+    std::vector<int> seen(4, 0);
+    for (uint64_t step = 0; step < 200; ++step) {
+      seen[run(x, {1.0f, 0, 1.0f, 5, step, 0.4f})[0]]++;
+      EXPECT_EQ(run(x, {1.0f, 0, 1.0f, 5, step, 0.6f})[0], 1u) << d.name();
+    }
+    EXPECT_EQ(seen[0] + seen[2], 0) << d.name();
+    EXPECT_GT(seen[3], 30) << d.name();
+    EXPECT_GT(seen[1], seen[3]) << d.name();
+  }
+  // On random logits (no ties), min_p 1 leaves the argmax: every draw is greedy.
+  Tensor r = random_tensor({3, 1000}, 21, -4.0f, 4.0f);
+  for (const Device& d : test_devices()) {
+    const std::vector<uint32_t> greedy = run(r.to(d), {});
+    for (uint64_t step = 0; step < 5; ++step)
+      EXPECT_EQ(run(r.to(d), {1.5f, 0, 0.9f, 3, step, 1.0f}), greedy) << d.name() << " step " << step;
+  }
+}
+
+TEST(SampleParity, RejectsBadMinPAndPenalty) {
+  Tensor t = random_tensor({2, 5}, 3);
+  Tensor w = Tensor::from_vector(std::vector<uint32_t>{1, 2, 3, 4}, {2, 2});
+  expect_error<ValueError>("sample", [&] { sample(t, {1.0f, 0, 1.0f, 0, 0, -0.1f}); }, "min_p");
+  expect_error<ValueError>("sample", [&] { sample(t, {1.0f, 0, 1.0f, 0, 0, 1.5f}); }, "min_p");
+  expect_error<ValueError>("sample", [&] { sample(t, {1.0f, 0, 1.0f, 0, 0, NAN}); }, "min_p");
+  expect_error<ValueError>("sample", [&] { sample(t, {0.0f, 0, 1.0f, 0, 0, 0.0f, 0.0f}, w); }, "repeat_penalty");
+  expect_error<ValueError>("sample", [&] { sample(t, {0.0f, 0, 1.0f, 0, 0, 0.0f, -1.0f}, w); }, "repeat_penalty");
+  expect_error<ValueError>("sample", [&] { sample(t, {0.0f, 0, 1.0f, 0, 0, 0.0f, INFINITY}, w); }, "repeat_penalty");
+  expect_error<ShapeError>("sample", [&] { sample(t, {0.0f, 0, 1.0f, 0, 0, 0.0f, 1.2f}, w.reshape({4})); }, "recent");
+  expect_error<DTypeError>("sample", [&] { sample(t, {0.0f, 0, 1.0f, 0, 0, 0.0f, 1.2f}, random_tensor({2, 2}, 1)); });
+}

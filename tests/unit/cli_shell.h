@@ -4,7 +4,10 @@
 #pragma once
 #include <sys/wait.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -32,5 +35,18 @@ inline nlohmann::json last_json_line(const std::string& out) {
   size_t start = out.rfind('\n', end);
   return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1, end - start));
 }
+
+// A fresh folder under the system temp dir, removed at the end of the scope.
+struct CliTempDir {
+  std::filesystem::path path;
+  explicit CliTempDir(const std::string& tag)
+      : path(std::filesystem::temp_directory_path() / ("forge_cli_" + tag + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~CliTempDir() { std::filesystem::remove_all(path); }
+  CliTempDir(const CliTempDir&) = delete;
+  CliTempDir& operator=(const CliTempDir&) = delete;
+};
 
 }  // namespace forge::testing

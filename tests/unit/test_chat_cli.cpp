@@ -163,7 +163,9 @@ class ChatCli : public ::testing::Test {
 };
 
 TEST_F(ChatCli, TurnsMatchGenerateAndReuseTheCache) {
-  for (const auto& f : {std::vector<std::string>{"--greedy"}, std::vector<std::string>{"--top-k", "50", "--seed", "3"}}) {
+  // The repeat penalty's window spans the cached conversation, as generate's spans its whole prompt.
+  for (const auto& f : {std::vector<std::string>{"--greedy"}, std::vector<std::string>{"--top-k", "50", "--seed", "3"},
+                        std::vector<std::string>{"--repeat-penalty", "1.8", "--min-p", "0.02", "--seed", "5"}}) {
   SCOPED_TRACE(f[0]);
   flags = f;
   const auto r = chat("Hello there\nHow are you today?\n", {"--json"});

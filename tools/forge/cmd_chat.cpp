@@ -1,5 +1,6 @@
 // forge chat -m DIR [--system TEXT] [-n N] [--greedy | --temperature T --top-k K
-//   --top-p P] [--seed S] [--stop STR]... [--context N] [--device D] [--json] [--verbose]
+//   --top-p P --min-p P] [--repeat-penalty R [--repeat-last-n N]] [--seed S] [--stop STR]...
+//   [--context N] [--device D] [--json] [--verbose]
 // A terminal chat: each line on stdin is a user turn; the reply streams to
 // stdout. The conversation is rendered with the model's chat template, and the
 // KV cache is kept across turns: a turn prefills only the ids after the
@@ -164,6 +165,7 @@ void run(const ChatArgs& a) {
     }
     const int64_t cached = conv.reuse_prefix(ids);
     const std::vector<uint32_t> fresh(ids.begin() + cached, ids.end());
+    o.cached_ids.assign(ids.begin(), ids.begin() + cached);  // the repeat penalty looks back on them
     const int64_t room = ctx - int64_t(ids.size());
     const bool context_full = a.sampling.n > room;
     o.max_new_tokens = std::min(a.sampling.n, room);

@@ -1,5 +1,6 @@
 // forge generate -m DIR (-p TEXT | --prompt-file F | --prompt-ids 1,2,3 | --messages M.json)
 //   [--chat] [-n N] [--greedy | --temperature T --top-k K --top-p P] [--seed S]
+//   [--min-p P] [--repeat-penalty R [--repeat-last-n N]] [--context-shift [--keep N]]
 //   [--stop STR]... [--ignore-eos] [--show-special] [--device D] [--json] [--no-cache]
 // Streams the text to stdout as it is produced; with --json nothing is
 // streamed and stdout holds one JSON object: prompt_ids, ids (the new ids),
@@ -7,9 +8,11 @@
 // tokenizer needs --prompt-ids; the ids are then streamed space-separated and
 // the JSON has no "text" key. Stops at the model's EOS ids, a stop string, or
 // after N tokens; a prompt + N beyond the context length stops at the context
-// with a notice. --chat renders the prompt with the model's chat template
-// (--messages: a JSON list of {role, content}; -p / --prompt-file: one user
-// message) with the generation prompt, and stops at the end of the reply.
+// with a notice, or with --context-shift drops the oldest ids (after the
+// first --keep prompt ids) and goes on. --chat renders the prompt with the
+// model's chat template (--messages: a JSON list of {role, content}; -p /
+// --prompt-file: one user message) with the generation prompt, and stops at
+// the end of the reply.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -33,7 +36,8 @@ namespace {
 
 struct GenerateArgs {
   std::string model, prompt, prompt_file, prompt_ids, messages, device = "auto";
-  bool json = false, no_cache = false, chat = false;
+  bool json = false, no_cache = false, chat = false, context_shift = false;
+  int64_t keep = 0;
   SamplingArgs sampling;
 };
 
@@ -58,6 +62,9 @@ std::string read_prompt_file(const std::string& path) {
 void run(const GenerateArgs& a) {
   GenerateOptions o = sampling_options(a.sampling, "generate");
   o.use_cache = !a.no_cache;
+  o.context_shift = a.context_shift;
+  o.keep = a.keep;
+  if (a.context_shift && a.no_cache) throw UsageError("--context-shift needs the KV cache (leave out --no-cache)");
   if (a.chat && !a.prompt_ids.empty()) throw UsageError("--chat takes --messages, -p or --prompt-file, not --prompt-ids");
   if (!a.messages.empty() && !a.chat) throw UsageError("--messages needs --chat");
   const Device dev = resolve_devices(a.device)[0];
@@ -100,7 +107,7 @@ void run(const GenerateArgs& a) {
     throw ValueError("[generate] the prompt of " + std::to_string(prompt.size()) +
                      " tokens fills the context length " + std::to_string(model->context_length()));
   bool context_full = false;
-  if (o.max_new_tokens > room) {
+  if (o.max_new_tokens > room && !o.context_shift) {
     o.max_new_tokens = room;
     context_full = true;
   }
@@ -146,6 +153,10 @@ const bool registered = register_command(
        add_device_option(sub, a.device);
        sub.add_flag("--json", a.json, "Print one JSON object (ids, text, tokens/s, device) and nothing else");
        sub.add_flag("--no-cache", a.no_cache, "Recompute the whole sequence for every token (no KV cache)");
+       auto* shift = sub.add_flag("--context-shift", a.context_shift,
+                                  "When the context fills, drop the oldest half of the ids (after --keep) and continue");
+       check_at_least(sub.add_option("--keep", a.keep, "With --context-shift: prompt ids never dropped"), 0)
+           ->needs(shift);
        sub.callback([] { run(a); });
      }});
 

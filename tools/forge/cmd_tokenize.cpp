@@ -1,11 +1,16 @@
 // forge tokenize (--model DIR | --tokenizer FILE|DIR) (--text TEXT | --text-file F) [--no-special] [--json]
+//   [--out IN.safetensors [--batch]]
+//   --out writes input_ids i32 [1, T] for `forge eval --input` (with --batch:
+//   [B, T], one row per non-empty line, all of one length) and prints its shape.
 // forge detokenize (--model DIR | --tokenizer FILE|DIR) --ids 1,2,3 [--skip-special] [--json]
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "command.h"
 #include "forge/error.h"
+#include "forge/safetensors.h"
 #include "forge/tokenizer.h"
 #include "text/tokenizer_spec.h"
 
@@ -47,14 +52,60 @@ std::vector<std::uint32_t> parse_ids(const std::string& text) {
 }
 
 struct TokenizeArgs {
-  std::string tokenizer, text, text_file;
+  std::string tokenizer, text, text_file, out;
   bool no_special = false;
   bool json = false;
+  bool batch = false;
 };
+
+// The rows of input_ids: the whole text, or with --batch one per non-empty line.
+std::vector<std::vector<std::uint32_t>> encode_rows(const Tokenizer& tok, const std::string& text, const TokenizeArgs& a) {
+  std::vector<std::vector<std::uint32_t>> rows;
+  if (!a.batch) {
+    rows.push_back(tok.encode(text, !a.no_special));
+  } else {
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+      std::size_t end = std::min(text.find('\n', pos), text.size());
+      std::string line = text.substr(pos, end - pos);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty()) rows.push_back(tok.encode(line, !a.no_special));
+      pos = end + 1;
+    }
+    if (rows.empty()) throw ValueError("[tokenize] --batch found no non-empty line");
+  }
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].size() != rows[0].size())
+      throw ValueError("[tokenize] --batch rows must have one length: line " + std::to_string(r + 1) + " has " +
+                       std::to_string(rows[r].size()) + " tokens, line 1 has " + std::to_string(rows[0].size()));
+    for (std::uint32_t id : rows[r])
+      if (id > 0x7FFFFFFFu) throw ValueError("[tokenize] id " + std::to_string(id) + " does not fit input_ids (i32)");
+  }
+  if (rows[0].empty()) throw ValueError("[tokenize] the text encodes to no tokens; nothing to write to " + a.out);
+  return rows;
+}
+
+// input_ids i32 [B, T] to `path` (written beside it and renamed over it).
+void write_input_ids(const std::string& path, const std::vector<std::vector<std::uint32_t>>& rows) {
+  std::vector<std::int32_t> flat;
+  for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());
+  const std::vector<int64_t> shape{int64_t(rows.size()), int64_t(rows[0].size())};
+  write_safetensors(path, {{"input_ids", StDType::I32, shape,
+                            {reinterpret_cast<const std::byte*>(flat.data()), flat.size() * sizeof(std::int32_t)}}});
+}
 
 void tokenize(const TokenizeArgs& a) {
   const Tokenizer tok = Tokenizer::from_path(a.tokenizer);
   const std::string text = a.text_file.empty() ? a.text : text::read_text_file(a.text_file);
+  if (!a.out.empty()) {
+    const auto rows = encode_rows(tok, text, a);
+    write_input_ids(a.out, rows);
+    if (a.json)
+      std::cout << nlohmann::json{{"out", a.out}, {"shape", {rows.size(), rows[0].size()}}}.dump() << "\n";
+    else
+      std::cout << "wrote input_ids [" << rows.size() << ", " << rows[0].size() << "] i32 to " << a.out << "\n";
+    return;
+  }
   const std::vector<std::uint32_t> ids = tok.encode(text, !a.no_special);
   if (a.json) {
     std::cout << nlohmann::json{{"ids", ids}}.dump() << "\n";
@@ -97,7 +148,9 @@ const bool registered_tokenize = register_command(
        group->require_option(1);
        sub.add_flag("--no-special", args->no_special,
                     "Leave out the post-processor's special tokens (such as BOS)");
-       sub.add_flag("--json", args->json, "Print {\"ids\": [...]}");
+       sub.add_flag("--json", args->json, "Print {\"ids\": [...]} (with --out: {\"out\", \"shape\"})");
+       auto* out = sub.add_option("--out", args->out, "Write input_ids i32 [1, T] to this safetensors file (for forge eval --input)");
+       sub.add_flag("--batch", args->batch, "With --out: one row per non-empty line, [B, T] (rows of one length)")->needs(out);
        sub.callback([args] { tokenize(*args); });
      }});
 

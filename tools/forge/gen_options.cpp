@@ -1,6 +1,7 @@
 #include "gen_options.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <random>
 
@@ -15,16 +16,38 @@ void add_sampling_options(CLI::App& sub, SamplingArgs& a, const std::string& n_h
   sub.add_option("--temperature", a.temperature, "Sampling temperature (0: greedy)");
   sub.add_option("--top-k", a.top_k, "Keep the K most likely tokens (0: all)");
   sub.add_option("--top-p", a.top_p, "Keep the most likely tokens up to probability mass P, in (0, 1]");
+  sub.add_option("--min-p", a.min_p, "Keep the tokens at least P times as likely as the most likely one, in [0, 1] (0: off)");
+  sub.add_option("--repeat-penalty", a.repeat_penalty,
+                 "Penalise the ids of the recent context: positive logits divided by R, negative ones "
+                 "multiplied (1: off)");
+  check_at_least(sub.add_option("--repeat-last-n", a.repeat_last_n,
+                                "Ids the repeat penalty looks back on, prompt included (-1: the context length)"),
+                 -1);
   sub.add_option("--seed", a.seed, "Seed of the sampling draws (default: a random one, reported)");
   sub.add_option("--stop", a.stop, "Stop when the text produces this string (repeatable)");
   sub.add_flag("--ignore-eos", a.ignore_eos, "Keep generating past the end-of-sequence token");
   sub.add_flag("--show-special", a.show_special, "Print special tokens such as <|endoftext|> in the text");
 }
 
+namespace {
+
+// 2 for 2.0f, 0.05 for 0.05f, inf, nan: a value as the user typed it.
+std::string readable(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", double(v));
+  return buf;
+}
+
+}  // namespace
+
 GenerateOptions sampling_options(const SamplingArgs& a, const std::string& who) {
   const std::string w = "[" + who + "] ";
-  if (a.greedy && (a.temperature || a.top_k || a.top_p))
-    throw ValueError(w + "--greedy excludes --temperature, --top-k and --top-p");
+  if (a.greedy && (a.temperature || a.top_k || a.top_p || a.min_p))
+    throw ValueError(w + "--greedy excludes --temperature, --top-k, --top-p and --min-p");
+  if (a.min_p && !(*a.min_p >= 0 && *a.min_p <= 1))
+    throw UsageError("--min-p must be in [0, 1], got " + readable(*a.min_p));
+  if (!(a.repeat_penalty > 0) || !std::isfinite(a.repeat_penalty))
+    throw UsageError("--repeat-penalty must be finite and > 0, got " + readable(a.repeat_penalty));
   if (a.temperature && !(*a.temperature >= 0))
     throw ValueError(w + "--temperature must be >= 0, got " + std::to_string(*a.temperature));
   if (a.top_p && !(*a.top_p > 0 && *a.top_p <= 1))
@@ -34,12 +57,15 @@ GenerateOptions sampling_options(const SamplingArgs& a, const std::string& who) 
     if (s.empty()) throw ValueError(w + "--stop strings must not be empty");
   GenerateOptions o;
   o.max_new_tokens = a.n;
-  const bool sampling = !a.greedy && (a.temperature || a.top_k || a.top_p);
+  const bool sampling = !a.greedy && (a.temperature || a.top_k || a.top_p || a.min_p);
   if (sampling) {
     o.sample.temperature = a.temperature.value_or(1.0f);
     o.sample.top_k = a.top_k.value_or(0);
     o.sample.top_p = a.top_p.value_or(1.0f);
+    o.sample.min_p = a.min_p.value_or(0.0f);
   }
+  o.sample.repeat_penalty = a.repeat_penalty;
+  o.repeat_last_n = a.repeat_last_n;
   // A fresh seed per run when sampling, reported so the run can be repeated.
   o.sample.seed = a.seed ? *a.seed : (sampling ? std::random_device{}() : 0);
   if (sampling && !a.seed) std::fprintf(stderr, "forge: sampling with --seed %llu\n", (unsigned long long)o.sample.seed);

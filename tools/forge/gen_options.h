@@ -24,18 +24,23 @@ namespace forge::cli {
 struct SamplingArgs {
   int64_t n = 32;
   bool greedy = false, ignore_eos = false, show_special = false;
-  std::optional<float> temperature, top_p;
+  std::optional<float> temperature, top_p, min_p;
   std::optional<int64_t> top_k;
+  float repeat_penalty = 1.0f;
+  int64_t repeat_last_n = 64;
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
 };
 
-// -n, --greedy, --temperature, --top-k, --top-p, --seed, --stop, --ignore-eos,
-// --show-special; `n_help` says what -n counts.
+// -n, --greedy, --temperature, --top-k, --top-p, --min-p, --repeat-penalty,
+// --repeat-last-n, --seed, --stop, --ignore-eos, --show-special; `n_help`
+// says what -n counts.
 void add_sampling_options(CLI::App& app, SamplingArgs& a, const std::string& n_help);
 
-// Checks the flags (ValueError "[who] --top-p must be in (0, 1] ...") and
-// returns the options they give: max_new_tokens, sampling or greedy, and the
+// Checks the flags (ValueError "[who] --top-p must be in (0, 1] ...";
+// UsageError for --min-p outside [0, 1] or a --repeat-penalty that is not
+// finite and > 0) and returns the options they give: max_new_tokens, sampling
+// (--min-p samples too) or greedy, the repeat penalty (greedy or not), and the
 // seed (a random one when sampling without --seed, reported on stderr).
 GenerateOptions sampling_options(const SamplingArgs& a, const std::string& who);
 

@@ -16,7 +16,7 @@ struct Params {
   step: u32,
   row_base: u32,   // global row of this dispatch's first row (Philox counter, ids index)
   index_bits: u32,
-  _pad0: u32,
+  min_p: f32,      // 0: off
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -62,6 +62,12 @@ fn reduce_u32(lid: u32, v: u32, op: u32) -> u32 {
 fn order_key(x: f32) -> u32 {
   let b = bitcast<u32>(x);
   return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+
+// The weight of element k after top-p (threshold key tp) and min-p.
+fn kept_weight(k: u32, tp: u32) -> f32 {
+  let x = w[k];
+  return select(0.0, x, order_key(z[k]) >= tp && x >= p.min_p);
 }
 
 @compute @workgroup_size(WG)
@@ -151,9 +157,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
   }
 
+  // Min-p: w is the probability over the largest one's (1 at the argmax).
   var kept_total = 0.0;
   for (var i = lid; i < v; i += WG) {
-    kept_total += select(0.0, w[base + i], order_key(z[base + i]) >= tp);
+    kept_total += kept_weight(base + i, tp);
   }
   let word = philox_word0(p.step, p.row_base + row, p.k0, p.k1);
   let r = f32(word >> 8u) * (1.0 / 16777216.0) * sum_f32(lid, kept_total);
@@ -162,7 +169,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let cand = j | (1u << (p.index_bits - 1u - b));
     var s = 0.0;
     for (var i = lid; i < min(v, cand); i += WG) {
-      s += select(0.0, w[base + i], order_key(z[base + i]) >= tp);
+      s += kept_weight(base + i, tp);
     }
     if (sum_f32(lid, s) <= r && cand <= v) {
       j = cand;
