@@ -82,22 +82,32 @@ Tensor LlamaModel::attend(int64_t l, const Tensor& q, const Tensor& k, const Ten
   return flash_attention_v2(q, K, Vc, o);
 }
 
-Tensor LlamaModel::layer(int64_t l, const Tensor& x, const Tensor& rope_tab, KvCache* cache) const {
+LlamaModel::Qkv LlamaModel::project(int64_t l, const Tensor& x, const Tensor& rope_tab) const {
   const LlamaLayer& y = layers_[size_t(l)];
   const int64_t B = x.dim(0), T = x.dim(1), H = c_.hidden_size, hd = c_.head_dim;
   const int64_t nh = c_.num_attention_heads, nkv = c_.num_key_value_heads;
+  Tensor h = rms_norm(x, y.input_norm, float(c_.rms_norm_eps)).reshape({B * T, H});
+  Qkv r{y.q(h).reshape({B, T, nh, hd}), y.k(h).reshape({B, T, nkv, hd}), y.v(h).reshape({B, T, nkv, hd})};
+  rope(r.q, hd, rope_tab);
+  rope(r.k, hd, rope_tab);
+  return r;
+}
+
+Tensor LlamaModel::finish(int64_t l, const Tensor& x, const Tensor& a) const {
+  const LlamaLayer& y = layers_[size_t(l)];
+  const int64_t B = x.dim(0), T = x.dim(1), H = c_.hidden_size;
   const float eps = float(c_.rms_norm_eps);
-  Tensor h = rms_norm(x, y.input_norm, eps).reshape({B * T, H});
-  Tensor q = y.q(h).reshape({B, T, nh, hd});
-  Tensor k = y.k(h).reshape({B, T, nkv, hd});
-  Tensor v = y.v(h).reshape({B, T, nkv, hd});
-  rope(q, hd, rope_tab);
-  rope(k, hd, rope_tab);
-  Tensor a = attend(l, q, k, v, cache).reshape({B * T, nh * hd});
   RmsNormResidual r = rms_norm_residual(y.o(a).reshape({B, T, H}), x, y.post_norm, eps);  // r.sum = x1
   Tensor n = r.out.reshape({B * T, H});
   Tensor m = y.down(silu_gate_fused(y.gate(n), y.up(n)));
   return add(r.sum, m.reshape({B, T, H}));
+}
+
+Tensor LlamaModel::layer(int64_t l, const Tensor& x, const Tensor& rope_tab, KvCache* cache) const {
+  const int64_t B = x.dim(0), T = x.dim(1);
+  Qkv p = project(l, x, rope_tab);
+  Tensor a = attend(l, p.q, p.k, p.v, cache).reshape({B * T, c_.num_attention_heads * c_.head_dim});
+  return finish(l, x, a);
 }
 
 Tensor LlamaModel::head(const Tensor& x) const {

@@ -43,8 +43,20 @@ class LlamaModel : public CausalLM {
   Tensor forward(const Tensor& ids, std::vector<Tensor>* hidden = nullptr) const override;
   KvCache new_cache(int64_t batch, int64_t capacity = 0) const override;
   Tensor forward_cached(const Tensor& ids, KvCache& cache) const override;
+  // Per-row positions for continuous batching (forward_rows.cpp).
+  bool has_row_decode() const override { return true; }
+  Tensor prefill_row(const Tensor& ids, KvCache& cache, int64_t row) const override;
+  Tensor decode_rows(const Tensor& ids, KvCache& cache, const std::vector<int64_t>& pos) const override;
 
  private:
+  struct Qkv {
+    Tensor q, k, v;  // [B, T, nh | nkv, hd], rope applied
+  };
+  // Block l up to attention: x [B, T, H] -> q, k, v, token s of each sequence
+  // rotated by row s of rope_tab.
+  Qkv project(int64_t l, const Tensor& x, const Tensor& rope_tab) const;
+  // Block l after attention: x [B, T, H], a [B * T, nh * hd] -> [B, T, H].
+  Tensor finish(int64_t l, const Tensor& x, const Tensor& a) const;
   // x [B, T, H] through layer l at positions pos .. pos + T - 1 with the rope
   // table of those positions; cache may be null (positions 0 .. T - 1).
   Tensor layer(int64_t l, const Tensor& x, const Tensor& rope, KvCache* cache) const;
