@@ -70,7 +70,9 @@ std::shared_ptr<Job> Scheduler::submit(JobSpec spec) {
     if (stopping_) throw ApiError(503, "server_error", "the server is shutting down", {}, "shutting_down");
     if (int64_t(waiting_.size()) >= queue_cap_ + (max_batch_ - busy_))
       throw ApiError(503, "server_error",
-                     "the server is busy: " + std::to_string(waiting_.size()) + " requests are waiting; retry later",
+                     "the server is busy: " + std::to_string(busy_) + " sequences are running and " +
+                         std::to_string(waiting_.size()) + " requests waiting (--queue " + std::to_string(queue_cap_) +
+                         "); retry later",
                      {}, "queue_full");
     waiting_.push_back(job);
   }
@@ -104,15 +106,19 @@ void Scheduler::loop() {
       std::unique_lock<std::mutex> l(mu_);
       auto running = [&] { return std::any_of(slots_.begin(), slots_.end(), [](auto& s) { return bool(s); }); };
       cv_.wait(l, [&] { return stopping_ || !waiting_.empty() || running(); });
+      // A waiting request whose client left gives its place in the queue back.
+      for (auto it = waiting_.begin(); it != waiting_.end();) {
+        if (!(*it)->cancelled()) {
+          ++it;
+          continue;
+        }
+        (*it)->finish("cancelled");
+        it = waiting_.erase(it);
+      }
       for (int64_t r = 0; r < max_batch_ && !waiting_.empty(); ++r) {
         if (slots_[size_t(r)]) continue;
         std::shared_ptr<Job> job = waiting_.front();
         waiting_.pop_front();
-        if (job->cancelled()) {
-          job->finish("cancelled");
-          --r;
-          continue;
-        }
         slots_[size_t(r)] = job;
         ++busy_;
         admits.emplace_back(job, r);

@@ -1,6 +1,9 @@
 // forge serve: OpenAI requests into scheduler jobs, and tokens back into
 // OpenAI's completion and chat-completion JSON (see serve_context.h).
 #include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
 #include <random>
 
 #include "chat_prompt.h"
