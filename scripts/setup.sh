@@ -8,7 +8,7 @@ APT_PACKAGES=(
   g++ cmake ninja-build pkg-config git ca-certificates
   libopenblas-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
   libcurl4-openssl-dev libssl-dev   # model downloads from the Hugging Face hub, their sha256 checks
-  libcpp-httplib-dev                # the local hub server of the tests
+  libcpp-httplib-dev                # forge serve's HTTP server; the local hub server of the tests
   libvulkan1 chromium-common        # the Vulkan loader; SwiftShader (a CPU Vulkan driver) for machines without a GPU
   clang libclang-rt-14-dev          # libFuzzer for the parser fuzz test
   nodejs npm                        # npm fetches Dawn (package.json)

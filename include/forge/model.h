@@ -79,6 +79,18 @@ class CausalLM {
   // [B, V]. ValueError naming the limit when they do not fit.
   virtual Tensor forward_cached(const Tensor& ids, KvCache& cache) const = 0;
 
+  // Continuous batching: each row of a cache from new_cache(rows) holds one
+  // sequence at its own position (cache.len is not used). A family without
+  // it throws ValueError from both calls; has_row_decode says which.
+  virtual bool has_row_decode() const { return false; }
+  // Replaces row `row` with the prompt ids [1, T] at positions 0 .. T-1 ->
+  // the last position's logits [1, V]. Not for a ring (sliding-window) cache.
+  virtual Tensor prefill_row(const Tensor& ids, KvCache& cache, int64_t row) const;
+  // One token per row 0 .. n-1: ids [n, 1] at positions pos[i] (the row's
+  // length so far; n <= cache.batch) -> logits [n, V]. A row's result equals
+  // forward_cached on that sequence alone.
+  virtual Tensor decode_rows(const Tensor& ids, KvCache& cache, const std::vector<int64_t>& pos) const;
+
  protected:
   explicit CausalLM(Device device) : device_(std::move(device)) {}
   ModelInfo info_;

@@ -1,5 +1,5 @@
 // split_heads, unsplit_head(s), merge_heads, unmerge_heads, kv_append: shape
-// checks and the strided copy each one is.
+// checks and the strided copy each one is; kv_append_rows, one copy per row.
 #include "cpu/gather_kernels.h"
 #include "ops/check.h"
 #include "webgpu/gather_kernels.h"
@@ -164,6 +164,42 @@ void kv_append(Tensor& cache, const Tensor& src, int64_t len) {
   if (cache.device().is_webgpu() && &cache.buffer() == &src.buffer())
     throw DeviceError("[kv_append] src " + src.describe() + " shares its storage with the cache");
   run_copy(op, src, p, cache);
+}
+
+void kv_append_rows(Tensor& cache, const Tensor& src, int64_t row0, const std::vector<int64_t>& at) {
+  const char* op = "kv_append_rows";
+  check::same_device(op, {&cache, &src});
+  check::dtype(op, "cache", cache, DType::F32);
+  check::dtype(op, "src", src, DType::F32);
+  if (cache.rank() < 3 || src.rank() != cache.rank())
+    throw ShapeError("[kv_append_rows] cache " + shape_str(cache.shape()) + " and src " + shape_str(src.shape()) +
+                     " must both be [rows, positions, ..] of rank >= 3");
+  for (int64_t d = 2; d < cache.rank(); ++d)
+    if (src.dim(d) != cache.dim(d))
+      throw ShapeError("[kv_append_rows] src " + shape_str(src.shape()) + " must match cache " +
+                       shape_str(cache.shape()) + " in every dim but the first two");
+  const int64_t B = cache.dim(0), cap = cache.dim(1), n = src.dim(0), t = src.dim(1);
+  const int64_t D = cache.numel() / (B * cap);  // elements per position
+  if (int64_t(at.size()) != n)
+    throw ValueError("[kv_append_rows] " + S(int64_t(at.size())) + " positions for src " + shape_str(src.shape()));
+  if (row0 < 0 || row0 + n > B)
+    throw ValueError("[kv_append_rows] rows " + S(row0) + ".." + S(row0 + n - 1) + " outside the cache " +
+                     shape_str(cache.shape()));
+  if (cache.device().is_webgpu() && &cache.buffer() == &src.buffer())
+    throw DeviceError("[kv_append_rows] src " + src.describe() + " shares its storage with the cache");
+  for (int64_t i = 0; i < n; ++i) {
+    if (at[size_t(i)] < 0 || at[size_t(i)] + t > cap)
+      throw ValueError("[kv_append_rows] appending " + S(t) + " positions at " + S(at[size_t(i)]) + " to row " +
+                       S(row0 + i) + " overflows the cache " + shape_str(cache.shape()) + " of capacity " + S(cap));
+    CopyPlan p;  // [1, 1, t, D]
+    p.dims[2] = t;
+    p.dims[3] = D;
+    p.src_stride[2] = D;
+    p.dst_stride[2] = D;
+    p.src_offset = i * t * D;
+    p.dst_offset = ((row0 + i) * cap + at[size_t(i)]) * D;
+    run_copy(op, src, p, cache);
+  }
 }
 
 }  // namespace forge

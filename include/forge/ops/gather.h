@@ -120,5 +120,10 @@ Tensor unmerge_heads(const Tensor& dy, int64_t n_head);
 // [B, h, t, hd]: cache[.., len + i, :] = src[.., i, :] for i < t. ValueError
 // when len + t > cap.
 void kv_append(Tensor& cache, const Tensor& src, int64_t len);
+// Rows at their own positions (continuous batching): cache [B, cap, ..]
+// token-major (in place); src [n, t, ..] with the cache's trailing dims:
+// cache[row0 + i, at[i] + j, ..] = src[i, j, ..] for i < n, j < t. ValueError
+// when a row lies outside the cache or at[i] + t > cap.
+void kv_append_rows(Tensor& cache, const Tensor& src, int64_t row0, const std::vector<int64_t>& at);
 
 }  // namespace forge

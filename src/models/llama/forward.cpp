@@ -97,24 +97,33 @@ Tensor LlamaModel::norm_stream(Stream& s, const Tensor& weight) const {
 
 Tensor LlamaModel::stream_value(const Stream& s) { return s.pending.defined() ? add(s.x, s.pending) : s.x; }
 
-void LlamaModel::layer(int64_t l, Stream& s, const Tensor& rope_tab, KvCache* cache) const {
+LlamaModel::Qkv LlamaModel::project(int64_t l, Stream& s) const {
   const LlamaLayer& y = layers_[size_t(l)];
   const int64_t B = s.x.dim(0), T = s.x.dim(1), H = c_.hidden_size, hd = c_.head_dim;
   const int64_t nh = c_.num_attention_heads, nkv = c_.num_key_value_heads;
-  const float eps = float(c_.rms_norm_eps);
   Tensor h = norm_stream(s, y.input_norm).reshape({B * T, H});
   std::vector<Tensor> qkv = apply_all({&y.q, &y.k, &y.v}, h);
-  Tensor q = qkv[0].reshape({B, T, nh, hd});
-  Tensor k = qkv[1].reshape({B, T, nkv, hd});
-  Tensor v = qkv[2].reshape({B, T, nkv, hd});
-  Tensor a = attend(l, q, k, v, rope_tab, cache).reshape({B * T, nh * hd});
-  RmsNormResidual r = rms_norm_residual(y.o(a).reshape({B, T, H}), s.x, y.post_norm, eps);  // r.sum = x1
+  return {qkv[0].reshape({B, T, nh, hd}), qkv[1].reshape({B, T, nkv, hd}), qkv[2].reshape({B, T, nkv, hd})};
+}
+
+void LlamaModel::finish(int64_t l, Stream& s, const Tensor& a) const {
+  const LlamaLayer& y = layers_[size_t(l)];
+  const int64_t B = s.x.dim(0), T = s.x.dim(1), H = c_.hidden_size;
+  RmsNormResidual r = rms_norm_residual(y.o(a).reshape({B, T, H}), s.x, y.post_norm, float(c_.rms_norm_eps));
   Tensor n = r.out.reshape({B * T, H});
-  s.x = r.sum;
+  s.x = r.sum;                                                           // x1 = x + o_proj(a)
   s.pending = y.down(silu_gate_of(y.gate, y.up, n)).reshape({B, T, H});  // x' = x1 + pending
 }
 
-Tensor LlamaModel::project(const Tensor& n) const { return tied_ ? embed_.project(n) : lm_head_.project(n); }
+void LlamaModel::layer(int64_t l, Stream& s, const Tensor& rope_tab, KvCache* cache) const {
+  const int64_t B = s.x.dim(0), T = s.x.dim(1);
+  Qkv p = project(l, s);
+  Tensor a = attend(l, p.q, p.k, p.v, rope_tab, cache).reshape({B * T, c_.num_attention_heads * c_.head_dim});
+  finish(l, s, a);
+}
+
+
+Tensor LlamaModel::logits(const Tensor& n) const { return tied_ ? embed_.project(n) : lm_head_.project(n); }
 
 Tensor LlamaModel::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) const {
   Tensor ids = ids_as_batch(ids_in, "llama");
@@ -134,8 +143,8 @@ Tensor LlamaModel::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) co
   s.pending = s.pending.reshape({B * T, H});
   Tensor n = norm_stream(s, norm_);  // [B * T, H]
   if (hidden) hidden->push_back(n.reshape({B, T, H}));
-  Tensor logits = project(n);
-  return ids_in.rank() == 1 ? logits.reshape({T, V}) : logits.reshape({B, T, V});
+  Tensor out = logits(n);
+  return ids_in.rank() == 1 ? out.reshape({T, V}) : out.reshape({B, T, V});
 }
 
 KvCache LlamaModel::new_cache(int64_t batch, int64_t capacity) const {
@@ -180,7 +189,7 @@ Tensor LlamaModel::forward_cached(const Tensor& ids_in, KvCache& cache) const {
   for (int64_t l = 0; l < c_.num_hidden_layers; ++l) layer(l, s, rope_tab, &cache);
   cache.len += T;
   Stream last{last_positions(s.x.reshape({B * T, H}), B, T), last_positions(s.pending.reshape({B * T, H}), B, T)};
-  return project(norm_stream(last, norm_));  // [B, V]
+  return logits(norm_stream(last, norm_));  // [B, V]
 }
 
 }  // namespace forge::models

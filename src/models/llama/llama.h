@@ -43,6 +43,10 @@ class LlamaModel : public CausalLM {
   Tensor forward(const Tensor& ids, std::vector<Tensor>* hidden = nullptr) const override;
   KvCache new_cache(int64_t batch, int64_t capacity = 0) const override;
   Tensor forward_cached(const Tensor& ids, KvCache& cache) const override;
+  // Per-row positions for continuous batching (forward_rows.cpp).
+  bool has_row_decode() const override { return true; }
+  Tensor prefill_row(const Tensor& ids, KvCache& cache, int64_t row) const override;
+  Tensor decode_rows(const Tensor& ids, KvCache& cache, const std::vector<int64_t>& pos) const override;
 
  private:
   // The residual stream between layers: x, plus the last MLP output while it
@@ -51,6 +55,15 @@ class LlamaModel : public CausalLM {
     Tensor x;        // [B, T, H] or [N, H]
     Tensor pending;  // like x, or undefined
   };
+  struct Qkv {
+    Tensor q, k, v;  // [B, T, nh | nkv, hd], rope not applied yet
+  };
+  // Block l up to attention: the stream's norm (which folds pending into
+  // s.x), then q, k and v.
+  Qkv project(int64_t l, Stream& s) const;
+  // Block l after attention, a [B * T, nh * hd]: s.x becomes x + o_proj(a)
+  // and s.pending the MLP's output.
+  void finish(int64_t l, Stream& s, const Tensor& a) const;
   // The stream through layer l at positions pos .. pos + T - 1 with the rope
   // table of those positions; cache may be null (positions 0 .. T - 1).
   void layer(int64_t l, Stream& s, const Tensor& rope, KvCache* cache) const;
@@ -63,7 +76,7 @@ class LlamaModel : public CausalLM {
   // appended to the cache.
   Tensor attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, const Tensor& rope, KvCache* cache) const;
   // Normed rows n [N, H] -> logits [N, V].
-  Tensor project(const Tensor& n) const;
+  Tensor logits(const Tensor& n) const;
   int64_t ring_window() const;  // the window of every layer when all share one, else 0
 
   LlamaConfig c_;

@@ -1,0 +1,115 @@
+// Continuous batching for the Llama family: rows of one KV cache
+// [rows, capacity, nkv, hd] hold sequences at different positions. A prompt
+// fills its row alone (prefill_row); decode_rows then steps rows 0 .. n-1
+// together: the n new tokens go through the block as one sequence of n
+// tokens (so rope takes row i of a table gathered at each row's position),
+// each row's keys go to its own slot, and attention masks every slot past
+// the row's position (and before its window). The block itself is
+// forward.cpp's (project / finish), so a row computes what forward_cached
+// computes for its sequence alone.
+#include <cmath>
+
+#include "forge/ops.h"
+#include "models/common/cache.h"
+#include "models/llama/llama.h"
+
+namespace forge::models {
+
+namespace {
+
+std::string S(int64_t v) { return std::to_string(v); }
+
+void check_row_cache(const KvCache& cache, int64_t layers) {
+  if (cache.k.size() != size_t(layers) || cache.v.size() != size_t(layers))
+    throw ShapeError("[llama] cache has " + S(int64_t(cache.k.size())) + " layers, the model " + S(layers));
+  if (cache.ring)
+    throw ValueError("[llama] per-row decode needs a cache of at most the sliding window (" + S(cache.capacity) +
+                     " positions), not a ring");
+}
+
+// The first n rows of a cache tensor [B, cap, nkv, hd] (a view at offset 0).
+Tensor first_rows(const Tensor& t, int64_t n) {
+  if (n == t.dim(0)) return t;
+  const int64_t B = t.dim(0);
+  return t.reshape({B, t.numel() / B}).slice_rows(0, n).reshape({n, t.dim(1), t.dim(2), t.dim(3)});
+}
+
+// Additive mask [n, 1, 1, cap]: row i sees slots max(0, pos_i - window + 1) .. pos_i.
+Tensor row_mask(const std::vector<int64_t>& pos, int64_t cap, int64_t window, const Device& device) {
+  const int64_t n = int64_t(pos.size());
+  std::vector<float> m(size_t(n * cap), -INFINITY);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t lo = window > 0 ? std::max<int64_t>(0, pos[size_t(i)] - window + 1) : 0;
+    for (int64_t s = lo; s <= pos[size_t(i)]; ++s) m[size_t(i * cap + s)] = 0.0f;
+  }
+  return Tensor::from_vector(m, {n, 1, 1, cap}, device);
+}
+
+}  // namespace
+
+Tensor LlamaModel::prefill_row(const Tensor& ids_in, KvCache& cache, int64_t row) const {
+  Tensor ids = ids_as_batch(ids_in, "llama");
+  const int64_t T = ids.dim(1), H = c_.hidden_size;
+  check_row_cache(cache, c_.num_hidden_layers);
+  if (ids.dim(0) != 1) throw ShapeError("[llama] prefill_row takes one sequence, got ids " + ids.describe());
+  if (T < 1) throw ShapeError("[llama] ids " + ids.describe() + " hold no positions");
+  if (row < 0 || row >= cache.batch)
+    throw ValueError("[llama] row " + S(row) + " outside a cache of " + S(cache.batch) + " rows");
+  if (T > cache.capacity)
+    throw ValueError("[llama] a prompt of " + S(T) + " tokens exceeds the cache capacity " + S(cache.capacity));
+  const Tensor rope_tab = rope_table(inv_freq_, 0, T, device_);
+  Stream s{embed_.lookup(ids), {}};  // [1, T, H]
+  for (int64_t l = 0; l < c_.num_hidden_layers; ++l) {
+    Qkv p = project(l, s);
+    rope(p.q, c_.head_dim, rope_tab);
+    rope(p.k, c_.head_dim, rope_tab);
+    kv_append_rows(cache.k[size_t(l)], p.k, row, {0});
+    kv_append_rows(cache.v[size_t(l)], p.v, row, {0});
+    AttentionOptions o;  // a fresh sequence attends over its own keys only
+    o.causal = true;
+    o.window = c_.window(l);
+    Tensor a = flash_attention_v2(p.q, p.k, p.v, o).reshape({T, c_.num_attention_heads * c_.head_dim});
+    finish(l, s, a);
+  }
+  Stream last{last_positions(s.x.reshape({T, H}), 1, T), last_positions(s.pending.reshape({T, H}), 1, T)};
+  return logits(norm_stream(last, norm_));  // [1, V]
+}
+
+Tensor LlamaModel::decode_rows(const Tensor& ids_in, KvCache& cache, const std::vector<int64_t>& pos) const {
+  check_row_cache(cache, c_.num_hidden_layers);
+  const int64_t n = int64_t(pos.size()), cap = cache.capacity, H = c_.hidden_size, hd = c_.head_dim;
+  if (ids_in.numel() != n || n < 1 || n > cache.batch)
+    throw ShapeError("[llama] decode_rows takes one id per row: ids " + ids_in.describe() + " for " + S(n) +
+                     " positions and a cache of " + S(cache.batch) + " rows");
+  std::vector<float> tab;  // rows of rope_table at each row's position: [n, hd / 2, 2]
+  for (int64_t i = 0; i < n; ++i) {
+    if (pos[size_t(i)] < 0 || pos[size_t(i)] >= cap)
+      throw ValueError("[llama] row " + S(i) + " position " + S(pos[size_t(i)]) + " outside the cache capacity " +
+                       S(cap));
+    const std::vector<float> r = rope_table(inv_freq_, pos[size_t(i)], 1, Device::cpu()).to_vector<float>();
+    tab.insert(tab.end(), r.begin(), r.end());
+  }
+  const Tensor rope_tab = Tensor::from_vector(tab, {n, hd / 2, 2}, device_);
+  Stream s{embed_.lookup(ids_in.reshape({1, n})), {}};  // [1, n, H]: the rows' tokens as one sequence
+  std::vector<std::pair<int64_t, Tensor>> masks;         // by window
+  for (int64_t l = 0; l < c_.num_hidden_layers; ++l) {
+    Qkv p = project(l, s);
+    rope(p.q, hd, rope_tab);
+    rope(p.k, hd, rope_tab);
+    const int64_t nkv = c_.num_key_value_heads, nh = c_.num_attention_heads;
+    kv_append_rows(cache.k[size_t(l)], p.k.reshape({n, 1, nkv, hd}), 0, pos);
+    kv_append_rows(cache.v[size_t(l)], p.v.reshape({n, 1, nkv, hd}), 0, pos);
+    const int64_t w = c_.window(l);
+    const Tensor* mask = nullptr;
+    for (auto& [mw, m] : masks)
+      if (mw == w) mask = &m;
+    if (!mask) mask = &masks.emplace_back(w, row_mask(pos, cap, w, device_)).second;
+    Tensor a = flash_attention_v2(p.q.reshape({n, 1, nh, hd}), first_rows(cache.k[size_t(l)], n),
+                                  first_rows(cache.v[size_t(l)], n), AttentionOptions{}, mask);
+    finish(l, s, a.reshape({n, nh * hd}));
+  }
+  Stream rows{s.x.reshape({n, H}), s.pending.reshape({n, H})};
+  return logits(norm_stream(rows, norm_));  // [n, V]
+}
+
+}  // namespace forge::models
