@@ -107,9 +107,11 @@ struct HostTensor {
 
 class LlamaTrainer {
  public:
-  // `model` is a Llama-family model from load_model or random_model with dense
-  // weights; it must outlive the trainer. ValueError for another family or a
-  // quantized model.
+  // `model` is a Llama-family model from load_model or random_model; it must
+  // outlive the trainer. Without an adapter every weight trains (dense
+  // weights only: ValueError for a quantized model); with a LoRA adapter
+  // attached (forge/lora.h) only its A and B train, the base frozen (dense
+  // or quantized). ValueError for another family.
   LlamaTrainer(CausalLM& model, TrainConfig config);
   ~LlamaTrainer();
 
@@ -120,7 +122,8 @@ class LlamaTrainer {
   float eval_loss(const TrainBatch& batch) const;
 
   int64_t steps_done() const;
-  // The weights by Hugging Face name (row chunks joined), f32 on the host.
+  // The trained tensors by name (row chunks joined), f32 on the host: the
+  // weights by Hugging Face name, or the adapter's A and B by PEFT key.
   std::vector<HostTensor> host_weights() const;
 
  private:

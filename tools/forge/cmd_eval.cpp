@@ -1,8 +1,8 @@
-// forge eval --model DIR --input IN.safetensors --output OUT.safetensors [--device D]:
+// forge eval --model DIR [--adapter ADAPTER] --input IN.safetensors --output OUT.safetensors [--device D]:
 // IN holds input_ids [B, T] (i32 or i64); OUT gets logits [B, T, V] f32 and
 // loss [1] f32 (mean next-token cross-entropy over B * (T - 1) positions).
 // Any model family load_model reads (GPT-2, Llama, Qwen2, Mistral; dense or
-// MLX-quantized).
+// MLX-quantized), with a LoRA adapter (PEFT layout) applied when given.
 #include <cstdio>
 
 #include "command.h"
@@ -16,6 +16,7 @@ namespace {
 
 struct EvalArgs {
   std::string model, input, output, device = "auto";
+  std::string adapter;  // --adapter: a LoRA adapter folder
 };
 
 // input_ids [B, T] of IN as u32, every id checked against the vocabulary.
@@ -40,7 +41,7 @@ Tensor read_input_ids(const std::string& path, int64_t vocab) {
 
 void run(const EvalArgs& a) {
   const Device dev = resolve_devices(a.device)[0];
-  std::unique_ptr<CausalLM> model = load_model(model_folder(a.model), dev);
+  std::unique_ptr<CausalLM> model = load_model_and_adapter(model_folder(a.model), dev, a.adapter);
   Tensor ids = read_input_ids(a.input, model->vocab_size());
   Tensor logits = model->forward(ids);
   const float loss = causal_lm_loss(logits, ids);
@@ -56,6 +57,7 @@ const bool registered = register_command(
     {"eval", "Logits and loss of a model on input_ids from a safetensors file", [](CLI::App& sub) {
        static EvalArgs a;
        sub.add_option("-m,--model", a.model, "Model folder, or a Hugging Face id org/name[@revision]")->required();
+       sub.add_option("--adapter", a.adapter, "A LoRA adapter folder (PEFT layout) to apply to the model");
        sub.add_option("--input", a.input, "safetensors file holding input_ids [B, T]")->required();
        sub.add_option("--output", a.output, "safetensors file to write logits and loss to")->required();
        add_device_option(sub, a.device);

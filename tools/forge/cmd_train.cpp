@@ -328,6 +328,12 @@ void add_options(CLI::App& sub, TrainArgs& a) {
   sub.add_flag("--overwrite", a.overwrite, "Start again over the run in --out");
   add_tokenizer_option(sub, a.tokenizer, "Tokenizer (default: the model's); 'bytes': byte ids, saved as a tokenizer",
                        true);
+  sub.add_option("--adapter", a.adapter, "LoRA: train this adapter folder (PEFT layout), the base frozen");
+  sub.add_option("--lora-rank", a.lora_rank, "LoRA: train a fresh adapter of this rank, the base frozen");
+  sub.add_option("--lora-alpha", a.lora_alpha, "LoRA: alpha (scale alpha / rank)")->default_str("2 x rank");
+  sub.add_option("--lora-targets", a.lora_targets, "LoRA: the modules adapted, comma-separated")
+      ->default_str(a.lora_targets);
+  sub.add_flag("--rslora", a.rslora, "LoRA: scale alpha / sqrt(rank) (rank-stabilised)");
   sub.add_option("--fixed-batch", a.fixed_batch, "Parity mode: train on input_ids of this safetensors file");
   check_at_least(sub.add_option("--steps", a.steps, "Optimizer steps"), 1);
   check_at_least(sub.add_option("--batch", a.batch, "Sequences per step"), 1);

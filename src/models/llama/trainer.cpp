@@ -16,15 +16,22 @@ using models::LlamaParams;
 struct LlamaTrainer::Impl {
   const LlamaModel& model;
   TrainConfig config;
+  bool lora;  // an adapter is attached: it alone trains
   AdamW opt;
 
   static std::vector<NamedTensor> params_of(const LlamaModel& m) {
-    LlamaParams p = models::llama_params(m);
     std::vector<NamedTensor> out;
+    if (m.adapter()) {
+      std::vector<models::LlamaLayer> layers = m.layers();  // handles sharing the model's storage
+      for (auto& [name, t] : models::llama_lora_named(layers)) out.push_back({name, *t});
+      return out;
+    }
+    LlamaParams p = models::llama_params(m);
     for (auto& [name, t] : models::llama_named(p, m.config(), m.tied())) out.push_back({name, *t});
     return out;
   }
-  Impl(const LlamaModel& m, TrainConfig c) : model(m), config(c), opt(params_of(m), c.optimizer) {}
+  Impl(const LlamaModel& m, TrainConfig c)
+      : model(m), config(c), lora(m.adapter().has_value()), opt(params_of(m), c.optimizer) {}
 };
 
 namespace {
@@ -55,6 +62,7 @@ TrainStepResult LlamaTrainer::step(const std::vector<TrainBatch>& micro) {
   const float scale = float(1.0 / double(targets));
 
   LlamaParams grads;
+  grads.lora_only = impl_->lora;
   Tensor loss_sum;
   for (const TrainBatch& mb : micro) {
     Tensor loss;
@@ -65,7 +73,11 @@ TrainStepResult LlamaTrainer::step(const std::vector<TrainBatch>& micro) {
     loss_sum = loss_sum.defined() ? add(loss_sum, loss) : loss;
   }
   std::vector<Tensor> g;
-  for (auto& [name, t] : models::llama_named(grads, model.config(), model.tied())) g.push_back(*t);
+  if (impl_->lora) {
+    for (auto& [name, t] : models::llama_lora_named(grads.layers)) g.push_back(*t);
+  } else {
+    for (auto& [name, t] : models::llama_named(grads, model.config(), model.tied())) g.push_back(*t);
+  }
   AdamW::Update u = impl_->opt.step(g);
   // Loss sum and squared norm side by side: one read back per step.
   Tensor out = Tensor::zeros({2}, DType::F32, model.device());

@@ -1,0 +1,124 @@
+// LoRA through the command line as a user runs it: `forge train
+// --fixed-batch --adapter` (the ten adapter losses of the PEFT reference,
+// the trained adapter written in PEFT's layout), `--lora-rank` for a fresh
+// one, `forge eval --adapter` (the reference's logits), `forge merge` (the
+// merged model's logits equal base + adapter's), and the errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "forge/lora.h"
+#include "forge/model.h"
+#include "forge/safetensors.h"
+#include "golden/reference_fixture.h"
+#include "unit/cli_process.h"
+
+using namespace forge;
+using namespace forge::testing;
+
+namespace {
+
+const std::string kAdapter = "llama3-tiny/adapter";
+
+std::vector<float> logits_of(const std::filesystem::path& file) {
+  return SafetensorsFile::open(file).get("logits").to_f32();
+}
+
+}  // namespace
+
+TEST(LoraCli, FixedBatchTrainsTheAdapterAndSavesPeftLayout) {
+  ScratchDir dir("lora_cli_train");
+  Fixture base("llama3-tiny"), ref(kAdapter);
+  const std::string batch = ref.dir + "/reference.safetensors";
+  const CliRun r = run_cli({"train", "--model", base.dir, "--fixed-batch", batch, "--adapter", ref.dir, "--steps", "10",
+                            "--lr", "1e-3", "--weight-decay", "0", "--json", "--device", "cpu", "--out",
+                            (dir.path / "trained").string()},
+                           dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(lines_of(r.out).back());
+  const std::vector<float> want = ref.f32("lora_train_losses");
+  ASSERT_EQ(j["losses"].size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(j["losses"][i].get<double>(), want[i], 2e-3) << "step " << i;
+
+  // The trained adapter, in PEFT's layout, equals the reference's after ten steps.
+  const SafetensorsFile out = SafetensorsFile::open(dir.path / "trained" / "adapter_model.safetensors");
+  ASSERT_EQ(out.tensors().size(), 28u);
+  for (const TensorInfo& t : out.tensors()) {
+    const std::string key = "trained." + t.name.substr(std::string("base_model.model.").size());
+    EXPECT_TRUE(all_close(out.get(t.name).to_f32(), ref.f32(key), 5e-4, 0)) << t.name;
+  }
+  EXPECT_EQ(read_adapter_config(dir.path / "trained").rank, 4);
+
+  // Evaluated with the trained adapter, the loss is below the last step's.
+  const CliRun e = run_cli({"eval", "--model", base.dir, "--adapter", (dir.path / "trained").string(), "--input", batch,
+                            "--output", (dir.path / "eval.safetensors").string(), "--device", "cpu"},
+                           dir.path);
+  ASSERT_EQ(e.code, 0) << e.out;
+  EXPECT_LT(SafetensorsFile::open(dir.path / "eval.safetensors").get("loss").to_f32()[0], want[9]);
+}
+
+TEST(LoraCli, FreshAdapterOfRankR) {
+  ScratchDir dir("lora_cli_fresh");
+  Fixture base("llama3-tiny"), ref(kAdapter);
+  const CliRun r = run_cli({"train", "--model", base.dir, "--fixed-batch", ref.dir + "/reference.safetensors",
+                            "--lora-rank", "2", "--lora-targets", "q_proj,v_proj", "--steps", "5", "--lr", "1e-2",
+                            "--json", "--device", "cpu", "--out", (dir.path / "fresh").string()},
+                           dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(lines_of(r.out).back());
+  EXPECT_LT(j["losses"][4].get<double>(), j["losses"][0].get<double>() - 1e-3);
+  const LoraConfig c = read_adapter_config(dir.path / "fresh");
+  EXPECT_EQ(c.rank, 2);
+  EXPECT_EQ(c.alpha, 4);  // twice the rank by default
+  EXPECT_EQ(c.targets, (std::vector<std::string>{"q_proj", "v_proj"}));
+  EXPECT_EQ(SafetensorsFile::open(dir.path / "fresh" / "adapter_model.safetensors").tensors().size(), 2u * 2 * 2);
+}
+
+TEST(LoraCli, EvalWithAdapterAndMergeMatchTheReference) {
+  ScratchDir dir("lora_cli_merge");
+  Fixture base("llama3-tiny"), ref(kAdapter);
+  const std::string input = ref.dir + "/reference.safetensors";
+  const CliRun e = run_cli({"eval", "--model", base.dir, "--adapter", ref.dir, "--input", input, "--output",
+                            (dir.path / "with.safetensors").string(), "--device", "cpu"},
+                           dir.path);
+  ASSERT_EQ(e.code, 0) << e.out;
+  const std::vector<float> with = logits_of(dir.path / "with.safetensors");
+  EXPECT_TRUE(all_close(with, ref.f32("logits_with_adapter"), 1e-4, 1e-4));
+
+  const CliRun m = run_cli({"merge", "--model", base.dir, "--adapter", ref.dir, "--out", (dir.path / "merged").string()},
+                           dir.path);
+  ASSERT_EQ(m.code, 0) << m.out;
+  const CliRun me = run_cli({"eval", "--model", (dir.path / "merged").string(), "--input", input, "--output",
+                             (dir.path / "merged.safetensors").string(), "--device", "cpu"},
+                            dir.path);
+  ASSERT_EQ(me.code, 0) << me.out;
+  EXPECT_TRUE(all_close(logits_of(dir.path / "merged.safetensors"), with, 1e-4, 1e-4));
+}
+
+TEST(LoraCli, ClearErrors) {
+  ScratchDir dir("lora_cli_errors");
+  Fixture base("llama3-tiny"), ref(kAdapter);
+  const std::string batch = ref.dir + "/reference.safetensors";
+  auto fails_with = [&](const std::vector<std::string>& args, const std::string& text) {
+    const CliRun r = run_cli(args, dir.path);
+    EXPECT_NE(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find(text), std::string::npos) << "wanted '" << text << "' in: " << r.out;
+  };
+  const std::vector<std::string> train = {"train", "--model", base.dir, "--fixed-batch", batch, "--steps", "1",
+                                          "--device", "cpu"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> v = train;
+    v.insert(v.end(), extra.begin(), extra.end());
+    return v;
+  };
+  fails_with(with({"--lora-rank", "0"}), "rank");
+  fails_with(with({"--lora-rank", "2", "--lora-targets", "q_proj,wq"}), "unknown target module 'wq'");
+  fails_with(with({"--adapter", (dir.path / "nowhere").string()}), "nowhere");
+  fails_with(with({"--adapter", ref.dir, "--lora-rank", "4"}), "--lora-rank");
+  fails_with({"eval", "--model", std::string(FORGE_TEST_DATA) + "/gpt2-tiny", "--adapter", ref.dir, "--input", batch,
+              "--output", (dir.path / "x.safetensors").string()},
+             "Llama family");
+  fails_with({"merge", "--model", std::string(FORGE_TEST_DATA) + "/llama-tiny-mlx4", "--adapter", ref.dir, "--out",
+              (dir.path / "m").string()},
+             "quantized");
+}
