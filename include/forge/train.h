@@ -14,6 +14,7 @@
 // GPT-2 has its own trainer (forge/gpt2_train.h) on the same schedule.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -70,6 +71,11 @@ class AdamW {
 
   int64_t steps_done() const { return step_; }
   const AdamWConfig& config() const { return config_; }
+  // The moments per parameter, for checkpoints, and putting saved ones back
+  // (ShapeError naming the parameter when one does not fit).
+  const std::vector<Tensor>& first_moments() const { return m_; }
+  const std::vector<Tensor>& second_moments() const { return v_; }
+  void restore(int64_t steps, const std::vector<Tensor>& m, const std::vector<Tensor>& v);
   const std::vector<NamedTensor>& params() const { return params_; }
 
  private:
@@ -122,6 +128,13 @@ class LlamaTrainer {
   float eval_loss(const TrainBatch& batch) const;
 
   int64_t steps_done() const;
+  // DIR/optimizer.safetensors: the AdamW moments ("m.<i>.<name>",
+  // "v.<i>.<name>" for parameter i) and the step as metadata, written to a
+  // temporary file and renamed. read_state puts them back; IoError naming
+  // the file when they do not belong to this trainer's parameters.
+  void write_state(const std::filesystem::path& dir) const;
+  void read_state(const std::filesystem::path& dir);
+
   // The trained tensors by name (row chunks joined), f32 on the host: the
   // weights by Hugging Face name, or the adapter's A and B by PEFT key.
   std::vector<HostTensor> host_weights() const;

@@ -5,6 +5,7 @@
 // merged model's logits equal base + adapter's), and the errors.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "forge/lora.h"
@@ -121,4 +122,73 @@ TEST(LoraCli, ClearErrors) {
   fails_with({"merge", "--model", std::string(FORGE_TEST_DATA) + "/llama-tiny-mlx4", "--adapter", ref.dir, "--out",
               (dir.path / "m").string()},
              "quantized");
+}
+
+namespace {
+
+// The "loss" of every step line of a run's log.jsonl, in order.
+std::vector<double> logged_losses(const std::filesystem::path& log) {
+  std::ifstream f(log);
+  std::vector<double> out;
+  for (std::string line; std::getline(f, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.contains("loss")) out.push_back(j["loss"].get<double>());
+  }
+  return out;
+}
+
+}  // namespace
+
+// forge train --data on a Llama-family folder with LoRA: checkpoints hold the
+// adapter (PEFT layout) and the optimizer state, and a run stopped at step 3
+// and resumed logs exactly the losses of an uninterrupted one (CPU).
+TEST(LoraCli, DataRunWithLoraResumesExactly) {
+  ScratchDir dir("lora_cli_data");
+  write_sample_text(dir.path / "d.txt");
+  const std::string base = std::string(FORGE_TEST_DATA) + "/llama3-tiny";
+  auto train = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> v = {"train", "--model", base, "--data", (dir.path / "d.txt").string(), "--tokenizer",
+                                  "bytes", "--lora-rank", "4", "--out", (dir.path / out).string(), "--steps", "6",
+                                  "--batch", "2", "--seq", "16", "--eval-every", "0", "--sample-tokens", "4",
+                                  "--lr", "1e-2", "--device", "cpu"};
+    v.insert(v.end(), extra.begin(), extra.end());
+    return run_cli(v, dir.path);
+  };
+  const CliRun whole = train("whole", {});
+  ASSERT_EQ(whole.code, 0) << whole.out;
+  const CliRun first = train("split", {"--stop-at", "3"});
+  ASSERT_EQ(first.code, 0) << first.out;
+  const CliRun rest = run_cli({"train", "--out", (dir.path / "split").string(), "--resume"}, dir.path);
+  ASSERT_EQ(rest.code, 0) << rest.out;
+  const std::vector<double> a = logged_losses(dir.path / "whole" / "log.jsonl");
+  ASSERT_EQ(a.size(), 6u);
+  EXPECT_EQ(logged_losses(dir.path / "split" / "log.jsonl"), a);
+  EXPECT_LT(a.back(), a.front());
+  const std::filesystem::path ckpt = dir.path / "whole" / "checkpoint";
+  for (const char* f : {"adapter_config.json", "adapter_model.safetensors", "optimizer.safetensors", "train.json"})
+    EXPECT_TRUE(std::filesystem::exists(ckpt / f)) << f;
+  EXPECT_FALSE(std::filesystem::exists(ckpt / "model.safetensors")) << "the base is not copied";
+  auto model = load_model(base, Device::cpu());
+  load_adapter(*model, ckpt);
+  EXPECT_EQ(attached_adapter(*model)->rank, 4);
+}
+
+// Without the LoRA flags every weight trains and the checkpoint is a model
+// folder load_model reads.
+TEST(LoraCli, DataRunFullFineTuningOfLlama) {
+  ScratchDir dir("lora_cli_full");
+  write_sample_text(dir.path / "d.txt");
+  const std::string base = std::string(FORGE_TEST_DATA) + "/qwen2-tiny";
+  const CliRun r = run_cli({"train", "--model", base, "--data", (dir.path / "d.txt").string(), "--tokenizer", "bytes",
+                            "--out", (dir.path / "run").string(), "--steps", "3", "--batch", "2", "--seq", "16",
+                            "--sample-tokens", "4", "--lr", "1e-3", "--device", "cpu", "--json"},
+                           dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::filesystem::path ckpt = dir.path / "run" / "checkpoint";
+  for (const char* f : {"config.json", "model.safetensors", "optimizer.safetensors", "train.json"})
+    EXPECT_TRUE(std::filesystem::exists(ckpt / f)) << f;
+  auto trained = load_model(ckpt, Device::cpu());
+  EXPECT_EQ(trained->info().family, "qwen2");
+  const auto j = nlohmann::json::parse(lines_of(r.out).back());
+  EXPECT_EQ(j["steps"].get<int64_t>(), 3);
 }

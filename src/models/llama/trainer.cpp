@@ -1,10 +1,13 @@
 // LlamaTrainer: gradient accumulation over micro-batches, then one AdamW
-// update (forge/train.h) of every parameter by Hugging Face name.
+// update (forge/train.h) of every parameter by Hugging Face name (or of a
+// LoRA adapter's A and B), and the optimizer state of checkpoints.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <memory>
 
 #include "forge/ops.h"
+#include "forge/safetensors.h"
 #include "forge/train.h"
 #include "models/llama/train.h"
 
@@ -113,6 +116,59 @@ std::vector<HostTensor> LlamaTrainer::host_weights() const {
     last = p.name;
   }
   return out;
+}
+
+namespace {
+
+
+std::string key(char which, size_t i, const std::string& name) {
+  return std::string(1, which) + "." + std::to_string(i) + "." + name;
+}
+
+}  // namespace
+
+void LlamaTrainer::write_state(const std::filesystem::path& dir) const {
+  const AdamW& opt = impl_->opt;
+  std::vector<std::vector<float>> host;
+  std::vector<TensorToWrite> tensors;
+  host.reserve(2 * opt.params().size());
+  for (size_t i = 0; i < opt.params().size(); ++i)
+    for (const char which : {'m', 'v'}) {
+      const Tensor& t = which == 'm' ? opt.first_moments()[i] : opt.second_moments()[i];
+      host.push_back(t.to_vector<float>());
+      tensors.push_back({key(which, i, opt.params()[i].name), StDType::F32, t.shape(),
+                         std::as_bytes(std::span(host.back()))});
+    }
+  write_safetensors(dir / "optimizer.safetensors", tensors, {{"step", std::to_string(opt.steps_done())}});
+}
+
+void LlamaTrainer::read_state(const std::filesystem::path& dir) {
+  const std::filesystem::path file = dir / "optimizer.safetensors";
+  if (!std::filesystem::is_regular_file(file)) throw IoError("[llama_train] no optimizer state '" + file.string() + "'");
+  const SafetensorsFile f = SafetensorsFile::open(file);
+  const auto it = f.metadata().find("step");
+  int64_t step = -1;
+  if (it != f.metadata().end()) {
+    const std::string& s = it->second;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), step);
+    if (ec != std::errc() || end != s.data() + s.size() || step < 0) step = -1;
+  }
+  if (step < 0) throw IoError("[llama_train] " + file.string() + " has no valid step in its metadata");
+  AdamW& opt = impl_->opt;
+  std::vector<Tensor> m, v;
+  for (size_t i = 0; i < opt.params().size(); ++i)
+    for (const char which : {'m', 'v'}) {
+      const std::string k = key(which, i, opt.params()[i].name);
+      if (!f.contains(k))
+        throw IoError("[llama_train] " + file.string() + " has no '" + k +
+                      "': the state of another model or of another set of trained parameters");
+      TensorView t = f.get(k);
+      (which == 'm' ? m : v).push_back(Tensor::from_vector(t.to_f32(), t.shape()));
+    }
+  if (f.tensors().size() != 2 * opt.params().size())
+    throw IoError("[llama_train] " + file.string() + " holds " + std::to_string(f.tensors().size()) +
+                  " moments; this trainer has " + std::to_string(2 * opt.params().size()));
+  opt.restore(step, m, v);
 }
 
 }  // namespace forge
