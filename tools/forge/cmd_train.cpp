@@ -9,7 +9,10 @@
 //   forge train --out run/ --resume            (after Ctrl-C: continues with the run's settings)
 //   forge train --model DIR --fixed-batch IN.safetensors --steps 10 --json   (any family; train_fixed.cpp)
 //
-// The text is tokenized once into OUT/tokens.bin; the last --val-fraction of
+// --data takes text files, and JSONL files of {"text": ...} or {"messages":
+// [...]} lines (conversations rendered with the model's chat template, the
+// loss on the assistant's tokens only; train_data.h). The text is tokenized
+// once into OUT/tokens.bin; the last --val-fraction of
 // it is held out for validation. Each step draws --batch random windows of
 // --seq + 1 tokens (in micro-batches of --micro-batch sequences, gradients
 // accumulated), every position predicting the next token. OUT/log.jsonl gets
@@ -25,6 +28,7 @@
 // leaves no folder behind.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -32,6 +36,7 @@
 #include <optional>
 
 #include "byte_tokenizer.h"
+#include "chat_prompt.h"
 #include "cli_util.h"
 #include "command.h"
 #include "devices.h"
@@ -225,12 +230,21 @@ void run(TrainArgs a) {
 
   const fs::path tokens_path = out / "tokens.bin";
   const bool reuse_tokens = found && fs::exists(tokens_path);
-  const std::vector<uint32_t> tokens =
-      reuse_tokens ? read_token_file(tokens_path) : tokenize_files(expand_text_files(a.data, "--data"), rt.tok);
+  // Conversations (chat JSONL) through the model's chat template, loaded
+  // when the first one is met.
+  std::optional<ChatTemplate> tmpl;
+  ChatEncoder chat;
+  if (rt.tok.bpe && !a.model.empty())
+    chat = [&](const nlohmann::ordered_json& m) {
+      if (!tmpl) tmpl = load_chat_template(a.model, a.model, "train");
+      return encode_chat_for_training(*rt.tok.bpe, *tmpl, m);
+    };
+  const std::vector<uint32_t> tokens = reuse_tokens ? read_token_file(tokens_path)
+                                                    : tokenize_files(expand_text_files(a.data, "--data"), rt.tok, chat);
   for (uint32_t id : tokens)
-    if (int64_t(id) >= tm->vocab())
-      throw ValueError("[train] token id " + std::to_string(id) + " is out of range for the model's vocab size " +
-                       std::to_string(tm->vocab()));
+    if (int64_t(id & ~kNoLoss) >= tm->vocab())
+      throw ValueError("[train] token id " + std::to_string(id & ~kNoLoss) +
+                       " is out of range for the model's vocab size " + std::to_string(tm->vocab()));
   const TrainSplit split = split_tokens(tokens, a.val_fraction, T);
   if (found && tm->steps_done() != found->step)
     throw IoError("[train] " + found->dir.string() + ": optimizer.safetensors is at step " +
@@ -275,11 +289,15 @@ void run(TrainArgs a) {
 
   auto evaluate = [&](int64_t step) {
     double sum = 0;
+    int64_t batches = 0;
     for (int64_t i = 0; i < a.eval_batches; ++i) {
       Gpt2MicroBatch mb = sample_windows(split.val, micro, T, a.seed, kValWindows, 0, i * micro);
+      if (std::none_of(mb.targets.begin(), mb.targets.end(), [](int32_t t) { return t >= 0; }))
+        continue;  // only prompt tokens of conversations
       sum += tm->eval_loss(mb);
+      ++batches;
     }
-    const double val = sum / double(std::max<int64_t>(a.eval_batches, 1));
+    const double val = sum / double(std::max<int64_t>(batches, 1));
     std::vector<uint32_t> prompt = {rt.tok.eos() ? *rt.tok.eos() : split.val[0]};
     std::vector<uint32_t> gen = tm->sample(prompt, a.sample_tokens, a.seed + uint64_t(step));
     const std::string text = rt.tok.decode(gen);

@@ -68,6 +68,8 @@ TrainStepResult LlamaTrainer::step(const std::vector<TrainBatch>& micro) {
   grads.lora_only = impl_->lora;
   Tensor loss_sum;
   for (const TrainBatch& mb : micro) {
+    if (std::none_of(mb.targets.begin(), mb.targets.end(), [](int32_t t) { return t >= 0; }))
+      continue;  // contributes nothing (a window of prompt tokens only)
     Tensor loss;
     {
       models::LlamaActs acts = models::llama_forward_train(model, mb.ids);
