@@ -273,3 +273,50 @@ TEST(LoraGolden, AdaptersThatDoNotFitAreErrors) {
   EXPECT_THROW(attach_new_adapter(*model, {.rank = 0}, 1), ValueError);
   EXPECT_THROW(attach_new_adapter(*model, {.targets = {"c_attn"}}, 1), ValueError);
 }
+
+// Generation reads the adapter in prefill and in cached decode alike: the
+// logits of a cached prefill and of one cached decode step equal those of
+// the full forward with the adapter (1e-4), which differ from the base's.
+TEST(LoraGolden, CachedDecodeAppliesTheAdapterCpu) {
+  Fixture base(kBase);
+  auto model = load_model(base.dir, Device::cpu());
+  std::vector<uint32_t> seq = base.ids("generate_prompt");
+  const int64_t n = int64_t(seq.size());
+  const std::vector<float> plain = model->forward(Tensor::from_vector(seq, {1, n})).to_f32();
+  load_adapter(*model, adapter_dir());
+  KvCache cache = model->new_cache(1);
+  const std::vector<float> prefill = model->forward_cached(Tensor::from_vector(seq, {1, n}), cache).to_f32();
+  seq.push_back(7);
+  const std::vector<float> step = model->forward_cached(Tensor::from_vector(std::vector<uint32_t>{7}, {1, 1}), cache).to_f32();
+  const std::vector<float> full = model->forward(Tensor::from_vector(seq, {1, n + 1})).to_f32();
+  const size_t V = size_t(model->vocab_size());
+  auto row = [&](const std::vector<float>& v, int64_t t) {
+    return std::vector<float>(v.begin() + long(size_t(t) * V), v.begin() + long(size_t(t + 1) * V));
+  };
+  EXPECT_TRUE(all_close(prefill, row(full, n - 1), 1e-4, 1e-4));
+  EXPECT_TRUE(all_close(step, row(full, n), 1e-4, 1e-4));
+  EXPECT_FALSE(all_close(prefill, row(plain, n - 1), 1e-3, 0)) << "the adapter changes the logits";
+}
+
+// LoRA over the MLX 4-bit base on WebGPU against the CPU: the logits with
+// the adapter (1e-3, as the quantized model's golden bound) and three
+// training steps of it (5e-3, as the other WebGPU training bounds).
+TEST(LoraGolden, QuantizedBaseMatchesCpuWebGpu) {
+  const std::string dir = std::string(FORGE_TEST_DATA) + "/llama-tiny-mlx4";
+  Fixture f("llama-tiny-mlx4");
+  const Tensor ids = f.input_ids();
+  std::vector<std::vector<float>> logits;
+  std::vector<std::vector<float>> losses;
+  for (const Device& dev : {Device::cpu(), gpu_device()}) {
+    auto model = load_model(dir, dev);
+    load_adapter(*model, adapter_dir());
+    logits.push_back(model->forward(ids).to_f32());
+    LlamaTrainer trainer(*model, lora_config());
+    const TrainBatch mb{ids, gpt2_shifted_targets(ids)};
+    losses.emplace_back();
+    for (int s = 0; s < 3; ++s) losses.back().push_back(trainer.step({mb}).loss);
+  }
+  EXPECT_TRUE(all_close(logits[1], logits[0], 1e-3, 1e-3));
+  EXPECT_TRUE(all_close(losses[1], losses[0], 5e-3, 0));
+  EXPECT_LT(losses[0][2], losses[0][0]);
+}
