@@ -72,8 +72,9 @@ std::vector<HostTensor> adapter_weights(const CausalLM& model);
 void save_adapter(const CausalLM& model, const std::filesystem::path& dir, const std::string& base_model = "");
 
 // Folds the attached adapter into the base weights (W += scale * B A) and
-// detaches it; the model then computes what it computed with the adapter.
-// ValueError when none is attached or the base is quantized.
+// detaches it; the model then computes what it computed with the adapter. A
+// quantized base is first dequantized to f32 (every weight: the merged model
+// is dense). ValueError when none is attached.
 void merge_adapter(CausalLM& model);
 
 // Every weight of a dense Llama-family model by Hugging Face name, f32 on

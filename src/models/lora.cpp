@@ -83,6 +83,23 @@ void write_text_atomic(const fs::path& path, const std::string& text) {
   if (ec) throw IoError("[lora] cannot rename '" + tmp.string() + "' to '" + path.string() + "': " + ec.message());
 }
 
+// Every quantized weight of `m` as dense f32 (a merged delta would be
+// rounded away if it were quantized again).
+void dequantize_base(LlamaModel& m) {
+  for (auto& [name, lin] : models::llama_linears(m.mutable_layers())) {
+    if (!lin->quant) continue;
+    lin->w = lin->dense_weight();
+    lin->q = lin->scales = lin->biases = Tensor();
+    lin->quant.reset();
+  }
+  for (models::Embedding* e : {&m.mutable_embed(), &m.mutable_lm_head()}) {
+    if (!e->is_quantized()) continue;
+    e->chunks = split_rows_for_binding(e->quantized.dense_weight(), m.device());
+    e->chunk_rows = e->chunks[0].dim(0);
+    e->quantized = models::Linear{};
+  }
+}
+
 }  // namespace
 
 double LoraConfig::scaling() const {
@@ -242,12 +259,8 @@ void save_adapter(const CausalLM& model, const fs::path& dir, const std::string&
 
 void merge_adapter(CausalLM& model) {
   if (!attached_adapter(model)) throw ValueError("[lora] merge: the model has no adapter attached");
-  for (auto& [name, lin] : linears_of(model)) {
-    if (!lin->lora.defined()) continue;
-    if (lin->quant)
-      throw ValueError("[lora] merge: '" + name + "' is quantized (" + model.info().weights +
-                       "); merging needs a dense base (dequantize it first, or keep the adapter beside it)");
-  }
+  LlamaModel& m = as_llama(model);
+  if (m.embed().is_quantized() || m.layers().front().q.quant) dequantize_base(m);
   for (auto& [name, lin] : linears_of(model)) {
     if (!lin->lora.defined()) continue;
     MatmulOptions o;

@@ -229,9 +229,16 @@ TEST(LoraGolden, MergedModelMatchesAdapterCpu) {
   merge_adapter(*model);
   EXPECT_FALSE(attached_adapter(*model));
   EXPECT_TRUE(all_close(model->forward(ref.input_ids()).to_f32(), ref.f32("logits_with_adapter"), 1e-4, 1e-4));
+  // Over the 4-bit base (the adapter has its shapes): dequantized, then merged.
   auto q = load_model(std::string(FORGE_TEST_DATA) + "/llama-tiny-mlx4", Device::cpu());
-  load_adapter(*q, adapter_dir());  // the same shapes: an adapter over the 4-bit base
-  EXPECT_THROW(merge_adapter(*q), ValueError);
+  load_adapter(*q, adapter_dir());
+  const std::vector<float> with = q->forward(ref.input_ids()).to_f32();
+  merge_adapter(*q);
+  EXPECT_TRUE(all_close(q->forward(ref.input_ids()).to_f32(), with, 1e-4, 1e-4));
+  const std::vector<HostTensor> w = model_weights(*q);
+  EXPECT_EQ(w.front().name, "model.embed_tokens.weight");
+  EXPECT_EQ(w.front().shape, (Shape{1000, 128}));
+  EXPECT_THROW(merge_adapter(*q), ValueError) << "nothing attached any more";
 }
 
 TEST(LoraGolden, AdaptersThatDoNotFitAreErrors) {

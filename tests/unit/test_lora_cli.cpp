@@ -119,9 +119,9 @@ TEST(LoraCli, ClearErrors) {
   fails_with({"eval", "--model", std::string(FORGE_TEST_DATA) + "/gpt2-tiny", "--adapter", ref.dir, "--input", batch,
               "--output", (dir.path / "x.safetensors").string()},
              "Llama family");
-  fails_with({"merge", "--model", std::string(FORGE_TEST_DATA) + "/llama-tiny-mlx4", "--adapter", ref.dir, "--out",
+  fails_with({"merge", "--model", base.dir, "--adapter", (dir.path / "nowhere").string(), "--out",
               (dir.path / "m").string()},
-             "quantized");
+             "nowhere");
 }
 
 namespace {
@@ -191,4 +191,27 @@ TEST(LoraCli, DataRunFullFineTuningOfLlama) {
   EXPECT_EQ(trained->info().family, "qwen2");
   const auto j = nlohmann::json::parse(lines_of(r.out).back());
   EXPECT_EQ(j["steps"].get<int64_t>(), 3);
+}
+
+// forge merge over the MLX 4-bit base: a dense model whose logits are those
+// of the quantized base with the adapter.
+TEST(LoraCli, MergeOverQuantizedBase) {
+  ScratchDir dir("lora_cli_merge_q");
+  Fixture ref(kAdapter);
+  const std::string q = std::string(FORGE_TEST_DATA) + "/llama-tiny-mlx4";
+  const std::string input = ref.dir + "/reference.safetensors";
+  const CliRun e = run_cli({"eval", "--model", q, "--adapter", ref.dir, "--input", input, "--output",
+                            (dir.path / "with.safetensors").string(), "--device", "cpu"},
+                           dir.path);
+  ASSERT_EQ(e.code, 0) << e.out;
+  const CliRun m = run_cli({"merge", "--model", q, "--adapter", ref.dir, "--out", (dir.path / "merged").string()},
+                           dir.path);
+  ASSERT_EQ(m.code, 0) << m.out;
+  const CliRun me = run_cli({"eval", "--model", (dir.path / "merged").string(), "--input", input, "--output",
+                             (dir.path / "merged.safetensors").string(), "--device", "cpu"},
+                            dir.path);
+  ASSERT_EQ(me.code, 0) << me.out;
+  EXPECT_TRUE(all_close(logits_of(dir.path / "merged.safetensors"), logits_of(dir.path / "with.safetensors"), 1e-4,
+                        1e-4));
+  EXPECT_EQ(load_model(dir.path / "merged", Device::cpu())->info().weights, "f32");
 }

@@ -2,8 +2,9 @@
 // (PEFT layout) into its base, W += scale * B A, and writes OUT in the
 // Hugging Face layout (f32 weights, the base's config, tokenizer and
 // generation files): a model that computes what base + adapter computed,
-// with no adapter to carry. A quantized base is refused (merging into 4-bit
-// weights would round the delta away).
+// with no adapter to carry. A quantized (MLX) base is dequantized: the merged
+// model is dense f32 (quantizing it again would round the delta away; forge
+// quantize does so on request).
 #include <cstdio>
 
 #include "cli_util.h"

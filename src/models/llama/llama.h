@@ -46,6 +46,8 @@ class LlamaModel : public CausalLM {
   // For attaching LoRA adapters (forge/lora.h): the layers to change and the
   // attached adapter's settings.
   std::vector<LlamaLayer>& mutable_layers() { return layers_; }
+  Embedding& mutable_embed() { return embed_; }
+  Embedding& mutable_lm_head() { return lm_head_; }
   std::optional<LoraConfig>& adapter() { return adapter_; }
   const std::optional<LoraConfig>& adapter() const { return adapter_; }
 
