@@ -11,6 +11,7 @@
 #include "forge/lora.h"
 #include "forge/model.h"
 #include "forge/safetensors.h"
+#include "forge/tokenizer.h"
 #include "golden/reference_fixture.h"
 #include "unit/cli_process.h"
 
@@ -214,4 +215,54 @@ TEST(LoraCli, MergeOverQuantizedBase) {
   EXPECT_TRUE(all_close(logits_of(dir.path / "merged.safetensors"), logits_of(dir.path / "with.safetensors"), 1e-4,
                         1e-4));
   EXPECT_EQ(load_model(dir.path / "merged", Device::cpu())->info().weights, "f32");
+}
+
+// forge train on chat JSONL end to end: a small random Llama with SmolLM2's
+// tokenizer and chat template, LoRA on conversations (loss on the assistant's
+// tokens), then forge generate with the trained adapter.
+TEST(LoraCli, ChatJsonlRun) {
+  ScratchDir dir("lora_cli_chat");
+  const std::filesystem::path model_dir = dir.path / "model";
+  std::filesystem::create_directories(model_dir);
+  const std::string data = FORGE_TEST_DATA;
+  std::filesystem::copy_file(data + "/tokenizer-smollm2/tokenizer.json", model_dir / "tokenizer.json");
+  const int64_t vocab = int64_t(Tokenizer::from_path(model_dir / "tokenizer.json").vocab_size());
+  const std::string config = R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": )" +
+                             std::to_string(vocab) + R"(, "hidden_size": 16, "intermediate_size": 32,
+    "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 256,
+    "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": true})";
+  std::ofstream(model_dir / "config.json") << config;
+  auto model = random_model(parse_config(config, "config.json"), 3, Device::cpu());
+  std::vector<HostTensor> w = model_weights(*model);
+  std::vector<TensorToWrite> tensors;
+  for (const HostTensor& t : w) tensors.push_back({t.name, StDType::F32, t.shape, std::as_bytes(std::span(t.values))});
+  write_safetensors(model_dir / "model.safetensors", tensors);
+  std::ifstream tf(data + "/chat-templates/smollm2.json");
+  const auto tj = nlohmann::json::parse(tf);
+  std::ofstream(model_dir / "tokenizer_config.json")
+      << nlohmann::json{{"chat_template", tj["template"]}, {"bos_token", tj["bos_token"]}, {"eos_token", tj["eos_token"]}}
+             .dump();
+  {
+    std::ofstream d(dir.path / "chats.jsonl");
+    for (int i = 0; i < 40; ++i)
+      d << nlohmann::json{{"messages",
+                           {{{"role", "user"}, {"content", "What is " + std::to_string(i) + " plus one?"}},
+                            {{"role", "assistant"}, {"content", "It is " + std::to_string(i + 1) + "."}}}}}
+               .dump()
+        << "\n";
+  }
+  const CliRun r = run_cli({"train", "--model", model_dir.string(), "--data", (dir.path / "chats.jsonl").string(),
+                            "--lora-rank", "4", "--lora-targets", "q_proj,v_proj,down_proj", "--out",
+                            (dir.path / "run").string(), "--steps", "8", "--batch", "2", "--seq", "32", "--lr", "1e-2",
+                            "--sample-tokens", "4", "--device", "cpu", "--json"},
+                           dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::vector<double> losses = logged_losses(dir.path / "run" / "log.jsonl");
+  ASSERT_EQ(losses.size(), 8u);
+  EXPECT_LT(losses.back(), losses.front());
+  const CliRun g = run_cli({"generate", "--model", model_dir.string(), "--adapter",
+                            (dir.path / "run" / "checkpoint").string(), "--chat", "--prompt", "What is 3 plus one?",
+                            "-n", "4", "--device", "cpu"},
+                           dir.path);
+  EXPECT_EQ(g.code, 0) << g.out;
 }

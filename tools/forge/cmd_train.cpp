@@ -314,9 +314,18 @@ void run(TrainArgs a) {
   const int64_t first = tm->steps_done();
   double last_loss = 0, last_val = -1, tok_rate = 0;
   for (int64_t step = first; step < a.steps; ++step) {
+    // Windows holding no target (prompt tokens of conversations only) are
+    // drawn again from another stream: still a pure function of the step.
     std::vector<Gpt2MicroBatch> mbs;
-    for (int64_t m = 0; m < a.batch / micro; ++m)
-      mbs.push_back(sample_windows(split.train, micro, T, a.seed, kTrainWindows, step, m * micro));
+    for (uint64_t attempt = 0; attempt < 64; ++attempt) {
+      mbs.clear();
+      bool any = false;
+      for (int64_t m = 0; m < a.batch / micro; ++m) {
+        mbs.push_back(sample_windows(split.train, micro, T, a.seed, kTrainWindows + (attempt << 40), step, m * micro));
+        any = any || std::any_of(mbs.back().targets.begin(), mbs.back().targets.end(), [](int32_t t) { return t >= 0; });
+      }
+      if (any) break;
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const Gpt2StepResult r = tm->step(mbs);
     const auto t1 = std::chrono::steady_clock::now();
