@@ -14,6 +14,7 @@
 // GPT-2 has its own trainer (forge/gpt2_train.h) on the same schedule.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -70,6 +71,11 @@ class AdamW {
 
   int64_t steps_done() const { return step_; }
   const AdamWConfig& config() const { return config_; }
+  // The moments per parameter, for checkpoints, and putting saved ones back
+  // (ShapeError naming the parameter when one does not fit).
+  const std::vector<Tensor>& first_moments() const { return m_; }
+  const std::vector<Tensor>& second_moments() const { return v_; }
+  void restore(int64_t steps, const std::vector<Tensor>& m, const std::vector<Tensor>& v);
   const std::vector<NamedTensor>& params() const { return params_; }
 
  private:
@@ -107,9 +113,11 @@ struct HostTensor {
 
 class LlamaTrainer {
  public:
-  // `model` is a Llama-family model from load_model or random_model with dense
-  // weights; it must outlive the trainer. ValueError for another family or a
-  // quantized model.
+  // `model` is a Llama-family model from load_model or random_model; it must
+  // outlive the trainer. Without an adapter every weight trains (dense
+  // weights only: ValueError for a quantized model); with a LoRA adapter
+  // attached (forge/lora.h) only its A and B train, the base frozen (dense
+  // or quantized). ValueError for another family.
   LlamaTrainer(CausalLM& model, TrainConfig config);
   ~LlamaTrainer();
 
@@ -120,7 +128,15 @@ class LlamaTrainer {
   float eval_loss(const TrainBatch& batch) const;
 
   int64_t steps_done() const;
-  // The weights by Hugging Face name (row chunks joined), f32 on the host.
+  // DIR/optimizer.safetensors: the AdamW moments ("m.<i>.<name>",
+  // "v.<i>.<name>" for parameter i) and the step as metadata, written to a
+  // temporary file and renamed. read_state puts them back; IoError naming
+  // the file when they do not belong to this trainer's parameters.
+  void write_state(const std::filesystem::path& dir) const;
+  void read_state(const std::filesystem::path& dir);
+
+  // The trained tensors by name (row chunks joined), f32 on the host: the
+  // weights by Hugging Face name, or the adapter's A and B by PEFT key.
   std::vector<HostTensor> host_weights() const;
 
  private:

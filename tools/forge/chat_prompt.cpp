@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "forge/error.h"
+#include "train_data.h"
 
 namespace forge::cli {
 
@@ -26,6 +27,33 @@ ChatTemplate load_chat_template(const std::filesystem::path& dir, const std::str
 
 std::vector<uint32_t> encode_rendered(const Tokenizer& tok, const std::string& rendered) {
   return tok.encode(rendered, /*add_special_tokens=*/false);
+}
+
+std::vector<uint32_t> encode_chat_for_training(const Tokenizer& tok, const ChatTemplate& tmpl,
+                                               const nlohmann::ordered_json& messages) {
+  const std::string full = tmpl.render(messages, false);
+  std::vector<uint32_t> out;
+  auto put = [&](size_t from, size_t to, bool loss) {
+    if (to <= from) return;
+    for (uint32_t id : encode_rendered(tok, full.substr(from, to - from))) out.push_back(loss ? id : id | kNoLoss);
+  };
+  size_t at = 0;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (messages[i].value("role", "") != "assistant") continue;
+    nlohmann::ordered_json before = nlohmann::ordered_json::array(), upto;
+    for (size_t k = 0; k < i; ++k) before.push_back(messages[k]);
+    upto = before;
+    upto.push_back(messages[i]);
+    const std::string start = tmpl.render(before, true), end = tmpl.render(upto, false);
+    if (!full.starts_with(end) || !end.starts_with(start) || start.size() < at)
+      throw ValueError("[train] the chat template does not render this conversation as the prefixes of its "
+                       "continuations, so the assistant's tokens cannot be told apart");
+    put(at, start.size(), false);
+    put(start.size(), end.size(), true);
+    at = end.size();
+  }
+  put(at, full.size(), false);
+  return out;
 }
 
 std::vector<uint32_t> chat_stop_ids(const CausalLM& model, const Tokenizer& tok, const ChatTemplate& tmpl) {

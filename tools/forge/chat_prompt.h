@@ -30,6 +30,15 @@ std::vector<uint32_t> encode_rendered(const Tokenizer& tok, const std::string& r
 // special tokens of the vocabulary.
 std::vector<uint32_t> chat_stop_ids(const CausalLM& model, const Tokenizer& tok, const ChatTemplate& tmpl);
 
+// A conversation as training ids (forge train's chat JSONL): the rendered
+// text cut where each assistant reply starts (the render of the messages
+// before it with the generation prompt) and ends (the render up to it), each
+// piece encoded as encode_rendered does; every token outside the replies
+// carries kNoLoss (train_data.h). ValueError when the template does not
+// render a conversation as the prefixes of its continuations.
+std::vector<uint32_t> encode_chat_for_training(const Tokenizer& tok, const ChatTemplate& tmpl,
+                                               const nlohmann::ordered_json& messages);
+
 // A JSON list of {"role", "content"} objects from FILE; ValueError naming the
 // file and the problem otherwise.
 nlohmann::ordered_json read_messages(const std::string& path, const std::string& who);

@@ -1,4 +1,4 @@
-// forge eval --model DIR --input IN.safetensors [--output OUT.safetensors] [--json] [--device D]:
+// forge eval --model DIR [--adapter ADAPTER] --input IN.safetensors [--output OUT.safetensors] [--json] [--device D]:
 //   IN holds input_ids [B, T] (i32 or i64; `forge tokenize --out` writes one);
 //   OUT gets logits [B, T, V] f32 and loss [1] f32 (mean next-token
 //   cross-entropy over B * (T - 1) positions).
@@ -7,7 +7,7 @@
 //   windows of N ids (default: the model's context) every S ids (default N),
 //   each scoring the ids the previous one did not.
 // Any model family load_model reads (GPT-2, Llama, Qwen2, Mistral; dense or
-// MLX-quantized).
+// MLX-quantized), with a LoRA adapter (PEFT layout) applied when given.
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -29,6 +29,7 @@ struct EvalArgs {
   std::string model, input, output, text_file, tokenizer, device = "auto";
   int64_t ctx = 0, stride = 0;
   bool json = false;
+  std::string adapter;  // --adapter: a LoRA adapter folder
 };
 
 // input_ids [B, T] of IN as u32, every id checked against the vocabulary.
@@ -103,7 +104,7 @@ void eval_text(const EvalArgs& a, const CausalLM& model, const std::filesystem::
 void run(const EvalArgs& a) {
   const Device dev = resolve_devices(a.device)[0];
   const std::filesystem::path dir = model_folder(a.model);
-  std::unique_ptr<CausalLM> model = load_model(dir, dev);
+  std::unique_ptr<CausalLM> model = load_model_and_adapter(dir, dev, a.adapter);
   if (!a.text_file.empty()) {
     const int64_t max_ctx = model->context_length();
     if (a.ctx == 1) throw UsageError("--ctx must be >= 2 (0: the model's context), got 1");
@@ -124,6 +125,7 @@ const bool registered = register_command(
      [](CLI::App& sub) {
        static EvalArgs a;
        sub.add_option("-m,--model", a.model, "Model folder, or a Hugging Face id org/name[@revision]")->required();
+       sub.add_option("--adapter", a.adapter, "A LoRA adapter folder (PEFT layout) to apply to the model");
        auto* input = sub.add_option("--input", a.input, "safetensors file holding input_ids [B, T] (forge tokenize --out)");
        auto* output = sub.add_option("--output", a.output, "With --input: safetensors file to write logits and loss to");
        auto* text = sub.add_option("--text-file", a.text_file, "Text file to compute loss and perplexity over");

@@ -36,6 +36,7 @@ namespace {
 
 struct GenerateArgs {
   std::string model, prompt, prompt_file, prompt_ids, messages, device = "auto";
+  std::string adapter;  // --adapter: a LoRA adapter folder
   bool json = false, no_cache = false, chat = false, context_shift = false;
   int64_t keep = 0;
   SamplingArgs sampling;
@@ -92,7 +93,7 @@ void run(const GenerateArgs& a) {
     if (prompt.empty()) throw ValueError("[generate] the prompt is empty");
   }
   if (!a.sampling.stop.empty() && !tok) throw ValueError("[generate] --stop needs a tokenizer in " + a.model);
-  std::unique_ptr<CausalLM> model = load_model(dir, dev);
+  std::unique_ptr<CausalLM> model = load_model_and_adapter(dir, dev, a.adapter);
 
   if (!a.sampling.ignore_eos) {
     if (tmpl) {
@@ -142,6 +143,7 @@ const bool registered = register_command(
     {"generate", "Generate text with a model of any family, streamed to stdout", [](CLI::App& sub) {
        static GenerateArgs a;
        sub.add_option("-m,--model", a.model, "Model folder (config.json + safetensors [+ tokenizer]), or a Hugging Face id org/name[@revision]")->required();
+       sub.add_option("--adapter", a.adapter, "A LoRA adapter folder (PEFT layout) to apply to the model");
        auto* prompt = sub.add_option_group("prompt", "what to continue");
        prompt->add_option("-p,--prompt", a.prompt, "Prompt text (needs a tokenizer in the model folder)");
        prompt->add_option("--prompt-file", a.prompt_file, "Read the prompt text from a file (- for stdin)");

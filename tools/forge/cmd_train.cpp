@@ -1,12 +1,18 @@
-// forge train: trains a GPT-2 on text files, from a model folder (--model DIR)
-// or a new random model (--preset NAME, shaped further by --n-layer, --n-embd,
-// --n-head, --context).
+// forge train: trains a model on text files: a GPT-2 from a model folder
+// (--model DIR) or a new random model (--preset NAME, shaped further by
+// --n-layer, --n-embd, --n-head, --context), or a Llama-family folder (Llama,
+// Qwen2, Mistral), fully or with LoRA (--lora-rank R or --adapter DIR: only
+// the adapter trains and the checkpoints hold it in PEFT's layout).
 //
 //   forge train --data a.txt notes/ --preset tiny --tokenizer bytes --out run/ --steps 200
+//   forge train --data notes.txt --model smollm2/ --lora-rank 8 --out run/
 //   forge train --out run/ --resume            (after Ctrl-C: continues with the run's settings)
 //   forge train --model DIR --fixed-batch IN.safetensors --steps 10 --json   (any family; train_fixed.cpp)
 //
-// The text is tokenized once into OUT/tokens.bin; the last --val-fraction of
+// --data takes text files, and JSONL files of {"text": ...} or {"messages":
+// [...]} lines (conversations rendered with the model's chat template, the
+// loss on the assistant's tokens only; train_data.h). The text is tokenized
+// once into OUT/tokens.bin; the last --val-fraction of
 // it is held out for validation. Each step draws --batch random windows of
 // --seq + 1 tokens (in micro-batches of --micro-batch sequences, gradients
 // accumulated), every position predicting the next token. OUT/log.jsonl gets
@@ -22,6 +28,7 @@
 // leaves no folder behind.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -29,12 +36,15 @@
 #include <optional>
 
 #include "byte_tokenizer.h"
+#include "chat_prompt.h"
 #include "cli_util.h"
 #include "command.h"
 #include "devices.h"
 #include "interrupt.h"
 #include "train_checkpoint.h"
 #include "train_data.h"
+#include "train_lora.h"
+#include "train_model.h"
 #include "train_run_dir.h"
 #include "train_settings.h"
 
@@ -133,6 +143,45 @@ std::string model_text(const Gpt2Config& c) {
          std::to_string(c.vocab_size);
 }
 
+// GPT-2: a model folder, a checkpoint of the run, or a new random model.
+class Gpt2TrainModel : public TrainModel {
+ public:
+  Gpt2TrainModel(const TrainArgs& a, const std::optional<FoundCheckpoint>& found, const Device& dev, int64_t vocab)
+      : model_(found              ? Gpt2::load(found->dir, dev)
+               : !a.model.empty() ? Gpt2::load(check_model_dir(a.model), dev)
+                                  : Gpt2::random(new_model_config(a, vocab), a.seed, dev)),
+        trainer_(model_, make_train_config(a, false)) {
+    if (found) check_shape_flags(a, model_.config());
+    if (found) read_gpt2_train_state(found->dir, trainer_);
+  }
+  std::string describe() const override { return model_text(model_.config()); }
+  int64_t context() const override { return model_.config().n_positions; }
+  int64_t vocab() const override { return model_.config().vocab_size; }
+  int64_t steps_done() const override { return trainer_.steps_done(); }
+  Gpt2StepResult step(const std::vector<Gpt2MicroBatch>& micro) override { return trainer_.step(micro); }
+  float eval_loss(const Gpt2MicroBatch& mb) override { return gpt2_eval_loss(model_, mb.ids, mb.targets); }
+  std::vector<uint32_t> sample(const std::vector<uint32_t>& prompt, int64_t max_new, uint64_t seed) override {
+    Gpt2GenerateOptions go;
+    go.max_new_tokens = std::min<int64_t>(max_new, context() - 1);
+    go.sample.temperature = 1.0f;
+    go.sample.top_k = 40;
+    go.sample.seed = seed;
+    return gpt2_generate(model_, prompt, go);
+  }
+  void save(const fs::path& dir, const CheckpointExtras& extras) override {
+    save_train_checkpoint(dir, model_, trainer_, extras);
+  }
+
+ private:
+  Gpt2 model_;
+  Gpt2Trainer trainer_;
+};
+
+std::unique_ptr<TrainModel> gpt2_train_model(const TrainArgs& a, const std::optional<FoundCheckpoint>& found,
+                                             const Device& dev, int64_t vocab) {
+  return std::make_unique<Gpt2TrainModel>(a, found, dev, vocab);
+}
+
 void run(TrainArgs a) {
   if (!a.fixed_batch.empty()) return run_fixed_batch(a);
   if (a.out.empty()) throw UsageError("--out DIR is required (the run folder)");
@@ -169,35 +218,37 @@ void run(TrainArgs a) {
   const Device dev = resolve_devices(a.device)[0];
   const RunTokenizer rt = load_tokenizer(a, found);
   const int64_t vocab = rt.tok.bpe ? int64_t(rt.tok.bpe->vocab_size()) : kByteVocabSize;
-  Gpt2 model = found                ? Gpt2::load(found->dir, dev)
-               : !a.model.empty() ? Gpt2::load(check_model_dir(a.model), dev)
-                                    : Gpt2::random(new_model_config(a, vocab), a.seed, dev);
-  const Gpt2Config& cfg = model.config();
-  if (found) check_shape_flags(a, cfg);
-  if (a.seq == 0) a.seq = std::min<int64_t>(128, cfg.n_positions);
-  if (a.seq > cfg.n_positions)
+  const bool gpt2 = a.model.empty() || load_config(check_model_dir(a.model)).arch == Arch::Gpt2;
+  if (gpt2 && wants_lora(a)) throw UsageError("LoRA (--adapter, --lora-rank) trains the Llama family, not GPT-2");
+  std::unique_ptr<TrainModel> tm = gpt2 ? gpt2_train_model(a, found, dev, vocab) : llama_train_model(a, found, dev);
+  if (a.seq == 0) a.seq = std::min<int64_t>(128, tm->context());
+  if (a.seq > tm->context())
     throw UsageError("--seq " + std::to_string(a.seq) + " is longer than the model's context of " +
-                     std::to_string(cfg.n_positions) + " positions" +
+                     std::to_string(tm->context()) + " positions" +
                      (a.model.empty() && !found ? " (--context sets a new model's)" : ""));
   const int64_t T = a.seq;
 
   const fs::path tokens_path = out / "tokens.bin";
   const bool reuse_tokens = found && fs::exists(tokens_path);
-  const std::vector<uint32_t> tokens =
-      reuse_tokens ? read_token_file(tokens_path) : tokenize_files(expand_text_files(a.data, "--data"), rt.tok);
+  // Conversations (chat JSONL) through the model's chat template, loaded
+  // when the first one is met.
+  std::optional<ChatTemplate> tmpl;
+  ChatEncoder chat;
+  if (rt.tok.bpe && !a.model.empty())
+    chat = [&](const nlohmann::ordered_json& m) {
+      if (!tmpl) tmpl = load_chat_template(a.model, a.model, "train");
+      return encode_chat_for_training(*rt.tok.bpe, *tmpl, m);
+    };
+  const std::vector<uint32_t> tokens = reuse_tokens ? read_token_file(tokens_path)
+                                                    : tokenize_files(expand_text_files(a.data, "--data"), rt.tok, chat);
   for (uint32_t id : tokens)
-    if (int64_t(id) >= cfg.vocab_size)
-      throw ValueError("[train] token id " + std::to_string(id) + " is out of range for the model's vocab size " +
-                       std::to_string(cfg.vocab_size));
+    if (int64_t(id & ~kNoLoss) >= tm->vocab())
+      throw ValueError("[train] token id " + std::to_string(id & ~kNoLoss) +
+                       " is out of range for the model's vocab size " + std::to_string(tm->vocab()));
   const TrainSplit split = split_tokens(tokens, a.val_fraction, T);
-
-  Gpt2Trainer trainer(model, make_train_config(a, false));
-  if (found) {
-    read_gpt2_train_state(found->dir, trainer);
-    if (trainer.steps_done() != found->step)
-      throw IoError("[train] " + found->dir.string() + ": optimizer.safetensors is at step " +
-                    std::to_string(trainer.steps_done()) + ", train.json at step " + std::to_string(found->step));
-  }
+  if (found && tm->steps_done() != found->step)
+    throw IoError("[train] " + found->dir.string() + ": optimizer.safetensors is at step " +
+                  std::to_string(tm->steps_done()) + ", train.json at step " + std::to_string(found->step));
   const CheckpointExtras extras{rt.json, rt.tok.bpe ? rt.tok.bpe->eos_id() : std::optional<uint32_t>(kByteEos),
                                 train_settings_json(a)};
 
@@ -219,14 +270,14 @@ void run(TrainArgs a) {
       say("log.jsonl cut back to step " + std::to_string(found->step) + " (" + std::to_string(cut) +
           " lines past the checkpoint removed)");
   } else {
-    say("new run in " + out.string() + ": " + model_text(cfg) +
+    say("new run in " + out.string() + ": " + tm->describe() +
         (a.model.empty() ? ", random init (seed " + std::to_string(a.seed) + ")" : ", from " + a.model));
   }
   say("checkpoints go to " + ckpt.string() + " (" +
       (a.save_every > 0 ? "every " + std::to_string(a.save_every) + " steps, " : std::string()) +
       "at the end and on Ctrl-C or SIGTERM)");
-  if (trainer.steps_done() >= a.steps) {
-    say("the run is complete (step " + std::to_string(trainer.steps_done()) + " of " + std::to_string(a.steps) +
+  if (tm->steps_done() >= a.steps) {
+    say("the run is complete (step " + std::to_string(tm->steps_done()) + " of " + std::to_string(a.steps) +
         "); pass --steps N to train further");
     return;
   }
@@ -238,18 +289,17 @@ void run(TrainArgs a) {
 
   auto evaluate = [&](int64_t step) {
     double sum = 0;
+    int64_t batches = 0;
     for (int64_t i = 0; i < a.eval_batches; ++i) {
       Gpt2MicroBatch mb = sample_windows(split.val, micro, T, a.seed, kValWindows, 0, i * micro);
-      sum += gpt2_eval_loss(model, mb.ids, mb.targets);
+      if (std::none_of(mb.targets.begin(), mb.targets.end(), [](int32_t t) { return t >= 0; }))
+        continue;  // only prompt tokens of conversations
+      sum += tm->eval_loss(mb);
+      ++batches;
     }
-    const double val = sum / double(std::max<int64_t>(a.eval_batches, 1));
+    const double val = sum / double(std::max<int64_t>(batches, 1));
     std::vector<uint32_t> prompt = {rt.tok.eos() ? *rt.tok.eos() : split.val[0]};
-    Gpt2GenerateOptions go;
-    go.max_new_tokens = std::min<int64_t>(a.sample_tokens, cfg.n_positions - 1);
-    go.sample.temperature = 1.0f;
-    go.sample.top_k = 40;
-    go.sample.seed = a.seed + uint64_t(step);
-    std::vector<uint32_t> gen = gpt2_generate(model, prompt, go);
+    std::vector<uint32_t> gen = tm->sample(prompt, a.sample_tokens, a.seed + uint64_t(step));
     const std::string text = rt.tok.decode(gen);
     if (tty) std::fprintf(stderr, "\n");
     std::fprintf(stderr, "eval step %lld val_loss %.4f sample: %s\n", (long long)step, val,
@@ -261,14 +311,23 @@ void run(TrainArgs a) {
   };
 
   const auto start = std::chrono::steady_clock::now();
-  const int64_t first = trainer.steps_done();
+  const int64_t first = tm->steps_done();
   double last_loss = 0, last_val = -1, tok_rate = 0;
   for (int64_t step = first; step < a.steps; ++step) {
+    // Windows holding no target (prompt tokens of conversations only) are
+    // drawn again from another stream: still a pure function of the step.
     std::vector<Gpt2MicroBatch> mbs;
-    for (int64_t m = 0; m < a.batch / micro; ++m)
-      mbs.push_back(sample_windows(split.train, micro, T, a.seed, kTrainWindows, step, m * micro));
+    for (uint64_t attempt = 0; attempt < 64; ++attempt) {
+      mbs.clear();
+      bool any = false;
+      for (int64_t m = 0; m < a.batch / micro; ++m) {
+        mbs.push_back(sample_windows(split.train, micro, T, a.seed, kTrainWindows + (attempt << 40), step, m * micro));
+        any = any || std::any_of(mbs.back().targets.begin(), mbs.back().targets.end(), [](int32_t t) { return t >= 0; });
+      }
+      if (any) break;
+    }
     const auto t0 = std::chrono::steady_clock::now();
-    const Gpt2StepResult r = trainer.step(mbs);
+    const Gpt2StepResult r = tm->step(mbs);
     const auto t1 = std::chrono::steady_clock::now();
     const double dt = std::chrono::duration<double>(t1 - t0).count();
     const double elapsed = std::chrono::duration<double>(t1 - start).count();
@@ -291,7 +350,7 @@ void run(TrainArgs a) {
     const int sig = signals.received();
     if (!sig && ((a.eval_every > 0 && (step + 1) % a.eval_every == 0) || last)) last_val = evaluate(step + 1);
     if ((a.save_every > 0 && (step + 1) % a.save_every == 0) || last || sig)
-      save_train_checkpoint(ckpt, model, trainer, extras);
+      tm->save(ckpt, extras);
     if (sig) {
       if (tty) std::fprintf(stderr, "\n");
       say(std::string("stopped by ") + StopSignals::name(sig) + " after step " + std::to_string(step + 1) +
@@ -302,9 +361,9 @@ void run(TrainArgs a) {
     if (last) break;
   }
   if (tty) std::fprintf(stderr, "\n");
-  say("saved step " + std::to_string(trainer.steps_done()) + " to " + ckpt.string());
+  say("saved step " + std::to_string(tm->steps_done()) + " to " + ckpt.string());
   if (a.json)
-    std::printf("%s\n", nlohmann::json{{"steps", trainer.steps_done()},
+    std::printf("%s\n", nlohmann::json{{"steps", tm->steps_done()},
                                        {"loss", last_loss},
                                        {"val_loss", last_val},
                                        {"tokens_per_s", tok_rate},
@@ -328,6 +387,12 @@ void add_options(CLI::App& sub, TrainArgs& a) {
   sub.add_flag("--overwrite", a.overwrite, "Start again over the run in --out");
   add_tokenizer_option(sub, a.tokenizer, "Tokenizer (default: the model's); 'bytes': byte ids, saved as a tokenizer",
                        true);
+  sub.add_option("--adapter", a.adapter, "LoRA: train this adapter folder (PEFT layout), the base frozen");
+  sub.add_option("--lora-rank", a.lora_rank, "LoRA: train a fresh adapter of this rank, the base frozen");
+  sub.add_option("--lora-alpha", a.lora_alpha, "LoRA: alpha (scale alpha / rank)")->default_str("2 x rank");
+  sub.add_option("--lora-targets", a.lora_targets, "LoRA: the modules adapted, comma-separated")
+      ->default_str(a.lora_targets);
+  sub.add_flag("--rslora", a.rslora, "LoRA: scale alpha / sqrt(rank) (rank-stabilised)");
   sub.add_option("--fixed-batch", a.fixed_batch, "Parity mode: train on input_ids of this safetensors file");
   check_at_least(sub.add_option("--steps", a.steps, "Optimizer steps"), 1);
   check_at_least(sub.add_option("--batch", a.batch, "Sequences per step"), 1);
@@ -362,7 +427,7 @@ void add_options(CLI::App& sub, TrainArgs& a) {
 }
 
 const bool registered = register_command(
-    {"train", "Train a GPT-2 on text files, or any family (GPT-2, Llama, Qwen2, Mistral) on one fixed batch", [](CLI::App& sub) {
+    {"train", "Train or fine-tune (fully or with LoRA) a model on text files, or on one fixed batch", [](CLI::App& sub) {
        static TrainArgs a;
        add_options(sub, a);
        sub.callback([&sub] {

@@ -3,6 +3,7 @@
 #include "cli_util.h"
 #include "forge/error.h"
 #include "forge/hub.h"
+#include "forge/lora.h"
 
 namespace forge::cli {
 
@@ -11,6 +12,18 @@ std::filesystem::path model_folder(const std::string& spec) {
   if (!parse_hub_spec(spec))
     throw IoError("[model] model directory '" + spec + "' does not exist (nor is it a Hugging Face id org/name)");
   return resolve_model(spec, HubOptions::from_env());
+}
+
+std::unique_ptr<CausalLM> load_model_and_adapter(const std::filesystem::path& dir, const Device& device,
+                                                 const std::string& adapter) {
+  std::unique_ptr<CausalLM> model = load_model(dir, device);
+  if (!adapter.empty()) {
+    if (!std::filesystem::is_directory(adapter))
+      throw IoError("[model] --adapter '" + adapter + "' is not a folder (a PEFT LoRA adapter: adapter_config.json "
+                    "and adapter_model.safetensors)");
+    load_adapter(*model, adapter);
+  }
+  return model;
 }
 
 }  // namespace forge::cli

@@ -92,14 +92,22 @@ void swap_in(const fs::path& from, const fs::path& dir) {
 
 void save_train_checkpoint(const fs::path& dir, const Gpt2& model, const Gpt2Trainer& trainer,
                            const CheckpointExtras& extras) {
-  const fs::path tmp = sibling(dir, ".tmp");
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  try {
+  save_train_checkpoint(dir, trainer.steps_done(), extras, [&](const fs::path& tmp) {
     write_gpt2_checkpoint(tmp, model.config(), trainer.host_weights());
     if (extras.eos_token_id && *extras.eos_token_id != 50256) set_special_token_ids(tmp, *extras.eos_token_id);
     load_config(tmp);  // config.json is whole (a full disk can cut it short)
     write_gpt2_train_state(tmp, trainer);
+  });
+}
+
+void save_train_checkpoint(const fs::path& dir, int64_t step, const CheckpointExtras& extras,
+                           const std::function<void(const fs::path&)>& write) {
+  const fs::path tmp = sibling(dir, ".tmp");
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  try {
+    fs::create_directories(tmp);
+    write(tmp);
     if (!extras.tokenizer_json.empty()) write_file(tmp / "tokenizer.json", extras.tokenizer_json);
     json files = json::object();
     for (const auto& e : fs::directory_iterator(tmp)) {
@@ -107,7 +115,7 @@ void save_train_checkpoint(const fs::path& dir, const Gpt2& model, const Gpt2Tra
       files[e.path().filename().string()] = fs::file_size(e.path());
     }
     const json marker = {{"format", "forge-train-checkpoint"},
-                         {"step", trainer.steps_done()},
+                         {"step", step},
                          {"settings", extras.settings},
                          {"files", files}};
     write_file(tmp / "train.json", marker.dump(2) + "\n");

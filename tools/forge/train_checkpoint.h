@@ -16,6 +16,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -35,6 +36,10 @@ struct CheckpointExtras {
 // disk, say) DIR.tmp is removed and DIR is left as it was.
 void save_train_checkpoint(const std::filesystem::path& dir, const Gpt2& model, const Gpt2Trainer& trainer,
                            const CheckpointExtras& extras);
+// The same for any model: `write` puts the model's files and optimizer state
+// into the folder it is given; the tokenizer and train.json (at `step`) follow.
+void save_train_checkpoint(const std::filesystem::path& dir, int64_t step, const CheckpointExtras& extras,
+                           const std::function<void(const std::filesystem::path&)>& write);
 
 struct FoundCheckpoint {
   std::filesystem::path dir;  // the checkpoint folder (DIR after recovery)

@@ -63,7 +63,47 @@ std::vector<uint32_t> read_token_file(const std::filesystem::path& path) {
   return ids;
 }
 
-std::vector<uint32_t> tokenize_files(const std::vector<std::string>& files, const TrainTokenizer& tok) {
+namespace {
+
+// One document a line: {"text": ...} or {"messages": [...]}.
+void tokenize_jsonl(const std::string& file, const std::string& content, const TrainTokenizer& tok,
+                    const ChatEncoder& chat, std::vector<uint32_t>& out) {
+  std::istringstream in(content);
+  int64_t n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string at = "[train] " + file + ":" + std::to_string(n) + ": ";
+    const nlohmann::ordered_json j = nlohmann::ordered_json::parse(line, nullptr, false);
+    if (j.is_discarded()) throw ValueError(at + "not a JSON object");
+    std::vector<uint32_t> ids;
+    if (j.is_object() && j.contains("text")) {
+      if (!j["text"].is_string()) throw ValueError(at + "\"text\" must be a string");
+      ids = tok.encode(j["text"].get<std::string>());
+    } else if (j.is_object() && j.contains("messages")) {
+      const auto& m = j["messages"];
+      if (!m.is_array() || m.empty()) throw ValueError(at + "\"messages\" must be a non-empty list of {role, content}");
+      for (const auto& msg : m)
+        if (!msg.is_object() || !msg.contains("role") || !msg["role"].is_string())
+          throw ValueError(at + "every message needs a \"role\" string");
+      if (!chat) throw ValueError(at + "a conversation needs a model with a chat template and its tokenizer");
+      try {
+        ids = chat(m);
+      } catch (const Error& e) {
+        throw ValueError(at + e.what());
+      }
+    } else {
+      throw ValueError(at + "a line must be an object with \"text\" or \"messages\"");
+    }
+    out.insert(out.end(), ids.begin(), ids.end());
+    if (auto eos = tok.eos()) out.push_back(*eos | (j.contains("messages") ? kNoLoss : 0u));
+  }
+}
+
+}  // namespace
+
+std::vector<uint32_t> tokenize_files(const std::vector<std::string>& files, const TrainTokenizer& tok,
+                                     const ChatEncoder& chat) {
   std::vector<uint32_t> out;
   for (const std::string& file : files) {
     if (!std::filesystem::is_regular_file(file)) throw IoError("[train] data file '" + file + "' does not exist");
@@ -71,6 +111,10 @@ std::vector<uint32_t> tokenize_files(const std::vector<std::string>& files, cons
     std::stringstream ss;
     ss << f.rdbuf();
     if (!f) throw IoError("[train] cannot read data file '" + file + "'");
+    if (std::filesystem::path(file).extension() == ".jsonl") {
+      tokenize_jsonl(file, ss.str(), tok, chat, out);
+      continue;
+    }
     std::vector<uint32_t> ids = tok.encode(ss.str());
     out.insert(out.end(), ids.begin(), ids.end());
     if (auto eos = tok.eos()) out.push_back(*eos);
@@ -99,8 +143,9 @@ Gpt2MicroBatch sample_windows(const std::vector<uint32_t>& tokens, int64_t rows,
   for (int64_t r = 0; r < rows; ++r) {
     const uint64_t s = gpt2::derive_key(seed, stream, uint64_t(step), uint64_t(first_row + r)) % starts;
     for (int64_t t = 0; t < T; ++t) {
-      in[size_t(r * T + t)] = tokens[size_t(s) + size_t(t)];
-      tgt[size_t(r * T + t)] = int32_t(tokens[size_t(s) + size_t(t) + 1]);
+      in[size_t(r * T + t)] = tokens[size_t(s) + size_t(t)] & ~kNoLoss;
+      const uint32_t next = tokens[size_t(s) + size_t(t) + 1];
+      tgt[size_t(r * T + t)] = next & kNoLoss ? -1 : int32_t(next);
     }
   }
   return {Tensor::from_vector(in, {rows, T}), std::move(tgt)};

@@ -5,16 +5,21 @@
 // state); Llama-family folders (llama, qwen2, mistral; dense weights, bf16
 // trained in f32) with LlamaTrainer, and --out gets the trained model in the
 // Hugging Face layout: config.json and model.safetensors (f32, same names).
+// With --adapter DIR or --lora-rank R (train_lora.h) only a LoRA adapter
+// trains, the base frozen (dense or MLX-quantized), and --out gets the
+// adapter in PEFT's layout.
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
 #include "devices.h"
+#include "forge/lora.h"
 #include "forge/model.h"
 #include "forge/safetensors.h"
 #include "forge/train.h"
+#include "hf_model_out.h"
 #include "train_checkpoint.h"
+#include "train_lora.h"
 #include "train_settings.h"
 
 namespace forge::cli {
@@ -38,26 +43,10 @@ Tensor read_fixed_ids(const std::string& path, int64_t vocab) {
   return Tensor::from_vector(ids, v.shape());
 }
 
-// DIR/config.json (the source's, dtype float32) and DIR/model.safetensors.
-void write_hf_model(const std::filesystem::path& dir, const std::filesystem::path& source_config,
-                    const std::vector<HostTensor>& weights) {
-  std::ifstream in(source_config);
-  nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
-  if (config.is_discarded()) throw IoError("[train] cannot read '" + source_config.string() + "'");
-  for (const char* key : {"dtype", "torch_dtype"})
-    if (config.contains(key)) config[key] = "float32";
-  std::filesystem::create_directories(dir);
-  std::vector<TensorToWrite> tensors;
-  for (const HostTensor& t : weights)
-    tensors.push_back({t.name, StDType::F32, t.shape, std::as_bytes(std::span(t.values))});
-  write_safetensors(dir / "model.safetensors", tensors, {{"format", "pt"}});
-  std::ofstream out(dir / "config.json");
-  out << config.dump(1) << "\n";
-  if (!out) throw IoError("[train] cannot write '" + (dir / "config.json").string() + "'");
-}
-
 void run_fixed_llama(const TrainArgs& a, const Device& dev) {
   auto model = load_model(a.model, dev);
+  const bool lora = wants_lora(a);
+  if (lora) attach_lora(a, *model);
   const Tensor ids = read_fixed_ids(a.fixed_batch, model->vocab_size());
   const Gpt2TrainConfig g = make_train_config(a, true);  // the same flags, the same schedule
   TrainConfig c;
@@ -72,7 +61,8 @@ void run_fixed_llama(const TrainArgs& a, const Device& dev) {
     losses.push_back(r.loss);
     std::fprintf(stderr, "step %lld loss %.6f grad_norm %.6f\n", (long long)s, r.loss, r.grad_norm);
   }
-  if (!a.out.empty()) write_hf_model(a.out, std::filesystem::path(a.model) / "config.json", trainer.host_weights());
+  if (!a.out.empty() && lora) save_adapter(*model, a.out, a.model);
+  else if (!a.out.empty()) write_hf_model(a.out, a.model, trainer.host_weights());
   std::printf("%s\n", nlohmann::json{{"losses", losses}, {"grad_norm0", grad_norm0}}.dump().c_str());
 }
 
@@ -82,6 +72,7 @@ void run_fixed_batch(const TrainArgs& a) {
   if (a.model.empty()) throw UsageError("--fixed-batch needs --model DIR");
   const Device dev = resolve_devices(a.device)[0];
   if (load_config(check_model_dir(a.model)).arch != Arch::Gpt2) return run_fixed_llama(a, dev);
+  if (wants_lora(a)) throw UsageError("LoRA (--adapter, --lora-rank) trains the Llama family; " + a.model + " is a GPT-2");
   Gpt2 model = Gpt2::load(check_model_dir(a.model), dev);
   const Tensor ids = read_fixed_ids(a.fixed_batch, model.config().vocab_size);
   Gpt2Trainer trainer(model, make_train_config(a, true));

@@ -26,6 +26,21 @@ AdamW::AdamW(std::vector<NamedTensor> params, AdamWConfig config)
   }
 }
 
+void AdamW::restore(int64_t steps, const std::vector<Tensor>& m, const std::vector<Tensor>& v) {
+  if (m.size() != params_.size() || v.size() != params_.size())
+    throw ShapeError("[adamw] " + std::to_string(m.size()) + " saved moments for " + std::to_string(params_.size()) +
+                     " parameters");
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (m[i].shape() != params_[i].value.shape() || v[i].shape() != params_[i].value.shape())
+      throw ShapeError("[adamw] saved moments of '" + params_[i].name + "' are " + shape_str(m[i].shape()) +
+                       ", the parameter is " + shape_str(params_[i].value.shape()));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    m_[i] = m[i].to(params_[i].value.device());
+    v_[i] = v[i].to(params_[i].value.device());
+  }
+  step_ = steps;
+}
+
 AdamW::Update AdamW::step(std::vector<Tensor>& grads) {
   if (grads.size() != params_.size())
     throw ValueError("[adamw] " + std::to_string(grads.size()) + " gradients for " + std::to_string(params_.size()) +

@@ -57,7 +57,7 @@ Tensor lm_head_nll(const std::vector<Tensor>& table, int64_t V, const Tensor& x_
 
   const int64_t blk = std::min(R, head_block_rows(dev, R, V, head_rows));
   Tensor loss, dsel;
-  if (dtable && blk < R) dsel = Tensor::zeros({R, C}, DType::F32, dev);
+  if (dx_out && blk < R) dsel = Tensor::zeros({R, C}, DType::F32, dev);
   for (int64_t r0 = 0; r0 < R; r0 += blk) {
     const int64_t r1 = std::min(R, r0 + blk), n = r1 - r0;
     Tensor x = blk < R ? sel.slice_rows(r0, r1) : sel;  // [n, C]
@@ -65,15 +65,17 @@ Tensor lm_head_nll(const std::vector<Tensor>& table, int64_t V, const Tensor& x_
     Tensor probs = softmax(matmul_chunked_transb(x, table));  // [n, V]
     Tensor s = sum_rows(gather_nll(probs, t).reshape({n, 1}));  // [1]
     loss = loss.defined() ? add(loss, s) : s;
-    if (!dtable) continue;
+    if (!dx_out) continue;
     Tensor dlogits = ce_bwd(probs, t, grad_scale);  // [n, V]
     ChunkedTransbGrads hg = matmul_chunked_transb_backward(dlogits, x, table);
-    dtable->resize(table.size());
-    for (size_t c = 0; c < table.size(); ++c) accumulate_grad((*dtable)[c], hg.dchunks[c]);  // [rows_c, C]
+    if (dtable) {
+      dtable->resize(table.size());
+      for (size_t c = 0; c < table.size(); ++c) accumulate_grad((*dtable)[c], hg.dchunks[c]);  // [rows_c, C]
+    }
     if (blk < R) copy_tensor(hg.da, dsel, r0 * C);
     else dsel = hg.da;
   }
-  if (dtable) {
+  if (dx_out) {
     if (all) {
       *dx_out = dsel;
     } else {

@@ -15,9 +15,10 @@ void accumulate_grad(Tensor& slot, const Tensor& g);
 
 // The LM head and cross-entropy over the rows of x [N, C] that have a target
 // (targets [N], -1: none) against the output table given as row chunks of
-// [V, C]. Returns the NLL sum [1] on the device. With `dtable`, also adds
-// grad_scale times its gradient into *dtable (chunked as `table`, assigning
-// undefined slots) and returns dx [N, C] through *dx. The head runs over
+// [V, C]. Returns the NLL sum [1] on the device. With `dx`, also returns the
+// gradient of grad_scale * NLL sum w.r.t. x [N, C] through *dx, and with
+// `dtable` adds that of the table into *dtable (chunked as `table`,
+// assigning undefined slots; nullptr: the table is frozen). The head runs over
 // blocks of `head_rows` rows (rounded up to a multiple of 64; 0: as many as
 // keep the [rows, V] logits within 256 MiB and one WebGPU binding). `who`
 // prefixes messages ("[gpt2_train]").

@@ -39,18 +39,29 @@ Tensor load_dense(const TensorSource& src, const std::string& name, const Device
 // A tensor uploaded with its file dtype unchanged (u32 words, 16-bit scales).
 Tensor load_raw(const TensorSource& src, const std::string& name, const Device& device, DeviceTally& tally);
 
-// y = x @ W^T (+ b): W [out, in] dense f32, or MLX affine-quantized (u32
-// words [out, in * bits / 32], scales and biases [out, in / group_size] in
-// the checkpoint's float dtype).
+// A LoRA delta on a Linear (PEFT's layout): y += scale * (x @ A^T) @ B^T.
+struct LoraWeights {
+  Tensor a;          // [r, in]  (lora_A)
+  Tensor b;          // [out, r] (lora_B)
+  float scale = 0;   // lora_alpha / r, or lora_alpha / sqrt(r) with rsLoRA
+  bool defined() const { return a.defined(); }
+};
+
+// y = x @ W^T (+ b) (+ the LoRA delta when one is attached): W [out, in]
+// dense f32, or MLX affine-quantized (u32 words [out, in * bits / 32],
+// scales and biases [out, in / group_size] in the checkpoint's float dtype).
 struct Linear {
   int64_t in = 0, out = 0;
   Tensor w;                         // dense [out, in]
   Tensor q, scales, biases;         // quantized
   std::optional<QuantSpec> quant;   // set when quantized
   Tensor bias;                      // [out] or undefined
+  LoraWeights lora;                 // attached adapter, or undefined
 
   // x [.., in] -> [.., out].
   Tensor operator()(const Tensor& x) const;
+  // W as dense f32 [out, in] (dequantized when quantized; the delta excluded).
+  Tensor dense_weight() const;
 
   // "<base>.weight" (+ "<base>.scales"/".biases" when quantized, "<base>.bias"
   // when with_bias) from `src`; `quant` is the module's format from the config.
@@ -59,10 +70,12 @@ struct Linear {
 };
 
 // Linears that read the same x [.., in], as {l(x) for l in ls}: one dispatch
-// for a decode step where all are dense without a bias (matmul_transb_many).
+// for a decode step where all are dense without a bias or adapter
+// (matmul_transb_many).
 std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor& x);
 // silu(gate(x)) * up(x), the Llama MLP's input to down_proj: one dispatch for
-// a decode step where both are dense without a bias (silu_gate_matmul).
+// a decode step where both are dense without a bias or adapter
+// (silu_gate_matmul).
 Tensor silu_gate_of(const Linear& gate, const Linear& up, const Tensor& x);
 
 // The token table [V, C]: dense (row chunks, each within one storage binding)

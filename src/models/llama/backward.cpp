@@ -10,42 +10,54 @@ namespace forge::models {
 namespace {
 
 // The gradients of a Linear from its input x [N, in] and output gradient
-// dy [N, out] into g; returns dx [N, in].
-Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Linear& g) {
-  accumulate_grad(g.w, matmul_tn(dy, x));  // [out, in]
-  if (lin.bias.defined()) accumulate_grad(g.bias, sum_rows(dy));
-  return matmul_nn(dy, lin.w);
+// dy [N, out] into g (those of W and b, or with lora_only those of its LoRA
+// A and B); returns dx [N, in]. With y = x W^T + s (x A^T) B^T and u = x A^T:
+// dB = s dy^T u, du = s dy B, dA = du^T x, dx = dy W + du A.
+Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Linear& g, bool lora_only) {
+  if (!lora_only) {
+    accumulate_grad(g.w, matmul_tn(dy, x));  // [out, in]
+    if (lin.bias.defined()) accumulate_grad(g.bias, sum_rows(dy));
+  }
+  Tensor dx = matmul_nn(dy, lin.dense_weight());
+  if (!lin.lora.defined()) return dx;
+  const Tensor u = matmul_nt(x, lin.lora.a);                    // [N, r], recomputed
+  const Tensor du = scale(matmul_nn(dy, lin.lora.b), lin.lora.scale);  // [N, r]
+  if (lora_only) {
+    accumulate_grad(g.lora.b, scale(matmul_tn(dy, u), lin.lora.scale));  // [out, r]
+    accumulate_grad(g.lora.a, matmul_tn(du, x));                         // [r, in]
+  }
+  return add(dx, matmul_nn(du, lin.lora.a));
 }
 
 // One block's backward: dx [B, T, H] is the gradient of its output; returns
 // the gradient of its input.
 Tensor block_backward(const LlamaConfig& c, int64_t l, const LlamaLayer& y, const LlamaBlockActs& s,
-                      const Tensor& rope_tab, const Tensor& dx, LlamaLayer& g) {
+                      const Tensor& rope_tab, const Tensor& dx, LlamaLayer& g, bool lora_only) {
   const int64_t B = dx.dim(0), T = dx.dim(1), H = c.hidden_size, hd = c.head_dim, N = B * T;
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
   const float eps = float(c.rms_norm_eps);
 
   // MLP: x' = x1 + down(silu(gate(n)) * up(n)), n = post_norm(x1)
-  Tensor dm = linear_backward(y.down, s.m, dx.reshape({N, H}), g.down);  // [N, I]
+  Tensor dm = linear_backward(y.down, s.m, dx.reshape({N, H}), g.down, lora_only);  // [N, I]
   SiluGateGrads sg = silu_gate_fused_backward(s.g, s.u, dm);
-  Tensor dn = add(linear_backward(y.gate, s.n, sg.grad_up, g.gate), linear_backward(y.up, s.n, sg.grad_gate, g.up));
+  Tensor dn = add(linear_backward(y.gate, s.n, sg.grad_up, g.gate, lora_only), linear_backward(y.up, s.n, sg.grad_gate, g.up, lora_only));
   RmsNormGrads r2 = rms_norm_bwd(s.x1, y.post_norm, dn.reshape({B, T, H}), eps);
-  accumulate_grad(g.post_norm, r2.dweight);
+  if (!lora_only) accumulate_grad(g.post_norm, r2.dweight);
   Tensor dx1 = add(dx, r2.dx);  // [B, T, H]
 
   // Attention: x1 = x_in + o(attention(rope(q(h)), rope(k(h)), v(h))), h = input_norm(x_in)
-  Tensor da = linear_backward(y.o, s.att.reshape({N, nh * hd}), dx1.reshape({N, H}), g.o);  // [N, nh * hd]
+  Tensor da = linear_backward(y.o, s.att.reshape({N, nh * hd}), dx1.reshape({N, H}), g.o, lora_only);  // [N, nh * hd]
   AttentionOptions o;
   o.causal = true;
   o.window = c.window(l);
   AttentionGrads ag = flash_attention_v2_backward(s.q, s.k, s.v, s.att, da.reshape({B, T, nh, hd}), o, nullptr, &s.lse);
   rope_backward(ag.grad_q, hd, rope_tab);
   rope_backward(ag.grad_k, hd, rope_tab);
-  Tensor dh = linear_backward(y.q, s.h, ag.grad_q.reshape({N, nh * hd}), g.q);
-  dh = add(dh, linear_backward(y.k, s.h, ag.grad_k.reshape({N, nkv * hd}), g.k));
-  dh = add(dh, linear_backward(y.v, s.h, ag.grad_v.reshape({N, nkv * hd}), g.v));
+  Tensor dh = linear_backward(y.q, s.h, ag.grad_q.reshape({N, nh * hd}), g.q, lora_only);
+  dh = add(dh, linear_backward(y.k, s.h, ag.grad_k.reshape({N, nkv * hd}), g.k, lora_only));
+  dh = add(dh, linear_backward(y.v, s.h, ag.grad_v.reshape({N, nkv * hd}), g.v, lora_only));
   RmsNormGrads r1 = rms_norm_bwd(s.x_in, y.input_norm, dh.reshape({B, T, H}), eps);
-  accumulate_grad(g.input_norm, r1.dweight);
+  if (!lora_only) accumulate_grad(g.input_norm, r1.dweight);
   return add(dx1, r1.dx);
 }
 
@@ -55,19 +67,26 @@ Tensor llama_backward(const LlamaModel& model, const LlamaActs& a, const std::ve
                       float grad_scale, LlamaParams* grads, int64_t head_rows) {
   const LlamaConfig& c = model.config();
   const int64_t B = a.B, T = a.T, H = c.hidden_size;
-  const std::vector<Tensor>& table = model.tied() ? model.embed().chunks : model.lm_head().chunks;
+  const Embedding& out = model.tied() ? model.embed() : model.lm_head();
+  // A quantized output table (LoRA over a quantized base) as dense row
+  // chunks for this micro-batch.
+  const std::vector<Tensor> dequantized =
+      out.is_quantized() ? split_rows_for_binding(out.quantized.dense_weight(), model.device()) : std::vector<Tensor>{};
+  const std::vector<Tensor>& table = out.is_quantized() ? dequantized : out.chunks;
   if (!grads) return lm_head_nll(table, c.vocab_size, a.lnf, targets, 0.0f, nullptr, nullptr, head_rows, "[llama_train]");
 
   LlamaParams& g = *grads;
+  const bool lora_only = g.lora_only;
   if (g.layers.empty()) g.layers.resize(size_t(c.num_hidden_layers));
   Tensor dlnf;
-  Tensor loss = lm_head_nll(table, c.vocab_size, a.lnf, targets, grad_scale, model.tied() ? &g.embed : &g.lm_head,
-                            &dlnf, head_rows, "[llama_train]");
+  std::vector<Tensor>* dtable = lora_only ? nullptr : model.tied() ? &g.embed : &g.lm_head;
+  Tensor loss = lm_head_nll(table, c.vocab_size, a.lnf, targets, grad_scale, dtable, &dlnf, head_rows, "[llama_train]");
   RmsNormGrads rf = rms_norm_bwd(a.x_out, model.final_norm(), dlnf.reshape({B, T, H}), float(c.rms_norm_eps));
-  accumulate_grad(g.norm, rf.dweight);
+  if (!lora_only) accumulate_grad(g.norm, rf.dweight);
   Tensor dx = rf.dx;  // [B, T, H]
   for (int64_t l = c.num_hidden_layers - 1; l >= 0; --l)
-    dx = block_backward(c, l, model.layers()[size_t(l)], a.h[size_t(l)], a.rope, dx, g.layers[size_t(l)]);
+    dx = block_backward(c, l, model.layers()[size_t(l)], a.h[size_t(l)], a.rope, dx, g.layers[size_t(l)], lora_only);
+  if (lora_only) return loss;  // the embedding is frozen
 
   // Embedding: x0 = embed[ids].
   const Embedding& e = model.embed();

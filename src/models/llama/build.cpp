@@ -57,3 +57,20 @@ LlamaModel::LlamaModel(const ModelConfig& mc, const TensorSource& src, const std
 }
 
 }  // namespace forge::models
+
+namespace forge::models {
+
+std::vector<std::pair<std::string, Linear*>> llama_linears(std::vector<LlamaLayer>& layers) {
+  std::vector<std::pair<std::string, Linear*>> out;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const std::string a = "model.layers." + std::to_string(l) + ".self_attn.", m = "model.layers." + std::to_string(l) + ".mlp.";
+    LlamaLayer& y = layers[l];
+    for (auto [name, lin] : {std::pair{"q_proj", &y.q}, {"k_proj", &y.k}, {"v_proj", &y.v}, {"o_proj", &y.o}})
+      out.push_back({a + name, lin});
+    for (auto [name, lin] : {std::pair{"gate_proj", &y.gate}, {"up_proj", &y.up}, {"down_proj", &y.down}})
+      out.push_back({m + name, lin});
+  }
+  return out;
+}
+
+}  // namespace forge::models

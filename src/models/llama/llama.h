@@ -10,8 +10,12 @@
 //   x1 = x + o_proj(a)
 //   x' = x1 + down_proj(silu(gate_proj(n)) * up_proj(n)),  n = rms_norm(x1)
 #pragma once
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "forge/lora.h"
 #include "forge/model.h"
 #include "models/common/weights.h"
 
@@ -39,6 +43,13 @@ class LlamaModel : public CausalLM {
   const Tensor& final_norm() const { return norm_; }
   bool tied() const { return tied_; }
   const std::vector<float>& inv_freq() const { return inv_freq_; }
+  // For attaching LoRA adapters (forge/lora.h): the layers to change and the
+  // attached adapter's settings.
+  std::vector<LlamaLayer>& mutable_layers() { return layers_; }
+  Embedding& mutable_embed() { return embed_; }
+  Embedding& mutable_lm_head() { return lm_head_; }
+  std::optional<LoraConfig>& adapter() { return adapter_; }
+  const std::optional<LoraConfig>& adapter() const { return adapter_; }
 
   Tensor forward(const Tensor& ids, std::vector<Tensor>* hidden = nullptr) const override;
   KvCache new_cache(int64_t batch, int64_t capacity = 0) const override;
@@ -86,7 +97,13 @@ class LlamaModel : public CausalLM {
   Tensor norm_;                  // [H]
   Embedding lm_head_;            // untied output layer (vocab rows), else unused
   bool tied_ = true;
+  std::optional<LoraConfig> adapter_;
 };
+
+// The Linears of `layers` by module name as transformers names them
+// ("model.layers.0.self_attn.q_proj", ..., "model.layers.0.mlp.down_proj"),
+// layer by layer in that order.
+std::vector<std::pair<std::string, Linear*>> llama_linears(std::vector<LlamaLayer>& layers);
 
 // RoPE frequencies [head_dim / 2] of a Llama config: plain theta^(-2i/hd),
 // then the config's scaling (linear: / factor; llama3: the wavelength-banded

@@ -19,11 +19,19 @@ struct LlamaParams {
   std::vector<LlamaLayer> layers;  // dense w and bias of each Linear, the two norms
   Tensor norm;                     // [H]
   std::vector<Tensor> lm_head;     // row chunks of [V, H]; untied only
+  // As gradients: those of the attached LoRA adapters only (each Linear's
+  // lora.a and lora.b), the base frozen (LoRA training).
+  bool lora_only = false;
 };
 
 // The model's weights as handles sharing its storage. ValueError for a
 // quantized model (full fine-tuning needs dense weights).
 LlamaParams llama_params(const LlamaModel& model);
+
+// The attached LoRA adapters' A and B by PEFT key
+// ("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", then
+// lora_B), module by module as llama_linears orders them.
+std::vector<std::pair<std::string, Tensor*>> llama_lora_named(std::vector<LlamaLayer>& layers);
 
 // Every tensor of p by Hugging Face name ("model.embed_tokens.weight" once
 // per chunk, "model.layers.0.self_attn.q_proj.weight", ..., "lm_head.weight"),
@@ -57,8 +65,9 @@ LlamaActs llama_forward_train(const LlamaModel& model, const Tensor& ids);
 
 // The LM head, cross-entropy and the whole backward of one micro-batch: adds
 // the gradients of grad_scale * (sum of the target positions' NLL) into
-// `grads` (assigning undefined tensors). Returns the NLL sum, f32 [1] on the
-// device. With grads == nullptr only the loss is computed.
+// `grads` (assigning undefined tensors; with grads->lora_only those of the
+// LoRA adapters alone, for which the base may be quantized). Returns the NLL
+// sum, f32 [1] on the device. With grads == nullptr only the loss is computed.
 Tensor llama_backward(const LlamaModel& model, const LlamaActs& acts, const std::vector<int32_t>& targets,
                       float grad_scale, LlamaParams* grads, int64_t head_rows = 0);
 

@@ -65,6 +65,16 @@ std::vector<std::pair<std::string, Tensor*>> llama_named(LlamaParams& p, const L
   return out;
 }
 
+std::vector<std::pair<std::string, Tensor*>> llama_lora_named(std::vector<LlamaLayer>& layers) {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  for (auto& [name, lin] : llama_linears(layers)) {
+    if (!lin->lora.defined()) continue;
+    out.push_back({"base_model.model." + name + ".lora_A.weight", &lin->lora.a});
+    out.push_back({"base_model.model." + name + ".lora_B.weight", &lin->lora.b});
+  }
+  return out;
+}
+
 LlamaActs llama_forward_train(const LlamaModel& model, const Tensor& ids_in) {
   const LlamaConfig& c = model.config();
   LlamaActs a;

@@ -1,10 +1,13 @@
 // LlamaTrainer: gradient accumulation over micro-batches, then one AdamW
-// update (forge/train.h) of every parameter by Hugging Face name.
+// update (forge/train.h) of every parameter by Hugging Face name (or of a
+// LoRA adapter's A and B), and the optimizer state of checkpoints.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <memory>
 
 #include "forge/ops.h"
+#include "forge/safetensors.h"
 #include "forge/train.h"
 #include "models/llama/train.h"
 
@@ -16,15 +19,22 @@ using models::LlamaParams;
 struct LlamaTrainer::Impl {
   const LlamaModel& model;
   TrainConfig config;
+  bool lora;  // an adapter is attached: it alone trains
   AdamW opt;
 
   static std::vector<NamedTensor> params_of(const LlamaModel& m) {
-    LlamaParams p = models::llama_params(m);
     std::vector<NamedTensor> out;
+    if (m.adapter()) {
+      std::vector<models::LlamaLayer> layers = m.layers();  // handles sharing the model's storage
+      for (auto& [name, t] : models::llama_lora_named(layers)) out.push_back({name, *t});
+      return out;
+    }
+    LlamaParams p = models::llama_params(m);
     for (auto& [name, t] : models::llama_named(p, m.config(), m.tied())) out.push_back({name, *t});
     return out;
   }
-  Impl(const LlamaModel& m, TrainConfig c) : model(m), config(c), opt(params_of(m), c.optimizer) {}
+  Impl(const LlamaModel& m, TrainConfig c)
+      : model(m), config(c), lora(m.adapter().has_value()), opt(params_of(m), c.optimizer) {}
 };
 
 namespace {
@@ -55,8 +65,11 @@ TrainStepResult LlamaTrainer::step(const std::vector<TrainBatch>& micro) {
   const float scale = float(1.0 / double(targets));
 
   LlamaParams grads;
+  grads.lora_only = impl_->lora;
   Tensor loss_sum;
   for (const TrainBatch& mb : micro) {
+    if (std::none_of(mb.targets.begin(), mb.targets.end(), [](int32_t t) { return t >= 0; }))
+      continue;  // contributes nothing (a window of prompt tokens only)
     Tensor loss;
     {
       models::LlamaActs acts = models::llama_forward_train(model, mb.ids);
@@ -65,7 +78,11 @@ TrainStepResult LlamaTrainer::step(const std::vector<TrainBatch>& micro) {
     loss_sum = loss_sum.defined() ? add(loss_sum, loss) : loss;
   }
   std::vector<Tensor> g;
-  for (auto& [name, t] : models::llama_named(grads, model.config(), model.tied())) g.push_back(*t);
+  if (impl_->lora) {
+    for (auto& [name, t] : models::llama_lora_named(grads.layers)) g.push_back(*t);
+  } else {
+    for (auto& [name, t] : models::llama_named(grads, model.config(), model.tied())) g.push_back(*t);
+  }
   AdamW::Update u = impl_->opt.step(g);
   // Loss sum and squared norm side by side: one read back per step.
   Tensor out = Tensor::zeros({2}, DType::F32, model.device());
@@ -101,6 +118,59 @@ std::vector<HostTensor> LlamaTrainer::host_weights() const {
     last = p.name;
   }
   return out;
+}
+
+namespace {
+
+
+std::string key(char which, size_t i, const std::string& name) {
+  return std::string(1, which) + "." + std::to_string(i) + "." + name;
+}
+
+}  // namespace
+
+void LlamaTrainer::write_state(const std::filesystem::path& dir) const {
+  const AdamW& opt = impl_->opt;
+  std::vector<std::vector<float>> host;
+  std::vector<TensorToWrite> tensors;
+  host.reserve(2 * opt.params().size());
+  for (size_t i = 0; i < opt.params().size(); ++i)
+    for (const char which : {'m', 'v'}) {
+      const Tensor& t = which == 'm' ? opt.first_moments()[i] : opt.second_moments()[i];
+      host.push_back(t.to_vector<float>());
+      tensors.push_back({key(which, i, opt.params()[i].name), StDType::F32, t.shape(),
+                         std::as_bytes(std::span(host.back()))});
+    }
+  write_safetensors(dir / "optimizer.safetensors", tensors, {{"step", std::to_string(opt.steps_done())}});
+}
+
+void LlamaTrainer::read_state(const std::filesystem::path& dir) {
+  const std::filesystem::path file = dir / "optimizer.safetensors";
+  if (!std::filesystem::is_regular_file(file)) throw IoError("[llama_train] no optimizer state '" + file.string() + "'");
+  const SafetensorsFile f = SafetensorsFile::open(file);
+  const auto it = f.metadata().find("step");
+  int64_t step = -1;
+  if (it != f.metadata().end()) {
+    const std::string& s = it->second;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), step);
+    if (ec != std::errc() || end != s.data() + s.size() || step < 0) step = -1;
+  }
+  if (step < 0) throw IoError("[llama_train] " + file.string() + " has no valid step in its metadata");
+  AdamW& opt = impl_->opt;
+  std::vector<Tensor> m, v;
+  for (size_t i = 0; i < opt.params().size(); ++i)
+    for (const char which : {'m', 'v'}) {
+      const std::string k = key(which, i, opt.params()[i].name);
+      if (!f.contains(k))
+        throw IoError("[llama_train] " + file.string() + " has no '" + k +
+                      "': the state of another model or of another set of trained parameters");
+      TensorView t = f.get(k);
+      (which == 'm' ? m : v).push_back(Tensor::from_vector(t.to_f32(), t.shape()));
+    }
+  if (f.tensors().size() != 2 * opt.params().size())
+    throw IoError("[llama_train] " + file.string() + " holds " + std::to_string(f.tensors().size()) +
+                  " moments; this trainer has " + std::to_string(2 * opt.params().size()));
+  opt.restore(step, m, v);
 }
 
 }  // namespace forge

@@ -1,0 +1,39 @@
+// Model folders in the Hugging Face layout from host weights (hf_model_out.h).
+#include "hf_model_out.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <span>
+
+#include "forge/error.h"
+#include "forge/safetensors.h"
+
+namespace forge::cli {
+
+void write_hf_model(const std::filesystem::path& dir, const std::filesystem::path& source_dir,
+                    const std::vector<HostTensor>& weights) {
+  namespace fs = std::filesystem;
+  const fs::path source_config = source_dir / "config.json";
+  std::ifstream in(source_config);
+  nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
+  if (config.is_discarded()) throw IoError("[model] cannot read '" + source_config.string() + "'");
+  for (const char* key : {"dtype", "torch_dtype"})
+    if (config.contains(key)) config[key] = "float32";
+  for (const char* key : {"quantization", "quantization_config"}) config.erase(key);
+  fs::create_directories(dir);
+  std::vector<TensorToWrite> tensors;
+  for (const HostTensor& t : weights)
+    tensors.push_back({t.name, StDType::F32, t.shape, std::as_bytes(std::span(t.values))});
+  write_safetensors(dir / "model.safetensors", tensors, {{"format", "pt"}});
+  std::ofstream out(dir / "config.json");
+  out << config.dump(1) << "\n";
+  if (!out) throw IoError("[model] cannot write '" + (dir / "config.json").string() + "'");
+  for (const char* f : {"generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                        "vocab.json", "merges.txt", "chat_template.jinja"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(source_dir / f) && !fs::equivalent(source_dir, dir, ec))
+      fs::copy_file(source_dir / f, dir / f, fs::copy_options::overwrite_existing);
+  }
+}
+
+}  // namespace forge::cli

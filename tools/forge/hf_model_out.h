@@ -1,0 +1,18 @@
+// Writing a model folder in the Hugging Face layout from host weights: what
+// `forge train --fixed-batch --out` and `forge merge` produce, and what
+// load_model, `forge generate` and `forge eval` read.
+#pragma once
+#include <filesystem>
+#include <vector>
+
+#include "forge/train.h"
+
+namespace forge::cli {
+
+// DIR/config.json (the source folder's, with dtype float32 and without a
+// quantization entry), DIR/model.safetensors (f32, the weights' names) and
+// the source's tokenizer and generation files, copied when present.
+void write_hf_model(const std::filesystem::path& dir, const std::filesystem::path& source_dir,
+                    const std::vector<HostTensor>& weights);
+
+}  // namespace forge::cli

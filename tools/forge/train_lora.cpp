@@ -1,0 +1,44 @@
+// The LoRA flags of forge train (see train_lora.h).
+#include "train_lora.h"
+
+#include "cli_util.h"
+#include "forge/lora.h"
+
+namespace forge::cli {
+
+bool wants_lora(const TrainArgs& a) {
+  return !a.adapter.empty() || a.given.count("--lora-rank") || a.given.count("--lora-alpha") ||
+         a.given.count("--lora-targets") || a.rslora || a.lora_rank > 0;
+}
+
+void attach_lora(const TrainArgs& a, CausalLM& model) {
+  if (!a.adapter.empty()) {
+    for (const char* f : {"--lora-rank", "--lora-alpha", "--lora-targets", "--rslora"})
+      if (a.given.count(f))
+        throw UsageError(std::string(f) + " shapes a new adapter; --adapter " + a.adapter +
+                         " trains that one as its adapter_config.json shapes it: pass one or the other");
+    if (!std::filesystem::is_directory(a.adapter))
+      throw IoError("[train] --adapter '" + a.adapter + "' is not a folder (a PEFT LoRA adapter: adapter_config.json "
+                    "and adapter_model.safetensors)");
+    load_adapter(model, a.adapter);
+    return;
+  }
+  if (a.lora_rank < 1)
+    throw UsageError("--lora-rank " + std::to_string(a.lora_rank) + ": a LoRA adapter needs a rank of at least 1");
+  LoraConfig c;
+  c.rank = a.lora_rank;
+  c.alpha = a.lora_alpha > 0 ? a.lora_alpha : 2.0 * double(a.lora_rank);
+  c.rslora = a.rslora;
+  c.targets.clear();
+  size_t at = 0;
+  while (at <= a.lora_targets.size()) {
+    const size_t comma = std::min(a.lora_targets.find(',', at), a.lora_targets.size());
+    const std::string t = a.lora_targets.substr(at, comma - at);
+    if (!t.empty()) c.targets.push_back(t);
+    at = comma + 1;
+  }
+  if (c.targets.empty()) throw UsageError("--lora-targets names no module (q_proj,k_proj,v_proj,o_proj,...)");
+  attach_new_adapter(model, c, a.seed);
+}
+
+}  // namespace forge::cli
