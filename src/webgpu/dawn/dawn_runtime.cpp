@@ -277,17 +277,7 @@ std::shared_ptr<gpu::Buffer> DawnRuntime::allocate(uint64_t bytes) {
   }
   if (!handle) {
     Lock lock(mu_);
-    const auto over_limit = [&] {
-      std::lock_guard<std::mutex> pool_lock(pool_mu_);
-      return memory_.limit && memory_.in_use + memory_.pooled + size > memory_.limit;
-    };
-    if (over_limit()) release_pooled(lock);
-    if (over_limit()) {
-      std::lock_guard<std::mutex> pool_lock(pool_mu_);
-      throw GpuError("[webgpu] out of device memory: " + std::to_string(size) + " more bytes with " +
-                     std::to_string(memory_.in_use) + " in use would pass the limit of " +
-                     std::to_string(memory_.limit) + " bytes");
-    }
+    reserve(lock, size);
     release_idle(lock);
     try {
       handle = create_buffer(lock, size, kStorageUsage, "tensor");
@@ -311,6 +301,20 @@ std::shared_ptr<gpu::Buffer> DawnRuntime::allocate(uint64_t bytes) {
     self->memory_.pooled += db->size();
     delete db;
   });
+}
+
+void DawnRuntime::reserve(Lock& lock, uint64_t size) {
+  const auto over_limit = [&] {
+    std::lock_guard<std::mutex> pool_lock(pool_mu_);
+    return memory_.limit && memory_.in_use + memory_.pooled + size > memory_.limit;
+  };
+  if (over_limit()) release_pooled(lock);
+  if (over_limit()) {
+    std::lock_guard<std::mutex> pool_lock(pool_mu_);
+    throw GpuError("[webgpu] out of device memory: " + std::to_string(size) + " more bytes with " +
+                   std::to_string(memory_.in_use) + " in use would pass the limit of " +
+                   std::to_string(memory_.limit) + " bytes");
+  }
 }
 
 uint64_t DawnRuntime::release_pooled(Lock& lock, std::chrono::steady_clock::time_point older_than) {
@@ -676,6 +680,7 @@ std::unique_ptr<gpu::PendingDownload> DawnRuntime::start_download_locked(Lock& l
     }
   }
   if (!staging) {
+    reserve(lock, size);
     staging = create_buffer(lock, size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "readback");
     std::lock_guard<std::mutex> pool_lock(pool_mu_);
     memory_.in_use += size;

@@ -137,6 +137,9 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   uint64_t release_pooled(Lock& lock, std::chrono::steady_clock::time_point older_than =
                                           std::chrono::steady_clock::time_point::max());
   void release_idle(Lock& lock);
+  // Makes room for `size` more bytes under the memory cap (trimming the pool
+  // if need be); GpuError when even then they would pass it.
+  void reserve(Lock& lock, uint64_t size);
   WGPUCommandEncoder encoder();
   void end_pass();
   // Processes events until done() or the device is lost; throws GpuError
