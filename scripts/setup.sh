@@ -11,6 +11,7 @@ APT_PACKAGES=(
   libcpp-httplib-dev                # forge serve's HTTP server; the local hub server of the tests
   libvulkan1 chromium-common        # the Vulkan loader; SwiftShader (a CPU Vulkan driver) for machines without a GPU
   clang libclang-rt-14-dev          # libFuzzer for the parser fuzz test
+  ccache                            # the CPU-only build of scripts/test.sh reuses the main build's objects
   nodejs npm                        # npm fetches Dawn (package.json)
   fortunes                          # public-domain English text for the tokenizer benchmark and training
   libonig-dev libicu-dev            # tokenizer: Split / Replace regexes, Unicode normalization
@@ -36,5 +37,9 @@ if [[ ! -f node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so ]]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
+# ccache, for a build folder configured here for the first time: the
+# CPU-only build (scripts/test-extra.sh) compiles the same files with the
+# same flags and takes them from the cache.
+source scripts/ccache-env.sh
 cmake --preset default >/dev/null
 cmake --build --preset default

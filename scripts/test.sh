@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The whole test suite: set up, then run every test (unit, parity on the CPU
-# and WebGPU, golden, CLI, fuzz) with CTest. The sanitizer and CPU-only
-# builds are scripts/test-extra.sh.
+# The whole test suite, as CI runs it: set up and build, run every test of the
+# main build with CTest (unit, parity on the CPU and WebGPU, golden, CLI,
+# fuzz), then scripts/test-extra.sh: the unit and parity tests under
+# AddressSanitizer + UndefinedBehaviorSanitizer, and the CPU-only build with
+# its tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+start=$SECONDS
 ctest --preset default
-
+echo "test.sh: the main tests took $((SECONDS - start)) s"
+scripts/test-extra.sh

@@ -15,25 +15,58 @@ if(FORGE_FUZZ)
     set(FORGE_FUZZ_RUNS 20000 CACHE STRING "Inputs each fuzz test runs")
     file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz)
     set(FORGE_FUZZ_JSON_INCLUDES $<TARGET_PROPERTY:nlohmann_json::nlohmann_json,INTERFACE_INCLUDE_DIRECTORIES>)
-    file(GLOB FORGE_FUZZ_ALL_HEADERS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/include/forge/*.h
-         ${CMAKE_SOURCE_DIR}/src/io/*.h ${CMAKE_SOURCE_DIR}/src/text/*.h ${CMAKE_SOURCE_DIR}/src/core/*.h
-         ${CMAKE_SOURCE_DIR}/tools/forge/train_data.h)
 
     # The tokenizer's regex engine and Unicode tables, for targets that link src/text.
     set(FORGE_FUZZ_LIBS ${ONIG_LDFLAGS} ${ICU_LDFLAGS})
-    # forge_fuzz_target(NAME CORPUS DICT SOURCES...): DICT may be "".
+    # Every source is compiled once into build/tests/fuzz/obj (one Ninja job
+    # each, so they build in parallel) and shared by the targets that link it;
+    # the link adds libFuzzer's main. Headers are tracked through depfiles.
+    set(FORGE_FUZZ_FLAGS -std=c++20 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -I${CMAKE_SOURCE_DIR}/include
+        -I${CMAKE_SOURCE_DIR}/src -I${CMAKE_SOURCE_DIR}/tools/forge)
+    # forge_fuzz_object(OUT_VAR SOURCE): the object file of SOURCE.
+    function(forge_fuzz_object out src)
+      file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR} ${src})
+      string(REPLACE "/" "_" rel ${rel})
+      set(obj ${CMAKE_CURRENT_BINARY_DIR}/fuzz/obj/${rel}.o)
+      get_property(done GLOBAL PROPERTY FORGE_FUZZ_OBJ_${rel})
+      if(NOT done)
+        set_property(GLOBAL PROPERTY FORGE_FUZZ_OBJ_${rel} TRUE)
+        add_custom_command(
+          OUTPUT ${obj}
+          COMMAND ${FORGE_FUZZ_CXX} ${FORGE_FUZZ_FLAGS}
+                  "$<$<BOOL:${FORGE_FUZZ_JSON_INCLUDES}>:-I$<JOIN:${FORGE_FUZZ_JSON_INCLUDES},;-I>>"
+                  -MD -MF ${obj}.d -c ${src} -o ${obj}
+          DEPENDS ${src}
+          DEPFILE ${obj}.d
+          COMMAND_EXPAND_LISTS
+          COMMENT "Compiling ${rel} for the fuzz targets")
+      endif()
+      set(${out} ${obj} PARENT_SCOPE)
+    endfunction()
+    file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz/obj)
+    # forge_fuzz_target(NAME CORPUS DICT [OPTIONS...] SOURCES...): DICT may be
+    # ""; OPTIONS are libFuzzer flags ("-max_len=N"; a later -runs overrides).
     function(forge_fuzz_target name corpus dict)
       set(bin ${CMAKE_CURRENT_BINARY_DIR}/fuzz/${name})
+      set(options "")
+      set(sources ${ARGN})
+      list(GET sources 0 first)
+      while(first MATCHES "^-")
+        list(APPEND options ${first})
+        list(POP_FRONT sources)
+        list(GET sources 0 first)
+      endwhile()
+      set(objs "")
+      foreach(src ${sources})
+        forge_fuzz_object(obj ${src})
+        list(APPEND objs ${obj})
+      endforeach()
       add_custom_command(
         OUTPUT ${bin}
-        COMMAND ${FORGE_FUZZ_CXX} -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined
-                -fno-sanitize-recover=undefined -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_SOURCE_DIR}/src
-                -I${CMAKE_SOURCE_DIR}/tools/forge
-                "$<$<BOOL:${FORGE_FUZZ_JSON_INCLUDES}>:-I$<JOIN:${FORGE_FUZZ_JSON_INCLUDES},;-I>>"
-                ${ARGN} ${FORGE_FUZZ_LIBS} -o ${bin}
-        DEPENDS ${ARGN} ${FORGE_FUZZ_ALL_HEADERS}
+        COMMAND ${FORGE_FUZZ_CXX} -fsanitize=fuzzer,address,undefined ${objs} ${FORGE_FUZZ_LIBS} -o ${bin}
+        DEPENDS ${objs}
         COMMAND_EXPAND_LISTS
-        COMMENT "Building libFuzzer target ${name} with ${FORGE_FUZZ_CXX}")
+        COMMENT "Linking libFuzzer target ${name}")
       add_custom_target(${name} ALL DEPENDS ${bin})
       set(scratch ${CMAKE_CURRENT_BINARY_DIR}/fuzz/${name}_scratch)
       file(MAKE_DIRECTORY ${scratch})
@@ -43,7 +76,7 @@ if(FORGE_FUZZ)
       endif()
       add_test(NAME ${name}
                COMMAND ${bin} -runs=${FORGE_FUZZ_RUNS} -max_total_time=120 -timeout=10 -rss_limit_mb=2048
-                       ${dict_arg} -artifact_prefix=${CMAKE_CURRENT_BINARY_DIR}/fuzz/${name}- ${scratch} ${corpus})
+                       ${options} ${dict_arg} -artifact_prefix=${CMAKE_CURRENT_BINARY_DIR}/fuzz/${name}- ${scratch} ${corpus})
       set_tests_properties(${name} PROPERTIES TIMEOUT 240 LABELS fuzz)
     endfunction()
 
@@ -63,5 +96,10 @@ if(FORGE_FUZZ)
     forge_fuzz_target(fuzz_train_data ${F}/corpus_train_data ""
                       ${F}/fuzz_train_data.cpp ${CMAKE_SOURCE_DIR}/tools/forge/train_data.cpp ${FORGE_FUZZ_CORE}
                       ${S}/core/tensor.cpp ${S}/core/device.cpp ${S}/core/host_heap.cpp ${FORGE_FUZZ_TEXT})
+    # tokenizer.json: the loaders and the whole encode / decode pipeline
+    # (Oniguruma regexes, ICU normalization). The seeds are released
+    # tokenizers cut to a few hundred tokens.
+    forge_fuzz_target(fuzz_tokenizer ${F}/corpus_tokenizer ${F}/tokenizer.dict
+                      ${F}/fuzz_tokenizer.cpp ${FORGE_FUZZ_TEXT})
   endif()
 endif()

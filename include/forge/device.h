@@ -6,6 +6,7 @@
 // use it (one lock around its caches, buffer pool and open command batch), so
 // ops from several threads interleave in its one queue.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,6 +39,24 @@ class Device {
   gpu::Runtime& runtime() const;
   // "cpu" or "webgpu (NVIDIA H200)".
   std::string name() const;
+
+  // Device memory of a WebGPU device's buffer pool (zeros on the CPU, whose
+  // tensors use the host heap). Freed tensors' buffers stay in the pool for
+  // reuse; buffers not reused for 30 s go back to the driver at the next
+  // read back or allocation.
+  struct MemoryStats {
+    uint64_t in_use = 0;  // bytes of buffers held by tensors (and read backs in flight)
+    uint64_t pooled = 0;  // bytes kept for reuse
+    uint64_t peak = 0;    // highest in_use + pooled so far
+    uint64_t limit = 0;   // set_memory_limit's cap; 0: none
+  };
+  MemoryStats memory_stats() const;
+  // Gives every pooled buffer back to the driver; returns the bytes released.
+  uint64_t trim_memory() const;
+  // Caps the device memory forge holds (in use + pooled). An allocation past
+  // it first trims the pool, then fails with GpuError naming the tensor and
+  // the sizes; the device stays usable. 0 lifts the cap. No-op on the CPU.
+  void set_memory_limit(uint64_t bytes) const;
 
   bool operator==(const Device& o) const { return kind_ == o.kind_ && runtime_ == o.runtime_; }
   bool operator!=(const Device& o) const { return !(*this == o); }

@@ -81,4 +81,16 @@ std::string Device::name() const {
   return "webgpu (" + runtime_->adapter().name + ")";
 }
 
+Device::MemoryStats Device::memory_stats() const {
+  if (is_cpu()) return {};
+  const gpu::Runtime::MemoryStats m = runtime_->memory_stats();
+  return {m.in_use, m.pooled, m.peak, m.limit};
+}
+
+uint64_t Device::trim_memory() const { return is_cpu() ? 0 : runtime_->trim(); }
+
+void Device::set_memory_limit(uint64_t bytes) const {
+  if (!is_cpu()) runtime_->set_memory_limit(bytes);
+}
+
 }  // namespace forge

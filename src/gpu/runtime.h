@@ -133,6 +133,23 @@ class Runtime {
   virtual bool profiling() const { return false; }
   virtual std::vector<KernelTime> kernel_times() { return {}; }
   virtual void reset_kernel_times() {}
+  // Device memory held through allocate(): live buffers and the pool of
+  // released ones kept for reuse.
+  struct MemoryStats {
+    uint64_t in_use = 0;  // bytes of buffers with an owner
+    uint64_t pooled = 0;  // bytes of released buffers kept for reuse
+    uint64_t peak = 0;    // highest in_use + pooled so far
+    uint64_t limit = 0;   // set_memory_limit's cap; 0: none
+  };
+  virtual MemoryStats memory_stats() const { return {}; }
+  // Gives every pooled buffer back to the driver; returns the bytes released.
+  virtual uint64_t trim() { return 0; }
+  // Caps in_use + pooled: an allocation beyond it first trims the pool, then
+  // fails with GpuError naming the sizes. 0 lifts the cap.
+  virtual void set_memory_limit(uint64_t bytes) {}
+  // Pooled buffers not reused for this long are given back at the next
+  // submit (default 30 s), so memory a burst of work used returns when idle.
+  virtual void set_pool_idle_seconds(double seconds) {}
 
   // The storage binding limit ops must respect. Tests lower it to exercise
   // the paths that split work across bindings without allocating gigabytes.

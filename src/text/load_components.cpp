@@ -1,6 +1,7 @@
 #include "text/load_components.h"
 
 #include "forge/error.h"
+#include "text/tokenizer_spec.h"
 #include "text/utf8.h"
 
 namespace forge::text {
@@ -195,7 +196,7 @@ std::uint32_t pair_id(const json& j, const char* key, const std::string& source,
   if (it == j.end() || !it->is_array() || it->size() != 2 || !(*it)[1].is_number_unsigned()) {
     fail(source, type + " \"" + key + "\" is not [token, id]");
   }
-  return (*it)[1].get<std::uint32_t>();
+  return json_token_id((*it)[1], source, type + " \"" + key + "\" id");
 }
 
 void add_post(const json& j, const std::string& source,
@@ -218,9 +219,7 @@ void add_post(const json& j, const std::string& source,
         auto sp = specials.find(name);
         if (sp != specials.end() && sp->contains("ids") && (*sp)["ids"].is_array()) {
           for (const auto& id : (*sp)["ids"]) {
-            if (!id.is_number_unsigned())
-              fail(source, type + " special token '" + name + "' has a bad id");
-            p.ids.push_back(id.get<std::uint32_t>());
+            p.ids.push_back(json_token_id(id, source, type + " special token '" + name + "' id"));
           }
         } else {
           p.ids.push_back(id_of(name));

@@ -24,4 +24,14 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   }
 }
 
+std::uint32_t json_token_id(const nlohmann::json& j, const std::string& source, const std::string& what) {
+  if (!j.is_number_unsigned())
+    throw IoError("[tokenizer] " + source + ": " + what + " is not a non-negative integer: " + j.dump());
+  const auto id = j.get<std::uint64_t>();
+  if (id >= kMaxTokenIds)
+    throw IoError("[tokenizer] " + source + ": " + what + " " + std::to_string(id) +
+                  " is over the largest supported token id " + std::to_string(kMaxTokenIds - 1));
+  return static_cast<std::uint32_t>(id);
+}
+
 }  // namespace forge::text

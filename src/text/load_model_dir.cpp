@@ -39,12 +39,12 @@ void mark_special(TokenizerSpec& spec, const std::string& name) {
   if (it != spec.bpe.vocab.end()) spec.added.push_back(AddedToken{name, it->second, true});
 }
 
-std::optional<std::uint32_t> config_id(const json& config, const char* key) {
+std::optional<std::uint32_t> config_id(const json& config, const char* key, const std::string& source) {
   auto it = config.find(key);
   if (it == config.end()) return std::nullopt;
-  if (it->is_number_unsigned()) return it->get<std::uint32_t>();
+  if (it->is_number_unsigned()) return json_token_id(*it, source, key);
   if (it->is_array() && !it->empty() && (*it)[0].is_number_unsigned()) {
-    return (*it)[0].get<std::uint32_t>();  // several EOS ids: the first
+    return json_token_id((*it)[0], source, key);  // several EOS ids: the first
   }
   return std::nullopt;
 }
@@ -71,8 +71,9 @@ void apply_model_metadata(TokenizerSpec& spec, const std::filesystem::path& dir)
   if (std::filesystem::exists(model_config)) {
     const json config = read_json_file(model_config);
     if (config.is_object()) {
-      if (!spec.bos) spec.bos = config_id(config, "bos_token_id");
-      if (!spec.eos) spec.eos = config_id(config, "eos_token_id");
+      const std::string source = "'" + model_config.string() + "'";
+      if (!spec.bos) spec.bos = config_id(config, "bos_token_id", source);
+      if (!spec.eos) spec.eos = config_id(config, "eos_token_id", source);
     }
   }
 }

@@ -32,10 +32,7 @@ StringMap<std::uint32_t> parse_vocab(const json& vocab, const std::string& sourc
   StringMap<std::uint32_t> out;
   out.reserve(vocab.size());
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    if (!it->is_number_unsigned()) {
-      fail(source, "vocab id of '" + it.key() + "' is not a non-negative integer: " + it->dump());
-    }
-    out.emplace(it.key(), it->get<std::uint32_t>());
+    out.emplace(it.key(), json_token_id(*it, source, "vocab id of '" + it.key() + "'"));
   }
   return out;
 }
@@ -89,7 +86,8 @@ std::vector<AddedToken> parse_added_tokens(const json& root, const std::string& 
       fail(source, "added token without string content and integer id: " + t.dump());
     }
     const bool special = flag(t, "special", false);
-    out.push_back(AddedToken{t["content"].get<std::string>(), t["id"].get<std::uint32_t>(), special,
+    const std::uint32_t id = json_token_id(t["id"], source, "added token id");
+    out.push_back(AddedToken{t["content"].get<std::string>(), id, special,
                              flag(t, "lstrip", false), flag(t, "rstrip", false),
                              flag(t, "single_word", false), flag(t, "normalized", !special)});
   }

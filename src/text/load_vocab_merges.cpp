@@ -16,10 +16,7 @@ StringMap<std::uint32_t> parse_vocab_json(const std::filesystem::path& path) {
   StringMap<std::uint32_t> vocab;
   vocab.reserve(j.size());
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!it->is_number_unsigned()) {
-      fail(path, "id of '" + it.key() + "' is not a non-negative integer: " + it->dump());
-    }
-    vocab.emplace(it.key(), it->get<std::uint32_t>());
+    vocab.emplace(it.key(), json_token_id(*it, "'" + path.string() + "'", "id of '" + it.key() + "'"));
   }
   return vocab;
 }

@@ -81,6 +81,10 @@ Tokenizer::Impl::Impl(text::TokenizerSpec spec)
           throw IoError("[tokenizer] " + spec.source + ": post-processor id " + std::to_string(id) +
                         " is out of range for vocab size " + std::to_string(size));
         }
+        if (!present[id]) {  // encode would add an id that decode refuses
+          throw IoError("[tokenizer] " + spec.source + ": post-processor id " + std::to_string(id) +
+                        " has no token in the vocab");
+        }
       }
     }
   }

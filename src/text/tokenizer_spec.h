@@ -30,6 +30,16 @@ struct TokenizerSpec {
   std::string source;  // file name for error messages
 };
 
+// Token ids a file may use: one past the largest. Tables are sized by the
+// largest id, so an id of 4e9 would ask for gigabytes (and 2^32 - 1 wrapped
+// the size to 0); released vocabularies stay far below (about 256K).
+constexpr std::uint32_t kMaxTokenIds = 1u << 24;
+
+// A token id read from JSON: a non-negative integer below kMaxTokenIds, else
+// IoError "[tokenizer] <source>: <what> ..." (nlohmann's get<uint32_t> would
+// silently wrap 2^32 to 0).
+std::uint32_t json_token_id(const nlohmann::json& j, const std::string& source, const std::string& what);
+
 // Whole file; IoError "[tokenizer] cannot read '<path>'".
 std::string read_text_file(const std::filesystem::path& path);
 // Parsed JSON; IoError naming the file and the parse error.

@@ -23,6 +23,7 @@ struct CliOptions {
   long long max_file_size = -1;                            // RLIMIT_FSIZE in bytes; -1: none
   std::vector<std::pair<std::string, std::string>> env;    // set in the child
   std::filesystem::path stdin_file;                        // the child's stdin; empty: inherited
+  std::filesystem::path stderr_file;                       // stderr apart from stdout; empty: with it
 };
 
 // A running `forge ARGS...`; stdout and stderr go to one file.
@@ -36,6 +37,11 @@ class CliProcess {
       if (fd < 0) ::_exit(120);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
+      if (!o.stderr_file.empty()) {
+        const int err = ::open(o.stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (err < 0) ::_exit(123);
+        ::dup2(err, 2);
+      }
       if (!o.stdin_file.empty()) {
         const int in = ::open(o.stdin_file.c_str(), O_RDONLY);
         if (in < 0) ::_exit(122);
@@ -79,6 +85,19 @@ class CliProcess {
       done_ = true;
     }
     return code_;
+  }
+  // wait(), but kills the process after `limit`: false when it had to.
+  bool wait_for(std::chrono::milliseconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (!finished()) {
+      if (std::chrono::steady_clock::now() > end) {
+        signal(SIGKILL);
+        wait();
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
   }
   // Whether it ended by a signal rather than exiting.
   bool signalled() {

@@ -88,7 +88,11 @@ void run(const GenerateArgs& a) {
                {{{"role", "user"}, {"content", a.prompt_file.empty() ? a.prompt : read_prompt_file(a.prompt_file)}}});
       prompt = encode_rendered(*tok, tmpl->render(messages, /*add_generation_prompt=*/true));
     } else {
-      prompt = tok->encode(a.prompt_file.empty() ? a.prompt : read_prompt_file(a.prompt_file));
+      const std::string text = a.prompt_file.empty() ? a.prompt : read_prompt_file(a.prompt_file);
+      // Encoding "" can still give ids (a BOS), which would hide the mistake.
+      if (text.empty())
+        throw ValueError("[generate] the prompt text is empty (to start from BOS alone, give its id to --prompt-ids)");
+      prompt = tok->encode(text);
     }
     if (prompt.empty()) throw ValueError("[generate] the prompt is empty");
   }

@@ -26,7 +26,14 @@ bool file_exists(const std::string& path) {
 
 // The SwiftShader ICD manifest: $FORGE_SWIFTSHADER_ICD, else Chromium's.
 std::string swiftshader_icd() {
-  if (const char* env = std::getenv("FORGE_SWIFTSHADER_ICD")) return env;
+  if (const char* env = std::getenv("FORGE_SWIFTSHADER_ICD")) {
+    // A wrong path would reach the Vulkan loader, which prints its own
+    // multi-line warnings and finds no adapter; say what is wrong instead.
+    struct stat st;
+    if (::stat(env, &st) != 0 || !S_ISREG(st.st_mode))
+      throw ValueError(std::string("[webgpu] FORGE_SWIFTSHADER_ICD='") + env + "' is not a file");
+    return env;
+  }
   for (const char* p : {"/usr/lib/chromium/vk_swiftshader_icd.json", "/usr/lib64/chromium/vk_swiftshader_icd.json"})
     if (file_exists(p)) return p;
   return {};

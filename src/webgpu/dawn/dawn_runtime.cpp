@@ -278,13 +278,26 @@ std::shared_ptr<gpu::Buffer> DawnRuntime::allocate(uint64_t bytes) {
     std::lock_guard<std::mutex> lock(pool_mu_);
     auto& list = free_buffers_[size];
     if (!list.empty()) {
-      handle = std::move(list.back());
+      handle = std::move(list.back().handle);
       list.pop_back();
+      memory_.pooled -= size;
+      memory_.in_use += size;
     }
   }
   if (!handle) {
     Lock lock(mu_);
-    handle = create_buffer(lock, size, kStorageUsage, "tensor");
+    reserve(lock, size);
+    release_idle(lock);
+    try {
+      handle = create_buffer(lock, size, kStorageUsage, "tensor");
+    } catch (const GpuError&) {
+      // The driver is out of memory: give the pool back and try once more.
+      if (!release_pooled(lock)) throw;
+      handle = create_buffer(lock, size, kStorageUsage, "tensor");
+    }
+    std::lock_guard<std::mutex> pool_lock(pool_mu_);
+    memory_.in_use += size;
+    memory_.peak = std::max(memory_.peak, memory_.in_use + memory_.pooled);
   }
   auto self = shared_from_this();
   return std::shared_ptr<gpu::Buffer>(new DawnBuffer(std::move(handle), size), [self](gpu::Buffer* b) {
@@ -292,9 +305,85 @@ std::shared_ptr<gpu::Buffer> DawnRuntime::allocate(uint64_t bytes) {
     // Work already recorded that reads this buffer stays ordered before any
     // later use of it, so it can be reused at once.
     std::lock_guard<std::mutex> lock(self->pool_mu_);
-    self->free_buffers_[db->size()].push_back(std::move(db->handle));
+    self->free_buffers_[db->size()].push_back({std::move(db->handle), std::chrono::steady_clock::now()});
+    self->memory_.in_use -= db->size();
+    self->memory_.pooled += db->size();
     delete db;
   });
+}
+
+void DawnRuntime::reserve(Lock& lock, uint64_t size) {
+  const auto over_limit = [&] {
+    std::lock_guard<std::mutex> pool_lock(pool_mu_);
+    return memory_.limit && memory_.in_use + memory_.pooled + size > memory_.limit;
+  };
+  if (over_limit()) release_pooled(lock);
+  if (over_limit()) {
+    std::lock_guard<std::mutex> pool_lock(pool_mu_);
+    throw GpuError("[webgpu] out of device memory: " + std::to_string(size) + " more bytes with " +
+                   std::to_string(memory_.in_use) + " in use would pass the limit of " +
+                   std::to_string(memory_.limit) + " bytes");
+  }
+}
+
+uint64_t DawnRuntime::release_pooled(Lock& lock, std::chrono::steady_clock::time_point older_than) {
+  std::vector<BufferHandle> released;
+  uint64_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> pool_lock(pool_mu_);
+    for (auto* pool : {&free_buffers_, &free_staging_}) {
+      for (auto& [size, list] : *pool) {
+        auto keep = std::partition(list.begin(), list.end(),
+                                   [&](const Pooled& p) { return p.since >= older_than; });
+        for (auto it = keep; it != list.end(); ++it) {
+          released.push_back(std::move(it->handle));
+          bytes += size;
+        }
+        list.erase(keep, list.end());
+      }
+    }
+    memory_.pooled -= bytes;
+  }
+  // A cached bind group holds its buffers: drop them all, or the memory stays
+  // (and a new buffer at a freed address could meet a stale group).
+  if (!released.empty()) bind_groups_.clear();
+  released.clear();  // the releases, with mu_ held
+  return bytes;
+}
+
+void DawnRuntime::release_idle(Lock& lock) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto idle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(pool_idle_s_));
+  // At most a few checks per idle period: the check walks the pool.
+  if (now - last_idle_check_ < idle / 4) return;
+  last_idle_check_ = now;
+  release_pooled(lock, now - idle);
+}
+
+gpu::Runtime::MemoryStats DawnRuntime::memory_stats() const {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  return memory_;
+}
+
+uint64_t DawnRuntime::trim() {
+  Lock lock(mu_);
+  return release_pooled(lock);
+}
+
+void DawnRuntime::set_memory_limit(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  memory_.limit = bytes;
+}
+
+void DawnRuntime::set_pool_idle_seconds(double seconds) {
+  Lock lock(mu_);
+  pool_idle_s_ = seconds;
+}
+
+void DawnRuntime::lose_device_for_testing() {
+  Lock lock(mu_);
+  if (device_) wgpuDeviceDestroy(device_.get());
 }
 
 static WGPUBuffer handle_of(const gpu::Buffer& b) { return static_cast<const DawnBuffer&>(b).handle.get(); }
@@ -594,17 +683,26 @@ std::unique_ptr<gpu::PendingDownload> DawnRuntime::start_download(const gpu::Buf
 std::unique_ptr<gpu::PendingDownload> DawnRuntime::start_download_locked(Lock& lock, const gpu::Buffer& src,
                                                                          uint64_t offset, uint64_t bytes) {
   check_alive();
+  release_idle(lock);
   uint64_t size = bucket(bytes);
   BufferHandle staging;
   {
     std::lock_guard<std::mutex> pool_lock(pool_mu_);
     auto& list = free_staging_[size];
     if (!list.empty()) {
-      staging = std::move(list.back());
+      staging = std::move(list.back().handle);
       list.pop_back();
+      memory_.pooled -= size;
+      memory_.in_use += size;
     }
   }
-  if (!staging) staging = create_buffer(lock, size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "readback");
+  if (!staging) {
+    reserve(lock, size);
+    staging = create_buffer(lock, size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "readback");
+    std::lock_guard<std::mutex> pool_lock(pool_mu_);
+    memory_.in_use += size;
+    memory_.peak = std::max(memory_.peak, memory_.in_use + memory_.pooled);
+  }
   end_pass();
   wgpuCommandEncoderCopyBufferToBuffer(encoder(), handle_of(src), offset, staging.get(), 0, bytes);
   batch_ops_.push_back("readback");
@@ -640,11 +738,15 @@ void DawnRuntime::finish_download(BufferHandle staging, uint64_t size, uint64_t 
   } catch (...) {
     // Released (under the lock), not pooled: its mapping may still be pending.
     staging.reset();
+    std::lock_guard<std::mutex> pool_lock(pool_mu_);
+    memory_.in_use -= size;
     throw;
   }
   wgpuBufferUnmap(staging.get());
   std::lock_guard<std::mutex> pool_lock(pool_mu_);
-  free_staging_[size].push_back(std::move(staging));
+  free_staging_[size].push_back({std::move(staging), std::chrono::steady_clock::now()});
+  memory_.in_use -= size;
+  memory_.pooled += size;
 }
 
 }  // namespace forge::webgpu

@@ -8,6 +8,7 @@
 #pragma once
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,13 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   bool profiling() const override { return profile_ != nullptr; }
   std::vector<gpu::KernelTime> kernel_times() override;
   void reset_kernel_times() override;
+  MemoryStats memory_stats() const override;
+  uint64_t trim() override;
+  void set_memory_limit(uint64_t bytes) override;
+  void set_pool_idle_seconds(double seconds) override;
+  // Destroys the device as a driver reset would lose it, for tests of the
+  // device-lost path: every later call fails with GpuError.
+  void lose_device_for_testing();
 
   // The underlying handles, for tests of the API declarations.
   WGPUAdapter raw_adapter() const { return adapter_.get(); }
@@ -128,7 +136,14 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   // Pops the innermost error scope and waits for its verdict.
   ScopeResult pop_error_scope(Lock& lock, const char* what);
   BufferHandle create_buffer(Lock& lock, uint64_t bytes, WGPUBufferUsage usage, const char* what);
-  void recycle(WGPUBuffer handle, uint64_t size);
+  // Pooled buffers older than `older_than` (all with the default), released
+  // with mu_ held; the bind groups that named them go too. Returns the bytes.
+  uint64_t release_pooled(Lock& lock, std::chrono::steady_clock::time_point older_than =
+                                          std::chrono::steady_clock::time_point::max());
+  void release_idle(Lock& lock);
+  // Makes room for `size` more bytes under the memory cap (trimming the pool
+  // if need be); GpuError when even then they would pass it.
+  void reserve(Lock& lock, uint64_t size);
   WGPUCommandEncoder encoder();
   void end_pass();
   // Processes events until done() or the device is lost; throws GpuError
@@ -173,9 +188,16 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   std::string lost_message_;
   std::string current_op_;  // the op being recorded, for error messages
 
-  std::mutex pool_mu_;
-  std::unordered_map<uint64_t, std::vector<BufferHandle>> free_buffers_;  // by bucket size
-  std::unordered_map<uint64_t, std::vector<BufferHandle>> free_staging_;
+  struct Pooled {
+    BufferHandle handle;
+    std::chrono::steady_clock::time_point since;  // when it was released
+  };
+  mutable std::mutex pool_mu_;
+  std::unordered_map<uint64_t, std::vector<Pooled>> free_buffers_;  // by bucket size
+  std::unordered_map<uint64_t, std::vector<Pooled>> free_staging_;
+  MemoryStats memory_;  // under pool_mu_ (staging buffers count as pooled or in use too)
+  double pool_idle_s_ = 30.0;
+  std::chrono::steady_clock::time_point last_idle_check_{};
 
   std::unordered_map<PipelineKey, Pipeline, PipelineKeyHash> pipelines_;
   std::unordered_map<BindKey, BindGroupHandle, BindKeyHash> bind_groups_;
