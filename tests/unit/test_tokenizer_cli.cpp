@@ -4,57 +4,44 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
+
+#include "unit/cli_shell.h"
 
 namespace {
 
+using forge::testing::CliResult;
+using forge::testing::run_forge;
+
 const std::string kTokenizer = std::string(FORGE_TEST_DATA) + "/tokenizer-gpt2/tokenizer.json";
-
-struct CliResult {
-  int code;
-  std::string out;  // stdout and stderr
-};
-
-CliResult run(const std::string& args) {
-  const std::string cmd = std::string(FORGE_CLI) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
 
 }  // namespace
 
 TEST(TokenizerCli, TokenizePrintsIds) {
-  CliResult r = run("tokenize --tokenizer " + kTokenizer + " --text 'Hello, world!'");
+  CliResult r = run_forge("tokenize --tokenizer " + kTokenizer + " --text 'Hello, world!'");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out, "15496 11 995 0\n");
-  r = run("tokenize --model " + std::string(FORGE_TEST_DATA) +
+  r = run_forge("tokenize --model " + std::string(FORGE_TEST_DATA) +
           "/tokenizer-gpt2 --text 'Hello, world!' --json");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["ids"], (std::vector<int>{15496, 11, 995, 0}));
 }
 
 TEST(TokenizerCli, DetokenizePrintsTextAndRejectsBadIds) {
-  CliResult r = run("detokenize --tokenizer " + kTokenizer + " --ids 15496,11,995,0");
+  CliResult r = run_forge("detokenize --tokenizer " + kTokenizer + " --ids 15496,11,995,0");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out, "Hello, world!\n");
-  r = run("detokenize --tokenizer " + kTokenizer + " --ids 15496,50257");
+  r = run_forge("detokenize --tokenizer " + kTokenizer + " --ids 15496,50257");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("[tokenizer] token id 50257 is out of range for vocab size 50257"),
             std::string::npos)
       << r.out;
-  r = run("detokenize --tokenizer " + kTokenizer + " --ids 1,x2");
+  r = run_forge("detokenize --tokenizer " + kTokenizer + " --ids 1,x2");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("'x2'"), std::string::npos) << r.out;
 }
 
 TEST(TokenizerCli, BenchReportsThroughputJson) {
-  const CliResult r = run("bench tokenizer --tokenizer " + kTokenizer + " --text-file " +
+  const CliResult r = run_forge("bench tokenizer --tokenizer " + kTokenizer + " --text-file " +
                     std::string(FORGE_TEST_DATA) + "/tokenizer-gpt2/cases.json --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
@@ -73,7 +60,7 @@ TEST(TokenizerCli, InvalidUtf8IsAOneLineErrorNamingTheOffset) {
     std::fclose(f);
   }
   const CliResult r =
-      run("tokenize --tokenizer " + kTokenizer + " --text-file " + file + " --json");
+      run_forge("tokenize --tokenizer " + kTokenizer + " --text-file " + file + " --json");
   std::remove(file.c_str());
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("not valid UTF-8 at byte offset 3"), std::string::npos) << r.out;
@@ -82,7 +69,7 @@ TEST(TokenizerCli, InvalidUtf8IsAOneLineErrorNamingTheOffset) {
 TEST(TokenizerCli, IdsTakeCommasOrSpaces) {
   for (const char* ids :
        {"15496,11,995,0", "'15496 11 995 0'", "15496 11 995 0", "15496, 11 995,0"}) {
-    const CliResult r = run("detokenize --tokenizer " + kTokenizer + " --ids " + ids + " --json");
+    const CliResult r = run_forge("detokenize --tokenizer " + kTokenizer + " --ids " + ids + " --json");
     EXPECT_EQ(r.code, 0) << r.out;
     EXPECT_EQ(r.out, "{\"text\":\"Hello, world!\"}\n") << ids;
   }
@@ -90,7 +77,7 @@ TEST(TokenizerCli, IdsTakeCommasOrSpaces) {
 
 TEST(TokenizerCli, BenchMeasuresEveryStyle) {
   const CliResult r =
-      run("bench tokenizer --styles-dir " + std::string(FORGE_TEST_DATA) + " --text-file " +
+      run_forge("bench tokenizer --styles-dir " + std::string(FORGE_TEST_DATA) + " --text-file " +
           std::string(FORGE_TEST_DATA) + "/tokenizer-gpt2/cases.json --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
