@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <cstddef>
 #include <vector>
 
 #include "forge/model_config.h"
@@ -108,6 +109,13 @@ std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Dev
 // checkpoint would hold them, and quantized per config.quantization when set.
 std::unique_ptr<CausalLM> random_model(const ModelConfig& config, uint64_t seed, const Device& device,
                                        DType dense_dtype = DType::F32);
+
+// The model.safetensors of a Llama-family model of `config` with random_model's
+// weights, as a checkpoint holds them: what `forge init --config` writes so a
+// run can train a new model from scratch. ValueError for GPT-2 (its scheme is
+// gpt2_random_tensors) or a dense dtype other than f32, bf16 or f16.
+std::vector<std::byte> random_checkpoint_bytes(const ModelConfig& config, uint64_t seed,
+                                               DType dense_dtype = DType::F32);
 
 // The configurations of released models by short name, for benchmarks:
 // "smollm2-135m", "smollm2-360m", "qwen2.5-0.5b", "llama3.2-1b", "tinyllama-1.1b".

@@ -97,15 +97,20 @@ std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Dev
 }
 
 std::unique_ptr<CausalLM> random_model(const ModelConfig& mc, uint64_t seed, const Device& device, DType dense) {
-  if (dense != DType::F32 && dense != DType::BF16 && dense != DType::F16)
-    throw ValueError(std::string("[model] random weights are f32, bf16 or f16, not ") + dtype_name(dense));
   if (mc.arch == Arch::Gpt2) {
     if (mc.quantization || dense != DType::F32)
       throw ValueError("[model] random GPT-2 models are f32 only");
     return std::make_unique<Gpt2>(Gpt2::random(mc.gpt2(), seed, device));
   }
-  SafetensorsFile file = SafetensorsFile::from_bytes(random_llama_checkpoint(mc, seed, dense), "random weights");
+  SafetensorsFile file = SafetensorsFile::from_bytes(random_checkpoint_bytes(mc, seed, dense), "random weights");
   return build(mc, file.tensors(), models::TensorSource::of(file), device);
+}
+
+std::vector<std::byte> random_checkpoint_bytes(const ModelConfig& mc, uint64_t seed, DType dense) {
+  if (dense != DType::F32 && dense != DType::BF16 && dense != DType::F16)
+    throw ValueError(std::string("[model] random weights are f32, bf16 or f16, not ") + dtype_name(dense));
+  if (mc.arch != Arch::Llama) throw ValueError("[model] random checkpoints are for the Llama family, not " + mc.architecture);
+  return random_llama_checkpoint(mc, seed, dense);
 }
 
 }  // namespace forge

@@ -5,6 +5,7 @@
 // that leaves nothing behind.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -90,7 +91,9 @@ TEST(ForgeCli, UsageErrorsExitTwoWithOneLine) {
       {{"train", "--lr", "x"}, "--lr must be a number, got 'x'"},
       {{"train", "--dropout", "2"}, "--dropout must be in [0, 0.99], got 2"},
       {{"train", "--preset", "huge"}, "huge"},
-      {{"init", "--out", out}, "--preset is required"},
+      {{"init", "--out", out}, "--arch gpt2 needs --preset"},
+      {{"init", "--preset", "tiny", "--config", kTiny + "/config.json", "--out", out}, "exclude each other"},
+      {{"init", "--config", kTiny + "/config.json", "--out", out}, "names a GPT-2"},
       {{"inspect"}, "path is required"},
       {{"train", "--out", out, "--resume", "--overwrite"}, "--resume and --overwrite exclude each other"},
       {{"train", "--data", kTiny + "/config.json", "--out", out}, "pass --model DIR"},
@@ -205,6 +208,33 @@ TEST(ForgeCli, ByteTokenizerIsSavedWithTheModel) {
               dir.path);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(fs::exists(dir.path / "init2" / "tokenizer.json"));
+}
+
+// init --config: a Llama-family model of that shape with random weights, the
+// same for the same seed, that trains from its first step (a random model's
+// first loss is near ln(vocab): its logits start near zero).
+TEST(ForgeCli, InitFromAConfigWritesARandomModelThatTrains) {
+  ScratchDir dir("cli_init_config");
+  const std::string llama = std::string(FORGE_TEST_DATA) + "/llama3-tiny";
+  const fs::path a = dir.path / "a", b = dir.path / "b", c = dir.path / "c";
+  for (const auto& [out, seed] : {std::pair{a, "3"}, std::pair{b, "3"}, std::pair{c, "4"}}) {
+    const auto r = run_cli({"init", "--config", llama + "/config.json", "--seed", seed, "--out", out.string()}, dir.path);
+    ASSERT_EQ(r.code, 0) << r.out;
+  }
+  EXPECT_EQ(forge::testing::read_bytes(a / "config.json"), forge::testing::read_bytes(llama + "/config.json"));
+  EXPECT_EQ(forge::testing::read_bytes(a / "model.safetensors"), forge::testing::read_bytes(b / "model.safetensors"));
+  EXPECT_NE(forge::testing::read_bytes(a / "model.safetensors"), forge::testing::read_bytes(c / "model.safetensors"));
+  EXPECT_FALSE(fs::exists(a / "model.safetensors.tmp"));
+
+  const auto r = run_cli({"train", "--model", a.string(), "--fixed-batch", llama + "/reference.safetensors", "--steps",
+                          "3", "--lr", "1e-2", "--json", "--device", "cpu"},
+                         dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto losses = nlohmann::json::parse(lines_of(r.out).back())["losses"].get<std::vector<double>>();
+  const auto config = nlohmann::json::parse(forge::testing::read_bytes(llama + "/config.json"));
+  ASSERT_EQ(losses.size(), 3u);
+  EXPECT_NEAR(losses[0], std::log(config["vocab_size"].get<double>()), 0.05);
+  EXPECT_LT(losses[2], losses[0]);
 }
 
 TEST(ForgeCli, InspectNamesTensorsThatAreNoModel) {

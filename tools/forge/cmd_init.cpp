@@ -1,7 +1,9 @@
-// forge init --arch gpt2 --preset 124M|355M|774M|1.5B|tiny --out DIR [--seed S] [--tokenizer FILE|DIR|bytes]:
+// forge init --arch gpt2 --preset 124M|355M|774M|1.5B|tiny --out DIR [--seed S] [--tokenizer FILE|DIR|bytes]
+// forge init --config CONFIG.json --out DIR [--seed S] [--tokenizer FILE|DIR]:
 // a randomly initialised checkpoint in the Hugging Face layout, so benchmarks
-// and training runs need no download. --tokenizer bytes gives the model the
-// byte tokenizer (and a vocab of 257).
+// and training runs need no download; a Llama-family model (any config.json
+// forge loads: Llama, SmolLM2, Qwen2, Mistral) takes its shape from --config.
+// --tokenizer bytes gives a GPT-2 the byte tokenizer (and a vocab of 257).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,36 +12,76 @@
 #include "cli_util.h"
 #include "command.h"
 #include "forge/gpt2.h"
+#include "forge/model.h"
 
 namespace forge::cli {
 namespace {
 
 struct InitArgs {
-  std::string arch = "gpt2", preset, out, tokenizer;
+  std::string arch = "gpt2", preset, config, out, tokenizer;
   uint64_t seed = 0;
 };
 
+void write_file(const std::filesystem::path& path, const void* data, size_t n) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(static_cast<const char*>(data), std::streamsize(n));
+  f.close();
+  if (!f) throw IoError("[init] cannot write '" + path.string() + "'");
+}
+
+// config.json as given, and model.safetensors (written under a temporary
+// name, then renamed: a full disk never leaves half a model).
+void write_config_model(const InitArgs& a) {
+  const ModelConfig config = load_config(a.config);
+  if (config.arch == Arch::Gpt2)
+    throw UsageError("--config names a GPT-2: use --arch gpt2 --preset (GPT-2's own initialisation)");
+  const std::vector<std::byte> bytes = random_checkpoint_bytes(config, a.seed);
+  const std::filesystem::path out(a.out);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) throw IoError("[init] cannot create '" + out.string() + "': " + ec.message());
+  std::filesystem::copy_file(a.config, out / "config.json", std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) throw IoError("[init] cannot copy '" + a.config + "': " + ec.message());
+  write_file(out / "model.safetensors.tmp", bytes.data(), bytes.size());
+  std::filesystem::rename(out / "model.safetensors.tmp", out / "model.safetensors", ec);
+  if (ec) throw IoError("[init] cannot write '" + (out / "model.safetensors").string() + "': " + ec.message());
+}
+
+void copy_tokenizer(const InitArgs& a) {
+  const std::filesystem::path dest = std::filesystem::path(a.out) / "tokenizer.json";
+  std::error_code ec;
+  std::filesystem::copy_file(tokenizer_json_path(a.tokenizer), dest, std::filesystem::copy_options::overwrite_existing,
+                             ec);
+  if (ec) throw IoError("[init] cannot copy tokenizer '" + a.tokenizer + "': " + ec.message());
+}
+
 void write_model(const InitArgs& a) {
+  if (!a.config.empty()) {
+    if (a.tokenizer == "bytes") throw UsageError("--tokenizer bytes is for GPT-2 models (--arch gpt2)");
+    write_config_model(a);
+    if (!a.tokenizer.empty()) copy_tokenizer(a);
+    return;
+  }
   Gpt2Config config = gpt2_preset(a.preset);
   if (a.tokenizer == "bytes") config.vocab_size = kByteVocabSize;
   write_gpt2_checkpoint(a.out, config, gpt2_random_tensors(config, a.seed));
   const std::filesystem::path dest = std::filesystem::path(a.out) / "tokenizer.json";
   if (a.tokenizer == "bytes") {
-    std::ofstream f(dest, std::ios::binary);
-    f << byte_tokenizer_json();
-    f.close();
-    if (!f) throw IoError("[init] cannot write '" + dest.string() + "'");
+    const std::string json = byte_tokenizer_json();
+    write_file(dest, json.data(), json.size());
     set_special_token_ids(a.out, kByteEos);
   } else if (!a.tokenizer.empty()) {
-    std::error_code ec;
-    std::filesystem::copy_file(tokenizer_json_path(a.tokenizer), dest,
-                               std::filesystem::copy_options::overwrite_existing, ec);
-    if (ec) throw IoError("[init] cannot copy tokenizer '" + a.tokenizer + "': " + ec.message());
+    copy_tokenizer(a);
   }
 }
 
 void run(const InitArgs& a) {
-  if (a.arch != "gpt2") throw UsageError("unknown --arch '" + a.arch + "' (known: gpt2)");
+  if (a.config.empty()) {
+    if (a.arch != "gpt2") throw UsageError("unknown --arch '" + a.arch + "' (known: gpt2; other families: --config)");
+    if (a.preset.empty()) throw UsageError("--arch gpt2 needs --preset (or give --config CONFIG.json)");
+  } else if (!a.preset.empty()) {
+    throw UsageError("--preset and --config exclude each other");
+  }
   const bool fresh = !std::filesystem::exists(a.out);
   try {
     write_model(a);
@@ -50,14 +92,17 @@ void run(const InitArgs& a) {
     if (fresh) std::filesystem::remove_all(a.out, ec);
     throw;
   }
-  std::printf("wrote %s (gpt2 %s, seed %llu)\n", a.out.c_str(), a.preset.c_str(), (unsigned long long)a.seed);
+  std::printf("wrote %s (%s, seed %llu)\n", a.out.c_str(),
+              a.config.empty() ? ("gpt2 " + a.preset).c_str() : ("the shape of " + a.config).c_str(),
+              (unsigned long long)a.seed);
 }
 
 const bool registered = register_command(
     {"init", "Write a randomly initialised model checkpoint (Hugging Face layout)", [](CLI::App& sub) {
        static InitArgs a;
        sub.add_option("--arch", a.arch, "Architecture (gpt2)")->capture_default_str();
-       add_preset_option(sub, a.preset, "Model size")->required();
+       add_preset_option(sub, a.preset, "GPT-2 size");
+       sub.add_option("--config", a.config, "A Llama-family config.json giving the shape")->check(CLI::ExistingFile);
        sub.add_option("--out", a.out, "Output folder")->required();
        sub.add_option("--seed", a.seed, "Random seed")->capture_default_str();
        add_tokenizer_option(sub, a.tokenizer, "A tokenizer (file or folder) to copy into the folder, or 'bytes'", true);
