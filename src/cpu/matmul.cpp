@@ -95,6 +95,15 @@ void single_threaded_openblas() {
 
 }  // namespace
 
+void gemm_nt_block(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, int64_t ldc) {
+#if FORGE_HAVE_OPENBLAS
+  single_threaded_openblas();
+#endif
+  MatmulPlan p;
+  p.m = m, p.n = n, p.k = k, p.trans_b = true, p.lda = k, p.ldb = k;
+  gemm_block(p, ldc, a, b, nullptr, c, {0, m, 0, n});
+}
+
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& p, Tensor& out) {
 #if FORGE_HAVE_OPENBLAS
   single_threaded_openblas();

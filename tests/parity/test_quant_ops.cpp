@@ -129,7 +129,7 @@ TEST(QuantValues, AffineDequantizeFixture) {
 
 TEST(QuantParity, QuantizedMatmul) {
   uint32_t seed = 100;
-  for (int bits : {4, 8})
+  for (int bits : {2, 4, 8})
     for (int group : {32, 64, 128})
       for (DType dt : {DType::F32, DType::BF16})
         for (Shape xs :

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "forge/ops.h"
+#include "forge/quantize.h"
 
 #if FORGE_TEST_OPENMP
 #include <omp.h>
@@ -104,6 +105,20 @@ TEST(CpuThreads, KernelsBitIdentical) {
     forge::MatmulOptions tb;
     tb.transpose_b = true;
     return std::vector{forge::matmul(x, random({C, 129}, 6)), forge::matmul(x.reshape({1, R, C}), x.reshape({1, R, C}), tb)};
+  });
+  expect_same_on_any_thread_count("quantized matmul", [&] {
+    // W [300, 256] in 4 bits: x of 3 rows reads the packed words, 40 rows the
+    // dequantized blocks (both split over the threads by rows of W).
+    const int64_t out = 300, in = 256;
+    const std::vector<float> w = random({out, in}, 12).to_vector<float>();
+    forge::QuantSpec spec;
+    spec.bits = 4;
+    spec.group_size = 64;
+    const forge::QuantizedMatrix q = forge::quantize_affine(w, out, in, spec);
+    const Tensor words = Tensor::from_vector(q.words, {out, in / 8});
+    const Tensor scales = Tensor::from_vector(q.scales, {out, in / 64}), biases = Tensor::from_vector(q.biases, {out, in / 64});
+    return std::vector{forge::quantized_matmul(random({3, in}, 13), words, scales, biases, 4, 64),
+                       forge::quantized_matmul(random({40, in}, 14), words, scales, biases, 4, 64)};
   });
 }
 
