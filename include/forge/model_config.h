@@ -85,6 +85,8 @@ struct LlamaConfig {
   bool qkv_bias = false;           // bias on q, k, v only (Qwen2)
   bool mlp_bias = false;
   bool tie_word_embeddings = false;
+  // Dropout of the attention probabilities while training ("attention_dropout").
+  double attention_dropout = 0.0;
   std::string model_type = "llama";  // "llama", "qwen2", "mistral"
   // Sliding attention window of each layer in positions, 0 = full attention
   // (Mistral's "sliding_window"; Qwen2's "layer_types"/"use_sliding_window").

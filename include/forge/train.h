@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,11 @@ struct TrainBatch {
 struct TrainConfig {
   AdamWConfig optimizer;
   int64_t head_rows = 0;  // LM-head block rows; 0: automatic
+  // Dropout of the attention probabilities in training; unset: the config's
+  // attention_dropout. Each mask is a pure function of (seed, step,
+  // micro-batch, layer), so a resumed run drops what it would have dropped.
+  std::optional<double> attention_dropout;
+  uint64_t seed = 0;
 };
 
 struct TrainStepResult {

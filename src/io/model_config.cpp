@@ -148,6 +148,9 @@ LlamaConfig parse_llama(const json& j, const ConfigReader& r, const std::string&
   c.mlp_bias = r.opt_boolean("mlp_bias").value_or(false);
   c.qkv_bias = model_type == "qwen2";  // Qwen2Attention: q, k, v with bias, o without
   c.tie_word_embeddings = r.opt_boolean("tie_word_embeddings").value_or(false);
+  c.attention_dropout = r.opt_number("attention_dropout").value_or(0.0);
+  if (!(c.attention_dropout >= 0 && c.attention_dropout < 1))
+    throw bad(r, "'attention_dropout' = " + std::to_string(c.attention_dropout) + " must lie in [0, 1)");
 
   std::optional<double> theta = r.opt_number("rope_theta");
   if (r.has("rope_parameters")) {

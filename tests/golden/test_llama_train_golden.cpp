@@ -8,7 +8,8 @@
 // different summation orders compounding over ten updates).
 //
 // Then the whole backward against central finite differences of the loss on a
-// tiny random model with every bias, GQA and a sliding window; gradient
+// tiny random model with every bias, GQA and a sliding window (without and
+// with attention dropout); gradient
 // accumulation against one batch; a quantized model refused.
 #include <gtest/gtest.h>
 
@@ -62,12 +63,17 @@ TEST(LlamaTrainGolden, QuantizedModelIsAnError) {
   EXPECT_THROW(LlamaTrainer(*model, fixture_config()), ValueError);
 }
 
+namespace {
+
 // Every parameter's gradient against central differences of the mean loss,
-// on a few elements of each. The weights are drawn larger than an
-// initialisation's (so every path carries gradient) and the biases and norms
-// away from 0 and 1. f32 losses of ~3 carry ~1e-6 of rounding, so with a step
-// of 1e-2 the quotient is good to ~1e-4 plus the curvature term.
-TEST(LlamaTrainGolden, BackwardMatchesFiniteDifferencesCpu) {
+// on a few elements of each, with attention dropout p (the masks a pure
+// function of the key, so the loss is a deterministic function of the
+// weights). The weights are drawn larger than an initialisation's (so every
+// path carries gradient) and the biases and norms away from 0 and 1. f32
+// losses of ~3 carry ~1e-6 of rounding, so with a step of 1e-2 the quotient
+// is good to ~1e-4 plus the curvature term.
+void check_backward_against_finite_differences(float p_drop) {
+  const uint64_t key = 0x5eed;
   const ModelConfig mc = parse_config(R"({
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 40, "hidden_size": 16,
     "intermediate_size": 24, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -94,12 +100,12 @@ TEST(LlamaTrainGolden, BackwardMatchesFiniteDifferencesCpu) {
   int64_t n = 0;
   for (int32_t t : targets) n += t >= 0;
   auto loss = [&] {
-    models::LlamaActs a = models::llama_forward_train(model, ids);
+    models::LlamaActs a = models::llama_forward_train(model, ids, p_drop, key);
     return double(models::llama_backward(model, a, targets, 0, nullptr).to_vector<float>()[0]) / double(n);
   };
   models::LlamaParams g;
   {
-    models::LlamaActs a = models::llama_forward_train(model, ids);
+    models::LlamaActs a = models::llama_forward_train(model, ids, p_drop, key);
     models::llama_backward(model, a, targets, float(1.0 / double(n)), &g);
   }
   auto grads = models::llama_named(g, model.config(), model.tied());
@@ -120,9 +126,19 @@ TEST(LlamaTrainGolden, BackwardMatchesFiniteDifferencesCpu) {
       const double down = loss();
       w[e] = keep;
       const double num = (up - down) / (2 * h);
-      EXPECT_NEAR(ga[size_t(e)], num, 1e-3 + 0.02 * std::fabs(num)) << named[i].first << "[" << e << "]";
+      EXPECT_NEAR(ga[size_t(e)], num, 1e-3 + 0.02 * std::fabs(num))
+          << named[i].first << "[" << e << "] with dropout " << p_drop;
     }
   }
+}
+
+}  // namespace
+
+TEST(LlamaTrainGolden, BackwardMatchesFiniteDifferencesCpu) { check_backward_against_finite_differences(0.0f); }
+// The backward regenerates each layer's attention-dropout mask from the
+// forward's key.
+TEST(LlamaTrainGolden, BackwardWithAttentionDropoutMatchesFiniteDifferencesCpu) {
+  check_backward_against_finite_differences(0.3f);
 }
 
 // Gradient accumulation: the two rows of the batch as two micro-batches give

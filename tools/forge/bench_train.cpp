@@ -5,9 +5,12 @@
 // backward, weights, gradients, AdamW moments) exceeds what the host reports
 // available is skipped and says so.
 //
-// forge bench train --arch smollm2-135m|smollm2-360m|... --shapes 4x512: the
-// same for full fine-tuning of a randomly initialised Llama-family model
-// (model_preset), with its parameter state's bytes and the peak resident set.
+// forge bench train --arch smollm2-135m|smollm2-360m|...|CONFIG.json
+// --shapes 4x512 [--lora-rank R]: the same for full fine-tuning of a randomly
+// initialised Llama-family model (model_preset, or a config.json), or with
+// --lora-rank for training a fresh LoRA adapter on q, k, v and o (the base
+// frozen); with the training state's bytes, the device memory forge holds
+// and the peak resident set.
 #include <sys/resource.h>
 
 #include <nlohmann/json.hpp>
@@ -15,12 +18,14 @@
 #include <chrono>
 #include <functional>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "command.h"
 #include "devices.h"
 #include "forge/gpt2_train.h"
+#include "forge/lora.h"
 #include "forge/model.h"
 #include "forge/train.h"
 
@@ -109,10 +114,12 @@ nlohmann::json bench_shape(Gpt2& model, int64_t B, int64_t T, int steps) {
   return j;
 }
 
-// A Llama-family training step (--arch, random init): full fine-tuning with
-// AdamW. Memory: the persistent state (weights, gradients, two moments: four
-// f32 copies of the parameters) and the process's peak resident set (the
-// host's, which on the CPU includes the activations).
+// A Llama-family training step (--arch, random init): every weight trains
+// with AdamW, or an attached adapter's A and B only. Memory: the training
+// state (the weights as held on the device, plus gradients and two moments of
+// what trains, f32), the device memory forge holds after the timed steps and
+// its peak since the process started (zeros on the CPU), and the process's
+// peak resident set (on the CPU it includes the activations).
 nlohmann::json bench_llama_shape(CausalLM& model, int64_t B, int64_t T, int steps) {
   nlohmann::json j = {{"batch", B}, {"seq", T}};
   TrainConfig cfg;
@@ -124,31 +131,55 @@ nlohmann::json bench_llama_shape(CausalLM& model, int64_t B, int64_t T, int step
   const Tensor t = Tensor::from_vector(ids, {B, T});
   const TrainBatch mb{t, gpt2_shifted_targets(t)};
   time_steps(j, B * T, steps, [&] { trainer.step({mb}); });
-  j["state_bytes"] = 4 * 4 * model.info().parameters;
+  int64_t trained = model.info().parameters;
+  if (attached_adapter(model)) {
+    trained = 0;
+    for (const HostTensor& w : adapter_weights(model)) trained += int64_t(w.values.size());
+  }
+  j["trained_parameters"] = trained;
+  j["state_bytes"] = int64_t(model.info().device_bytes) + 3 * 4 * trained;
+  const Device::MemoryStats m = model.device().memory_stats();
+  j["device_in_use_bytes"] = m.in_use;
+  j["device_peak_bytes"] = m.peak;
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   j["peak_rss_bytes"] = int64_t(u.ru_maxrss) * 1024;
   return j;
 }
 
-void run_arch(const std::string& device, const std::string& arch, int steps, const std::vector<BatchShape>& batch_shapes,
-              bool json) {
-  const ModelConfig config = model_preset(arch);
+// --arch: a preset name, or a config.json (the file or its folder).
+ModelConfig arch_config(const std::string& arch) {
+  if (std::filesystem::exists(arch)) return load_config(arch);
+  return model_preset(arch);
+}
+
+void run_arch(const std::string& device, const std::string& arch, int64_t lora_rank, int steps,
+              const std::vector<BatchShape>& batch_shapes, bool json) {
+  const ModelConfig config = arch_config(arch);
   for (const Device& dev : resolve_devices(device)) {
     auto model = random_model(config, 1, dev);
+    if (lora_rank > 0) {
+      LoraConfig lc;
+      lc.rank = lora_rank;
+      lc.alpha = 2.0 * double(lora_rank);
+      attach_new_adapter(*model, lc, 1);
+    }
+    const std::string mode = lora_rank > 0 ? "LoRA r " + std::to_string(lora_rank) : "full";
     nlohmann::json shapes = nlohmann::json::array();
     for (auto [B, T] : batch_shapes) {
       nlohmann::json j = bench_llama_shape(*model, B, std::min(T, model->context_length()), steps);
       if (!json) {
-        std::printf("train %s B%lld x T%lld on %s: %.3f s/step, %.0f tokens/s, state %.2f GB\n", arch.c_str(),
-                    (long long)B, (long long)T, dev.name().c_str(), j["step_s"].get<double>(),
-                    j["tokens_per_s"].get<double>(), j["state_bytes"].get<double>() / 1e9);
+        std::printf("train %s (%s) B%lld x T%lld on %s: %.3f s/step, %.0f tokens/s, state %.2f GB, device peak %.2f GB\n",
+                    arch.c_str(), mode.c_str(), (long long)B, (long long)T, dev.name().c_str(),
+                    j["step_s"].get<double>(), j["tokens_per_s"].get<double>(), j["state_bytes"].get<double>() / 1e9,
+                    j["device_peak_bytes"].get<double>() / 1e9);
         std::fflush(stdout);
       }
       shapes.push_back(j);
     }
     if (json)
       std::printf("%s\n", nlohmann::json{{"bench", "train"}, {"arch", arch}, {"device", dev.name()},
+                                         {"training", lora_rank > 0 ? "lora" : "full"}, {"lora_rank", lora_rank},
                                          {"parameters", model->info().parameters}, {"steps", steps},
                                          {"shapes", shapes}}
                               .dump()
@@ -183,19 +214,24 @@ void run(const std::string& device, const std::string& preset, int steps, const 
 }
 
 const bool registered = register_bench(
-    {"train", "GPT-2 training step time and tokens/s at B4xT64 and B8xT1024", [](CLI::App& sub) {
+    {"train", "Training step time and tokens/s: GPT-2 at B4xT64 and B8xT1024, or a Llama-family --arch (full or LoRA)", [](CLI::App& sub) {
        static std::string device = "auto", preset = "124M", shapes = "4x64,8x1024", arch;
        static int steps = 2;
+       static int64_t lora_rank = 0;
        static bool json = false;
        sub.add_option("--preset", preset, "GPT-2 size (124M, 355M, 774M, 1.5B, tiny)");
-       sub.add_option("--arch", arch, "A Llama-family model of this preset instead (smollm2-135m, smollm2-360m, ...)");
+       sub.add_option("--arch", arch,
+                      "A Llama-family model of this preset (smollm2-135m, smollm2-360m, ...) or config.json instead");
+       sub.add_option("--lora-rank", lora_rank, "With --arch: train a fresh LoRA adapter of this rank on q, k, v, o")
+           ->check(CLI::PositiveNumber);
        sub.add_option("--steps", steps, "Timed steps per shape (after one warm-up)")->check(CLI::PositiveNumber);
        sub.add_option("--shapes", shapes, "Comma-separated BxT shapes (T capped at the context length)")
            ->capture_default_str();
        add_device_option(sub, device, true);
        sub.add_flag("--json", json, "Print JSON");
        sub.callback([] {
-         if (!arch.empty()) return run_arch(device, arch, steps, parse_shapes(shapes), json);
+         if (!arch.empty()) return run_arch(device, arch, lora_rank, steps, parse_shapes(shapes), json);
+         if (lora_rank > 0) throw CLI::ValidationError("--lora-rank", "LoRA is benchmarked on a Llama-family --arch");
          run(device, preset, steps, parse_shapes(shapes), json);
        });
      }});

@@ -409,7 +409,10 @@ void add_options(CLI::App& sub, TrainArgs& a) {
   sub.add_option("--decay", a.decay, "Parameters that decay: all (torch default) or matrices")
       ->check(CLI::IsMember({"all", "matrices"}));
   check_between(sub.add_option("--grad-clip", a.grad_clip, "Max global gradient norm (0: off)"), 0);
-  check_between(sub.add_option("--dropout", a.dropout, "Embedding, attention and residual dropout"), 0, 0.99);
+  check_between(sub.add_option("--dropout", a.dropout,
+                               "GPT-2: embedding, attention and residual dropout; Llama family: attention dropout "
+                               "(when 0: config.json's attention_dropout)"),
+                0, 0.99);
   check_at_least(sub.add_option("--eval-every", a.eval_every, "Validation loss and a sample every N steps (0: at the end)"),
                  0);
   check_at_least(sub.add_option("--eval-batches", a.eval_batches, "Micro-batches of held-out windows per evaluation"),

@@ -48,10 +48,7 @@ void run_fixed_llama(const TrainArgs& a, const Device& dev) {
   const bool lora = wants_lora(a);
   if (lora) attach_lora(a, *model);
   const Tensor ids = read_fixed_ids(a.fixed_batch, model->vocab_size());
-  const Gpt2TrainConfig g = make_train_config(a, true);  // the same flags, the same schedule
-  TrainConfig c;
-  c.optimizer = {g.schedule, g.beta1, g.beta2, g.eps, g.weight_decay, g.decays, g.grad_clip};
-  LlamaTrainer trainer(*model, c);
+  LlamaTrainer trainer(*model, make_llama_train_config(a, true));
   const TrainBatch mb{ids, gpt2_shifted_targets(ids)};
   nlohmann::json losses = nlohmann::json::array();
   double grad_norm0 = 0;

@@ -20,7 +20,6 @@ class LlamaTrainModel : public TrainModel {
  public:
   LlamaTrainModel(const TrainArgs& a, const std::optional<FoundCheckpoint>& found, const Device& dev)
       : base_(check_model_dir(a.model)), lora_(wants_lora(a)) {
-    if (a.dropout > 0) throw UsageError("--dropout: the Llama family trains without dropout");
     if (found && lora_) {
       model_ = load_model(base_, dev);
       load_adapter(*model_, found->dir);
@@ -28,10 +27,7 @@ class LlamaTrainModel : public TrainModel {
       model_ = load_model(found ? found->dir : base_, dev);
       if (lora_) attach_lora(a, *model_);
     }
-    const Gpt2TrainConfig g = make_train_config(a, false);  // the same flags, the same schedule
-    TrainConfig c;
-    c.optimizer = {g.schedule, g.beta1, g.beta2, g.eps, g.weight_decay, g.decays, g.grad_clip};
-    trainer_ = std::make_unique<LlamaTrainer>(*model_, c);
+    trainer_ = std::make_unique<LlamaTrainer>(*model_, make_llama_train_config(a, false));
     if (found) trainer_->read_state(found->dir);
   }
 

@@ -31,8 +31,10 @@ Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Lin
 
 // One block's backward: dx [B, T, H] is the gradient of its output; returns
 // the gradient of its input.
-Tensor block_backward(const LlamaConfig& c, int64_t l, const LlamaLayer& y, const LlamaBlockActs& s,
-                      const Tensor& rope_tab, const Tensor& dx, LlamaLayer& g, bool lora_only) {
+Tensor block_backward(const LlamaConfig& c, int64_t l, const LlamaLayer& y, const LlamaActs& a, const Tensor& dx,
+                      LlamaLayer& g, bool lora_only) {
+  const LlamaBlockActs& s = a.h[size_t(l)];
+  const Tensor& rope_tab = a.rope;
   const int64_t B = dx.dim(0), T = dx.dim(1), H = c.hidden_size, hd = c.head_dim, N = B * T;
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
   const float eps = float(c.rms_norm_eps);
@@ -47,9 +49,7 @@ Tensor block_backward(const LlamaConfig& c, int64_t l, const LlamaLayer& y, cons
 
   // Attention: x1 = x_in + o(attention(rope(q(h)), rope(k(h)), v(h))), h = input_norm(x_in)
   Tensor da = linear_backward(y.o, s.att.reshape({N, nh * hd}), dx1.reshape({N, H}), g.o, lora_only);  // [N, nh * hd]
-  AttentionOptions o;
-  o.causal = true;
-  o.window = c.window(l);
+  const AttentionOptions o = llama_train_attention(c, a, l);  // the forward's masks
   AttentionGrads ag = flash_attention_v2_backward(s.q, s.k, s.v, s.att, da.reshape({B, T, nh, hd}), o, nullptr, &s.lse);
   rope_backward(ag.grad_q, hd, rope_tab);
   rope_backward(ag.grad_k, hd, rope_tab);
@@ -85,7 +85,7 @@ Tensor llama_backward(const LlamaModel& model, const LlamaActs& a, const std::ve
   if (!lora_only) accumulate_grad(g.norm, rf.dweight);
   Tensor dx = rf.dx;  // [B, T, H]
   for (int64_t l = c.num_hidden_layers - 1; l >= 0; --l)
-    dx = block_backward(c, l, model.layers()[size_t(l)], a.h[size_t(l)], a.rope, dx, g.layers[size_t(l)], lora_only);
+    dx = block_backward(c, l, model.layers()[size_t(l)], a, dx, g.layers[size_t(l)], lora_only);
   if (lora_only) return loss;  // the embedding is frozen
 
   // Embedding: x0 = embed[ids].

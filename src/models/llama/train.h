@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "forge/ops/attention.h"
 #include "models/llama/llama.h"
 
 namespace forge::models {
@@ -52,6 +53,8 @@ struct LlamaBlockActs {
 
 struct LlamaActs {
   int64_t B = 0, T = 0;
+  float attn_dropout = 0;           // attention-probability dropout p
+  uint64_t dropout_key = 0;         // layer l's mask: Philox key derive_key(dropout_key, l)
   Tensor ids;                        // [B, T] u32 on the CPU
   Tensor rope;                       // rope table of positions 0 .. T-1
   std::vector<LlamaBlockActs> h;     // one per layer
@@ -60,8 +63,15 @@ struct LlamaActs {
 };
 
 // The forward over ids [B, T] keeping activations (the same ops in the same
-// order as LlamaModel::forward); the LM head is left to llama_backward.
-LlamaActs llama_forward_train(const LlamaModel& model, const Tensor& ids);
+// order as LlamaModel::forward); the LM head is left to llama_backward. With
+// attn_dropout > 0 the attention probabilities of layer l are dropped as
+// flash attention drops them with the seed derive_key(dropout_key, l); the
+// backward regenerates the same masks. attn_dropout = 0 is the inference path.
+LlamaActs llama_forward_train(const LlamaModel& model, const Tensor& ids, float attn_dropout = 0,
+                              uint64_t dropout_key = 0);
+
+// Layer l's attention options in training (causal, its window, its dropout).
+AttentionOptions llama_train_attention(const LlamaConfig& c, const LlamaActs& a, int64_t l);
 
 // The LM head, cross-entropy and the whole backward of one micro-batch: adds
 // the gradients of grad_scale * (sum of the target positions' NLL) into

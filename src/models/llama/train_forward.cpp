@@ -3,6 +3,7 @@
 // attention through flash_attention_v2_lse so the backward reuses the
 // log-sum-exp. Also the parameter lists the trainer works over.
 #include "forge/ops.h"
+#include "models/common/keys.h"
 #include "models/llama/train.h"
 
 namespace forge::models {
@@ -75,9 +76,25 @@ std::vector<std::pair<std::string, Tensor*>> llama_lora_named(std::vector<LlamaL
   return out;
 }
 
-LlamaActs llama_forward_train(const LlamaModel& model, const Tensor& ids_in) {
+AttentionOptions llama_train_attention(const LlamaConfig& c, const LlamaActs& a, int64_t l) {
+  AttentionOptions o;
+  o.causal = true;
+  o.window = c.window(l);
+  if (a.attn_dropout > 0) {
+    o.dropout_p = a.attn_dropout;
+    o.dropout_seed = derive_key(a.dropout_key, uint64_t(l));
+  }
+  return o;
+}
+
+LlamaActs llama_forward_train(const LlamaModel& model, const Tensor& ids_in, float attn_dropout,
+                              uint64_t dropout_key) {
   const LlamaConfig& c = model.config();
+  if (!(attn_dropout >= 0 && attn_dropout < 1))
+    throw ValueError("[llama_train] attention dropout " + std::to_string(attn_dropout) + " must lie in [0, 1)");
   LlamaActs a;
+  a.attn_dropout = attn_dropout;
+  a.dropout_key = dropout_key;
   a.ids = ids_u32_cpu(ids_in);
   a.B = a.ids.dim(0);
   a.T = a.ids.dim(1);
@@ -99,10 +116,7 @@ LlamaActs llama_forward_train(const LlamaModel& model, const Tensor& ids_in) {
     s.v = y.v(s.h).reshape({B, T, nkv, hd});
     rope(s.q, hd, a.rope);
     rope(s.k, hd, a.rope);
-    AttentionOptions o;
-    o.causal = true;
-    o.window = c.window(l);
-    AttentionForward f = flash_attention_v2_lse(s.q, s.k, s.v, o);
+    AttentionForward f = flash_attention_v2_lse(s.q, s.k, s.v, llama_train_attention(c, a, l));
     s.att = f.out;
     s.lse = f.lse;
     RmsNormResidual r =

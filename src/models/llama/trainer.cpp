@@ -9,6 +9,7 @@
 #include "forge/ops.h"
 #include "forge/safetensors.h"
 #include "forge/train.h"
+#include "models/common/keys.h"
 #include "models/llama/train.h"
 
 namespace forge {
@@ -20,6 +21,7 @@ struct LlamaTrainer::Impl {
   const LlamaModel& model;
   TrainConfig config;
   bool lora;  // an adapter is attached: it alone trains
+  float attn_dropout;
   AdamW opt;
 
   static std::vector<NamedTensor> params_of(const LlamaModel& m) {
@@ -34,7 +36,14 @@ struct LlamaTrainer::Impl {
     return out;
   }
   Impl(const LlamaModel& m, TrainConfig c)
-      : model(m), config(c), lora(m.adapter().has_value()), opt(params_of(m), c.optimizer) {}
+      : model(m),
+        config(c),
+        lora(m.adapter().has_value()),
+        attn_dropout(float(c.attention_dropout.value_or(m.config().attention_dropout))),
+        opt(params_of(m), c.optimizer) {
+    if (!(attn_dropout >= 0 && attn_dropout < 1))
+      throw ValueError("[llama_train] attention dropout " + std::to_string(attn_dropout) + " must lie in [0, 1)");
+  }
 };
 
 namespace {
@@ -67,12 +76,15 @@ TrainStepResult LlamaTrainer::step(const std::vector<TrainBatch>& micro) {
   LlamaParams grads;
   grads.lora_only = impl_->lora;
   Tensor loss_sum;
-  for (const TrainBatch& mb : micro) {
+  const uint64_t step = uint64_t(impl_->opt.steps_done());
+  for (size_t i = 0; i < micro.size(); ++i) {
+    const TrainBatch& mb = micro[i];
     if (std::none_of(mb.targets.begin(), mb.targets.end(), [](int32_t t) { return t >= 0; }))
       continue;  // contributes nothing (a window of prompt tokens only)
     Tensor loss;
     {
-      models::LlamaActs acts = models::llama_forward_train(model, mb.ids);
+      const uint64_t key = models::derive_key(impl_->config.seed, step, uint64_t(i));
+      models::LlamaActs acts = models::llama_forward_train(model, mb.ids, impl_->attn_dropout, key);
       loss = models::llama_backward(model, acts, mb.targets, scale, &grads, impl_->config.head_rows);
     }  // activations freed before the next micro-batch
     loss_sum = loss_sum.defined() ? add(loss_sum, loss) : loss;

@@ -1,0 +1,61 @@
+// The contract of `forge bench train --arch ... [--lora-rank R] --json` on a
+// tiny config (llama3-tiny's config.json; random weights): the JSON fields
+// and the counts of what trains, computed here from the config, not the speed.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "unit/cli_process.h"
+
+using namespace forge::testing;
+
+namespace {
+
+nlohmann::json bench(const std::vector<std::string>& extra) {
+  ScratchDir dir("bench_train_cli");
+  std::vector<std::string> args = {"bench", "train",  "--arch",   std::string(FORGE_TEST_DATA) + "/llama3-tiny/config.json",
+                                   "--shapes", "1x16", "--steps", "1",
+                                   "--device", "cpu",  "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const CliRun r = run_cli(args, dir.path);
+  EXPECT_EQ(r.code, 0) << r.out;
+  return nlohmann::json::parse(lines_of(r.out).back());
+}
+
+}  // namespace
+
+TEST(BenchTrainCli, FullAndLoraOfALlamaConfig) {
+  const nlohmann::json full = bench({});
+  EXPECT_EQ(full["bench"], "train");
+  EXPECT_EQ(full["training"], "full");
+  EXPECT_EQ(full["lora_rank"], 0);
+  ASSERT_EQ(full["shapes"].size(), 1u);
+  const nlohmann::json& f = full["shapes"][0];
+  EXPECT_EQ(f["batch"], 1);
+  EXPECT_EQ(f["seq"], 16);
+  EXPECT_GT(f["step_s"].get<double>(), 0.0);
+  EXPECT_GT(f["tokens_per_s"].get<double>(), 0.0);
+  const int64_t params = full["parameters"].get<int64_t>();
+  EXPECT_EQ(f["trained_parameters"].get<int64_t>(), params);
+  EXPECT_EQ(f["state_bytes"].get<int64_t>(), 16 * params);  // f32 weights, gradients, two moments
+  EXPECT_EQ(f["device_peak_bytes"].get<int64_t>(), 0);      // the CPU's tensors live on the host heap
+  EXPECT_GT(f["peak_rss_bytes"].get<int64_t>(), 0);
+
+  const nlohmann::json lora = bench({"--lora-rank", "2"});
+  EXPECT_EQ(lora["training"], "lora");
+  EXPECT_EQ(lora["lora_rank"], 2);
+  const nlohmann::json& l = lora["shapes"][0];
+  EXPECT_GT(l["tokens_per_s"].get<double>(), 0.0);
+  // q [128 <- 128], k and v [64 <- 128] (2 kv heads of 32), o [128 <- 128]:
+  // r * (in + out) each, two layers.
+  const int64_t trained = 2 * 2 * ((128 + 128) + 2 * (128 + 64) + (128 + 128));
+  EXPECT_EQ(l["trained_parameters"].get<int64_t>(), trained);
+  EXPECT_EQ(l["state_bytes"].get<int64_t>(), 4 * params + 12 * trained);  // the base frozen
+}
+
+TEST(BenchTrainCli, LoraRankNeedsAnArch) {
+  ScratchDir dir("bench_train_cli_err");
+  const CliRun r = run_cli({"bench", "train", "--preset", "tiny", "--lora-rank", "4", "--device", "cpu"}, dir.path);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("Llama-family --arch"), std::string::npos) << r.out;
+}
