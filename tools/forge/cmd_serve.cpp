@@ -5,6 +5,8 @@
 // http://HOST:PORT" once it accepts connections (--port 0: a free port).
 // SIGINT / SIGTERM: new requests get 503 while the ones in flight finish,
 // then the server closes and exits 0 (a second signal exits at once).
+#include <sys/socket.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -71,11 +73,20 @@ void run(const ServeArgs& a) {
   const size_t threads = size_t(a.max_batch + a.queue + 4);
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   install_routes(svr, ctx, kMaxBody);
+  // httplib (0.11) listens with a backlog of 5: of 32 clients connecting at
+  // once, some would have their SYN dropped and retried a second later.
+  // Listening again on the bound socket raises it.
+  int listen_fd = -1;
+  svr.set_socket_options([&listen_fd](socket_t s) {
+    httplib::default_socket_options(s);
+    listen_fd = s;
+  });
   int port = int(a.port);
   if (a.port == 0) port = svr.bind_to_any_port(a.host);
   else if (!svr.bind_to_port(a.host, port)) port = -1;
   if (port < 0)
     throw IoError("[serve] cannot listen on " + a.host + ":" + std::to_string(a.port) + " (in use, or not an address here)");
+  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
   std::thread listener([&svr] { svr.listen_after_bind(); });
   std::fprintf(stderr, "forge: %s on %s (%s), batch %lld, context %lld\n", ctx.model_id.c_str(), dev.name().c_str(),
                scheduler.batched() ? "batched decode" : "one forward per sequence", (long long)a.max_batch,
