@@ -2,7 +2,9 @@
 // connection, without writing to it: a non-streamed request writes nothing
 // until it is done, so a failed write cannot tell (as it does for a stream).
 // httplib (0.11) does not hand its handlers the socket; it is found among
-// the process's sockets by the connection's two addresses.
+// the process's sockets by the connection's two addresses. A client that
+// only shuts down its sending side counts as gone (HTTP clients do not).
+// Linux: the sockets are listed from /proc/self/fd.
 #pragma once
 #include <httplib.h>
 
