@@ -24,6 +24,7 @@
 #include "forge/generate.h"
 #include "forge/model.h"
 #include "forge/model_config.h"
+#include "forge/ops/gather.h"
 #include "forge/ops/sample.h"
 #include "forge/tensor.h"
 
@@ -94,6 +95,13 @@ class Gpt2 : public CausalLM {
   // [B, V]. ValueError naming the context length when they do not fit.
   Tensor forward_cached(const Tensor& ids, KvCache& cache) const override;
 
+  // Continuous batching (forward_rows.cpp): a row cache is token-major,
+  // [rows, capacity, n_head, hd] per layer, as flash_attention_v2 reads it.
+  bool has_row_decode() const override { return true; }
+  KvCache new_row_cache(int64_t rows, int64_t capacity = 0) const override;
+  Tensor prefill_row(const Tensor& ids, KvCache& cache, int64_t row) const override;
+  Tensor decode_rows(const Tensor& ids, KvCache& cache, const std::vector<int64_t>& pos) const override;
+
   // Mean next-token cross-entropy of logits [B, T, V] against ids [B, T]
   // (labels are ids shifted by one: B * (T - 1) positions), read back.
   static float loss(const Tensor& logits, const Tensor& ids);
@@ -102,6 +110,12 @@ class Gpt2 : public CausalLM {
   Gpt2(Gpt2Config config, Device device);
   // x [B, T, C] through block l; cache may be null (no cache, positions 0..T-1).
   Tensor block(int64_t l, const Tensor& x, Gpt2Cache* cache) const;
+  // Block l up to attention: x [B, T, C] -> ln_1, c_attn -> q, k, v, each
+  // [B, n_head, T, hd].
+  QKV block_in(int64_t l, const Tensor& x) const;
+  // The rest of block l after attention: x [B, T, C] its input, y [B * T, C]
+  // the attention output (heads merged) -> the block's output [B, T, C].
+  Tensor block_out(int64_t l, const Tensor& x, const Tensor& y) const;
   // x [B, T, C] -> logits [B, T, V] over the chunked wte.
   Tensor lm_head(const Tensor& x) const;
 

@@ -80,10 +80,14 @@ class CausalLM {
   // [B, V]. ValueError naming the limit when they do not fit.
   virtual Tensor forward_cached(const Tensor& ids, KvCache& cache) const = 0;
 
-  // Continuous batching: each row of a cache from new_cache(rows) holds one
-  // sequence at its own position (cache.len is not used). A family without
-  // it throws ValueError from both calls; has_row_decode says which.
+  // Continuous batching: each row of a cache from new_row_cache(rows) holds
+  // one sequence at its own position (cache.len is not used). A family
+  // without it throws ValueError from both calls; has_row_decode says which.
   virtual bool has_row_decode() const { return false; }
+  // A cache for prefill_row / decode_rows: `rows` sequences of `capacity`
+  // positions (0: the whole context). The family's new_cache unless its row
+  // layout differs (GPT-2's is token-major, its new_cache head-major).
+  virtual KvCache new_row_cache(int64_t rows, int64_t capacity = 0) const { return new_cache(rows, capacity); }
   // Replaces row `row` with the prompt ids [1, T] at positions 0 .. T-1 ->
   // the last position's logits [1, V]. Not for a ring (sliding-window) cache.
   virtual Tensor prefill_row(const Tensor& ids, KvCache& cache, int64_t row) const;

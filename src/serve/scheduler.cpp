@@ -40,7 +40,7 @@ Scheduler::Scheduler(const CausalLM& model, const SchedulerOptions& o, Metrics* 
                      model.info().context_key + "), got " + std::to_string(o.ctx));
   ctx_ = o.ctx ? o.ctx : model.context_length();
   if (model.has_row_decode()) {
-    cache_ = model.new_cache(max_batch_, ctx_);
+    cache_ = model.new_row_cache(max_batch_, ctx_);
     rows_ = !cache_.ring;  // a sliding-window ring keeps one position per slot, not one sequence per row
     if (!rows_) cache_ = KvCache{};
   }

@@ -8,8 +8,10 @@
 // runs on the model's device; a request's token i uses Philox step i, so its
 // output does not depend on what else is in the batch.
 //
-// A family without per-row decode (GPT-2) is served by the same loop with a
-// cache per sequence and one forward per sequence per step.
+// Every family has per-row decode (GPT-2 and the Llama family). Where the
+// rows cannot be used (a sliding-window model whose context exceeds its
+// window keeps a ring cache, one position per slot) the same loop serves
+// with a cache per sequence and one forward per sequence per step.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -66,7 +68,7 @@ class Job {
   int64_t produced_ = 0;
   uint32_t last_ = 0;
   std::chrono::steady_clock::time_point submitted_, last_token_;
-  KvCache own_;  // the per-sequence cache of a family without row decode
+  KvCache own_;  // the per-sequence cache when rows cannot be used (a ring)
 };
 
 struct SchedulerOptions {

@@ -1,7 +1,8 @@
-// Continuous batching in the model layer: sequences that join a KV cache's
-// rows at different steps and decode together (decode_rows, one batched
-// forward per step) produce the greedy tokens of each sequence decoded alone
-// (forward_cached), with logits within a stated tolerance, on every backend.
+// Continuous batching in the model layer (the Llama family and GPT-2):
+// sequences that join a KV cache's rows at different steps and decode
+// together (decode_rows, one batched forward per step) produce the greedy
+// tokens of each sequence decoded alone (forward_cached), with logits within
+// a stated tolerance, on every backend.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -37,7 +38,7 @@ struct Seq {
 void run_batched(const CausalLM& m, const std::vector<Seq>& seqs, int64_t rows,
                  std::vector<std::vector<uint32_t>>& ids, std::vector<std::vector<std::vector<float>>>& logits) {
   const int64_t V = m.vocab_size();
-  KvCache cache = m.new_cache(rows, 48);
+  KvCache cache = m.new_row_cache(rows, 48);
   std::vector<int> owner(size_t(rows), -1);
   std::vector<int64_t> pos(size_t(rows), 0);
   std::vector<uint32_t> last(size_t(rows), 0);
@@ -139,9 +140,16 @@ TEST(RowDecode, KvAppendRowsWritesEachRowAtItsSlot) {
   }
 }
 
-TEST(RowDecode, Gpt2SaysItHasNoRowDecode) {
+TEST(RowDecode, Gpt2BatchedEqualsAloneOnEveryBackend) { check_family("gpt2-tiny"); }
+
+TEST(RowDecode, Gpt2RowsTakeATokenMajorCache) {
   auto m = load_model(fixture("gpt2-tiny"), Device::cpu());
-  EXPECT_FALSE(m->has_row_decode());
-  KvCache c = m->new_cache(2, 8);
-  EXPECT_THROW(m->decode_rows(Tensor::from_vector(std::vector<uint32_t>{1}, {1, 1}), c, {0}), ValueError);
+  KvCache heads = m->new_cache(2, 8);  // [B, n_head, cap, hd]: forward_cached's layout
+  const Tensor one = Tensor::from_vector(std::vector<uint32_t>{1}, {1, 1});
+  EXPECT_THROW(m->decode_rows(one, heads, {0}), ShapeError);
+  EXPECT_THROW(m->prefill_row(one, heads, 0), ShapeError);
+  KvCache rows = m->new_row_cache(2, 8);
+  EXPECT_THROW(m->prefill_row(one, rows, 2), ValueError);  // row 2 of 2
+  EXPECT_THROW(m->prefill_row(Tensor::from_vector(std::vector<uint32_t>(9, 1), {1, 9}), rows, 0), ValueError);
+  EXPECT_THROW(m->decode_rows(one, rows, {8}), ValueError);  // position 8 of capacity 8
 }

@@ -2,10 +2,12 @@
 // completions and chat equal `forge generate` on the same prompt and
 // sampling settings, streaming equals the whole response, concurrent
 // requests equal sequential ones (continuous batching must not change a
-// request's tokens), every error case answers OpenAI's error shape and the
-// server keeps serving, a client that leaves mid-stream frees its slot, and
-// SIGTERM lets the request in flight finish before exiting 0. The model is
-// llama-tiny with a byte-level tokenizer and SmolLM2's chat template.
+// request's tokens; on GPT-2 too), every error case answers OpenAI's error
+// shape and the server keeps serving (a full queue included), a client that
+// leaves mid-stream or before a non-streamed answer frees its slot, --adapter
+// serves what generate --adapter generates, and SIGTERM lets the request in
+// flight finish before exiting 0. The model is llama-tiny with a byte-level
+// tokenizer and SmolLM2's chat template, unless a test names another.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -69,9 +71,20 @@ double metric(httplib::Client& c, const std::string& name) {
   return std::regex_search(body, m, re) ? std::stod(m[1]) : -1;
 }
 
-// Starts a streamed request over a raw socket, reads until the first event,
-// and returns the open socket (closing it is a client leaving mid-stream).
-int start_stream(int port, const json& body) {
+// Whether the batch and the queue empty within two seconds (the gauges are
+// set after each scheduler step, so they may lag a response by a step).
+bool goes_idle(httplib::Client& c) {
+  for (int i = 0; i < 200; ++i) {
+    if (metric(c, "forge_queue_length") == 0 && metric(c, "forge_batch_size") == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// Sends a completion request over a raw socket and returns the open socket
+// (closing it is a client leaving); a streamed one is read up to its first
+// event.
+int start_request(int port, const json& body) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -84,7 +97,7 @@ int start_stream(int port, const json& body) {
   if (::send(fd, req.data(), req.size(), 0) != ssize_t(req.size())) return -1;
   std::string got;
   char buf[4096];
-  while (got.find("data: ") == std::string::npos) {
+  while (body.value("stream", false) && got.find("data: ") == std::string::npos) {
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n <= 0) break;
     got.append(buf, size_t(n));
@@ -214,16 +227,20 @@ TEST_F(ServeCli, StreamingEqualsTheWholeResponse) {
   }
 }
 
+// Request i's prompt: text, or token ids for a model without a tokenizer.
+json text_prompt(int i) { return std::string("story number ") + std::to_string(i) + " begins"; }
+json id_prompt(int i) { return json::array({1 + i, 2, 3 + (7 * i) % 900}); }
+
 // Sequential and concurrent runs of the same requests (some streamed) give
 // the same tokens; the batch did hold several sequences at once.
-// N requests of about `tokens` tokens each.
-void check_concurrent(const fs::path& model, const fs::path& scratch, const std::string& device, int N, int tokens) {
-  ServeProcess s(model, scratch, {"--max-batch", "6"}, device);
+// N requests of about `tokens` tokens each, at most `batch` decoded together.
+void check_concurrent(const fs::path& model, const fs::path& scratch, const std::string& device, int N, int tokens,
+                      json (*prompt)(int) = text_prompt, int batch = 6) {
+  ServeProcess s(model, scratch, {"--max-batch", std::to_string(batch)}, device);
   ASSERT_TRUE(s.up()) << s.output();
+  EXPECT_NE(s.output().find("batched decode"), std::string::npos) << s.output();
   auto request = [&](int i) {
-    json b = {{"prompt", std::string("story number ") + std::to_string(i) + " begins"},
-              {"max_tokens", tokens + i % 4},
-              {"seed", 100 + i}};
+    json b = {{"prompt", prompt(i)}, {"max_tokens", tokens + i % 4}, {"seed", 100 + i}};
     if (i % 3 == 0) b["temperature"] = 0;
     if (i % 2) b["stream"] = true;
     return b;
@@ -319,7 +336,7 @@ TEST_F(ServeCli, ClientLeavingMidStreamFreesItsSlotAtOnce) {
   ServeProcess s(model(), scratch(), {"--max-batch", "1", "--queue", "0"});
   ASSERT_TRUE(s.up()) << s.output();
   auto c = s.client();
-  const int fd = start_stream(s.port(), {{"prompt", {5, 6}}, {"max_tokens", 250}, {"stream", true}});
+  const int fd = start_request(s.port(), {{"prompt", {5, 6}}, {"max_tokens", 250}, {"stream", true}});
   ASSERT_GE(fd, 0);
   // The only row is busy and nothing may wait: 503 in OpenAI's shape.
   Reply busy = post(*c, "/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2}});
@@ -334,7 +351,78 @@ TEST_F(ServeCli, ClientLeavingMidStreamFreesItsSlotAtOnce) {
   }
   EXPECT_EQ(next.status, 200) << next.body.dump();
   EXPECT_LT(metric(*c, "forge_generated_tokens_total"), 200) << "the abandoned request kept generating";
-  EXPECT_EQ(metric(*c, "forge_batch_size"), 0);
+  EXPECT_TRUE(goes_idle(*c)) << "the row stayed taken";
+}
+
+// A non-streamed request writes nothing until it is done, yet a client that
+// leaves it frees its row as soon as it is gone, like a stream's. Its 16
+// choices of 250 tokens run one after another (one row): 4000 tokens, far
+// more than are generated before the client leaves.
+TEST_F(ServeCli, ClientLeavingANonStreamedRequestFreesItsSlotAtOnce) {
+  ServeProcess s(model(), scratch(), {"--max-batch", "1", "--queue", "16"});
+  ASSERT_TRUE(s.up()) << s.output();
+  auto c = s.client();
+  const int fd = start_request(s.port(), {{"prompt", {5, 6}}, {"max_tokens", 250}, {"n", 16}});
+  ASSERT_GE(fd, 0);
+  for (int i = 0; i < 500 && metric(*c, "forge_generated_tokens_total") < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ::close(fd);
+  Reply next;
+  for (int i = 0; i < 100 && next.status != 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    next = post(*c, "/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2}});
+  }
+  EXPECT_EQ(next.status, 200) << next.body.dump();
+  EXPECT_LT(metric(*c, "forge_generated_tokens_total"), 2000) << "the abandoned request kept generating";
+  EXPECT_EQ(metric(*c, "forge_requests_total{endpoint=\"/v1/completions\",status=\"499\"}"), 1);
+  EXPECT_TRUE(goes_idle(*c)) << "rows or places in the queue stayed taken";
+}
+
+// With every row busy and the queue full, a request gets 503 in OpenAI's
+// error shape with Retry-After, streamed or not; the request that found room
+// in the queue still finishes, and the server goes on serving. A stream of
+// 16 choices of 250 tokens holds all 16 rows while three requests arrive at
+// once: one waits, two are refused. Should the rows free up before they
+// arrive (a slow machine), none is refused and the round is tried again.
+TEST_F(ServeCli, FullQueueAnswers503AndServingGoesOn) {
+  ServeProcess s(model(), scratch(), {"--max-batch", "16", "--queue", "1"});
+  ASSERT_TRUE(s.up()) << s.output();
+  auto c = s.client();
+  int refused = 0, served = 0;
+  for (int round = 0; round < 5 && refused == 0; ++round) {
+    const int fd = start_request(s.port(), {{"prompt", {5, 6}}, {"max_tokens", 250}, {"n", 16}, {"stream", true}});
+    ASSERT_GE(fd, 0);
+    std::vector<std::future<httplib::Result>> fs;
+    for (int i = 0; i < 3; ++i)
+      fs.push_back(std::async(std::launch::async, [&, i] {
+        auto cc = s.client();
+        const json b = {{"prompt", {7, 8}}, {"max_tokens", 3}, {"temperature", 0}, {"stream", i == 2}};
+        return cc->Post("/v1/completions", b.dump(), "application/json");
+      }));
+    for (auto& f : fs) {
+      httplib::Result r = f.get();
+      ASSERT_TRUE(r);
+      if (r->status == 200) {
+        ++served;
+        continue;
+      }
+      ++refused;
+      EXPECT_EQ(r->status, 503) << r->body;
+      EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+      EXPECT_NE(r->get_header_value("Content-Type").find("application/json"), std::string::npos);
+      const json e = json::parse(r->body, nullptr, false);
+      ASSERT_TRUE(e.is_object() && e.contains("error")) << r->body;
+      EXPECT_EQ(e["error"]["type"], "server_error");
+      EXPECT_EQ(e["error"]["code"], "queue_full");
+      EXPECT_NE(e["error"]["message"].get<std::string>().find("--queue 1)"), std::string::npos) << r->body;
+    }
+    ::close(fd);
+  }
+  EXPECT_GT(refused, 0) << "no request was refused while every row was busy and the queue full";
+  EXPECT_GT(served, 0) << "the request that waited in the queue was not served";
+  EXPECT_EQ(post(*c, "/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2}}).status, 200);
+  EXPECT_EQ(metric(*c, "forge_requests_total{endpoint=\"/v1/completions\",status=\"503\"}"), refused);
+  EXPECT_TRUE(goes_idle(*c)) << "rows or places in the queue stayed taken";
 }
 
 TEST_F(ServeCli, SigtermFinishesTheRequestInFlightAndExitsZero) {
@@ -361,13 +449,13 @@ TEST_F(ServeCli, SigtermFinishesTheRequestInFlightAndExitsZero) {
   EXPECT_FALSE(s.client()->Get("/health")) << "still accepting after SIGTERM";
 }
 
-// GPT-2 has no per-row decode: the scheduler steps each sequence alone, with
-// the same results as forge generate, and a folder without a tokenizer takes ids.
+// GPT-2 decodes in the same batched rows as the Llama family, with the
+// results of forge generate, and a folder without a tokenizer takes ids.
 TEST_F(ServeCli, Gpt2WithoutTokenizerServesTokenIds) {
   const fs::path gpt2 = fs::path(FORGE_TEST_DATA) / "gpt2-tiny";
   ServeProcess s(gpt2, scratch(), {"--max-batch", "3"});
   ASSERT_TRUE(s.up()) << s.output();
-  EXPECT_NE(s.output().find("one forward per sequence"), std::string::npos);
+  EXPECT_NE(s.output().find("batched decode"), std::string::npos) << s.output();
   auto c = s.client();
   std::vector<std::future<Reply>> fs;
   for (int i = 0; i < 3; ++i)
@@ -387,6 +475,48 @@ TEST_F(ServeCli, Gpt2WithoutTokenizerServesTokenIds) {
   EXPECT_EQ(text.status, 400);
   Reply chat = post(*c, "/v1/chat/completions", json{{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}});
   EXPECT_EQ(chat.status, 400);
+}
+
+// 32 concurrent clients on GPT-2 in one batch of 32 rows, as sequential runs.
+TEST_F(ServeCli, Gpt2ConcurrentRequestsEqualSequential) {
+  check_concurrent(fs::path(FORGE_TEST_DATA) / "gpt2-tiny", scratch(), "cpu", 32, 8, id_prompt, 32);
+}
+
+// --adapter: the served tokens are forge generate --adapter's (the adapter
+// applies in the batched rows too); a folder that is no adapter stops the
+// server before it listens, with a message naming it.
+TEST_F(ServeCli, AdapterAppliesAsInGenerate) {
+  const fs::path base = fs::path(FORGE_TEST_DATA) / "llama3-tiny", adapter = base / "adapter";
+  const std::vector<uint32_t> prompt = {17, 230, 9, 41, 5};
+  auto generated = [&](bool with) {
+    std::vector<std::string> args = {"generate", "-m", base.string(), "--prompt-ids", id_list(prompt), "-n", "8",
+                                     "--greedy", "--device", "cpu", "--json"};
+    if (with) args.insert(args.end(), {"--adapter", adapter.string()});
+    return generate_json(args, scratch())["ids"].get<std::vector<uint32_t>>();
+  };
+  const std::vector<uint32_t> with = generated(true), without = generated(false);
+  ASSERT_NE(with, without) << "the adapter must change this prompt's greedy tokens for the test to tell";
+  {
+    ServeProcess s(base, scratch(), {"--adapter", adapter.string(), "--max-batch", "2"});
+    ASSERT_TRUE(s.up()) << s.output();
+    auto c = s.client();
+    std::vector<std::future<Reply>> fs;
+    for (int i = 0; i < 2; ++i)  // two at once: the adapter in a batched step
+      fs.push_back(std::async(std::launch::async, [&] {
+        auto cc = s.client();
+        return post(*cc, "/v1/completions", json{{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}});
+      }));
+    for (auto& f : fs) {
+      Reply r = f.get();
+      ASSERT_EQ(r.status, 200) << r.body.dump();
+      EXPECT_EQ(ids_of(r.body["choices"][0]), with);
+    }
+  }
+  const auto r = run_cli({"serve", "-m", base.string(), "--adapter", (scratch() / "no-adapter").string(), "--port", "0",
+                          "--device", "cpu"},
+                         scratch());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("no-adapter"), std::string::npos) << r.out;
 }
 
 // The official OpenAI Node SDK (npm `openai`, installed by `npm ci`) as the

@@ -1,10 +1,12 @@
-// forge serve -m DIR [--host 127.0.0.1] [--port 8080] [--device auto|cpu|webgpu]
-//   [--api-key KEY] [--max-batch N] [--ctx N] [--queue N]
+// forge serve -m DIR [--adapter DIR] [--host 127.0.0.1] [--port 8080]
+//   [--device auto|cpu|webgpu] [--api-key KEY] [--max-batch N] [--ctx N] [--queue N]
 // An OpenAI-compatible HTTP server (serve_http.h) over one model, with
 // continuous batching (serve/scheduler.h). Prints "forge: listening on
 // http://HOST:PORT" once it accepts connections (--port 0: a free port).
 // SIGINT / SIGTERM: new requests get 503 while the ones in flight finish,
 // then the server closes and exits 0 (a second signal exits at once).
+#include <sys/socket.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -25,7 +27,7 @@ namespace {
 constexpr size_t kMaxBody = 4u << 20;  // bytes of a request body (413 beyond)
 
 struct ServeArgs {
-  std::string model, host = "127.0.0.1", device = "auto", api_key;
+  std::string model, adapter, host = "127.0.0.1", device = "auto", api_key;
   int64_t port = 8080, max_batch = 8, ctx = 0, queue = 64;
 };
 
@@ -44,7 +46,7 @@ void run(const ServeArgs& a) {
   ctx.api_key = a.api_key;
   ctx.created = int64_t(std::time(nullptr));
   if (has_tokenizer(dir)) ctx.tok = Tokenizer::from_dir(dir);
-  std::unique_ptr<CausalLM> model = load_model(dir, dev);
+  std::unique_ptr<CausalLM> model = load_model_and_adapter(dir, dev, a.adapter);
   ctx.model = model.get();
   ctx.stop_ids = model->info().eos;
   if (ctx.stop_ids.empty() && ctx.tok && ctx.tok->eos_id()) ctx.stop_ids = {*ctx.tok->eos_id()};
@@ -71,11 +73,20 @@ void run(const ServeArgs& a) {
   const size_t threads = size_t(a.max_batch + a.queue + 4);
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   install_routes(svr, ctx, kMaxBody);
+  // httplib (0.11) listens with a backlog of 5: of 32 clients connecting at
+  // once, some would have their SYN dropped and retried a second later.
+  // Listening again on the bound socket raises it.
+  int listen_fd = -1;
+  svr.set_socket_options([&listen_fd](socket_t s) {
+    httplib::default_socket_options(s);
+    listen_fd = s;
+  });
   int port = int(a.port);
   if (a.port == 0) port = svr.bind_to_any_port(a.host);
   else if (!svr.bind_to_port(a.host, port)) port = -1;
   if (port < 0)
     throw IoError("[serve] cannot listen on " + a.host + ":" + std::to_string(a.port) + " (in use, or not an address here)");
+  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
   std::thread listener([&svr] { svr.listen_after_bind(); });
   std::fprintf(stderr, "forge: %s on %s (%s), batch %lld, context %lld\n", ctx.model_id.c_str(), dev.name().c_str(),
                scheduler.batched() ? "batched decode" : "one forward per sequence", (long long)a.max_batch,
@@ -101,6 +112,7 @@ const bool registered = register_command(
        sub.add_option("-m,--model", a.model, "Model folder (config.json + safetensors [+ tokenizer]), or a Hugging Face id org/name[@revision]")->required();
        sub.add_option("--host", a.host, "Address to listen on")->capture_default_str();
        sub.add_option("--port", a.port, "Port to listen on (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
+       sub.add_option("--adapter", a.adapter, "A LoRA adapter folder (PEFT layout) to apply to the model");
        add_device_option(sub, a.device);
        sub.add_option("--api-key", a.api_key, "Require 'Authorization: Bearer KEY' on /v1/ routes");
        check_at_least(sub.add_option("--max-batch", a.max_batch, "Sequences decoded together")->capture_default_str(), 1);

@@ -3,6 +3,7 @@
 // request into scheduler jobs and their tokens back into OpenAI JSON.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -70,7 +71,10 @@ struct Generation {
 std::unique_ptr<Generation> start_generation(ServeContext& ctx, const std::string& body, bool chat);
 
 // The whole response of a non-streamed request (waits for every choice).
-nlohmann::json complete(const ServeContext& ctx, Generation& g);
+// nullopt as soon as `client_gone` says the client left: the choices are then
+// left to the caller to drop, which cancels their jobs and frees their rows.
+std::optional<nlohmann::json> complete(const ServeContext& ctx, Generation& g,
+                                       const std::function<bool()>& client_gone);
 
 // The server-sent-event chunks of a streamed request.
 nlohmann::json stream_chunk(const ServeContext& ctx, const Generation& g, size_t index, const std::string& text,

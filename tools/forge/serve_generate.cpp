@@ -129,24 +129,27 @@ json usage(const Generation& g) {
   return {{"prompt_tokens", P}, {"completion_tokens", gen}, {"total_tokens", P + gen}};
 }
 
-json complete(const ServeContext& ctx, Generation& g) {
+std::optional<json> complete(const ServeContext& ctx, Generation& g, const std::function<bool()>& client_gone) {
   json choices = json::array();
   for (size_t i = 0; i < g.choices.size(); ++i) {
     Choice& c = *g.choices[i];
     std::string text = g.req.echo && g.req.prompt_text ? *g.req.prompt_text : std::string();
     std::vector<uint32_t> ids;
-    while (!c.done()) text += c.poll(std::chrono::milliseconds(200), &ids);
+    while (!c.done()) {
+      text += c.poll(std::chrono::milliseconds(50), &ids);
+      if (client_gone()) return std::nullopt;
+    }
     json choice{{"index", i}, {"finish_reason", c.finish_reason()}, {"token_ids", ids}};
     if (g.req.chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
     else choice["text"] = text, choice["logprobs"] = nullptr;
     choices.push_back(choice);
   }
-  return {{"id", g.id},
-          {"object", g.req.chat ? "chat.completion" : "text_completion"},
-          {"created", int64_t(std::time(nullptr))},
-          {"model", ctx.model_id},
-          {"choices", choices},
-          {"usage", usage(g)}};
+  return json{{"id", g.id},
+              {"object", g.req.chat ? "chat.completion" : "text_completion"},
+              {"created", int64_t(std::time(nullptr))},
+              {"model", ctx.model_id},
+              {"choices", choices},
+              {"usage", usage(g)}};
 }
 
 json stream_chunk(const ServeContext& ctx, const Generation& g, size_t index, const std::string& text,

@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include "serve_peer.h"
+
 namespace forge::cli {
 
 using json = nlohmann::json;
@@ -86,7 +88,10 @@ void completion(ServeContext& ctx, const httplib::Request& req, httplib::Respons
       stream_response(ctx, res, std::move(g));
       streaming = true;
     } else {
-      send_json(res, complete(ctx, *g));
+      const PeerWatch peer(req);
+      // A client that left gets nothing; dropping g cancels its jobs at once.
+      if (std::optional<json> j = complete(ctx, *g, [&peer] { return peer.closed(); })) send_json(res, *j);
+      else res.status = 499;  // "client closed request", as /metrics counts it
     }
   } catch (const ApiError& e) {
     send_error(res, e);

@@ -1,5 +1,8 @@
 #include "models/common/cache.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "forge/ops.h"
 
 namespace forge::models {
@@ -29,6 +32,24 @@ Tensor last_positions(const Tensor& x, int64_t B, int64_t T) {
   for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = uint32_t(b * T + T - 1);
   // Gathered as embedding rows: a slice need not meet a binding's alignment.
   return embedding(Tensor::from_vector(rows, {B}), x);
+}
+
+Tensor first_rows(const Tensor& t, int64_t n) {
+  if (n == t.dim(0)) return t;
+  const int64_t B = t.dim(0);
+  Shape s = t.shape();
+  s[0] = n;
+  return t.reshape({B, t.numel() / B}).slice_rows(0, n).reshape(s);
+}
+
+Tensor row_mask(const std::vector<int64_t>& pos, int64_t cap, int64_t window, const Device& device) {
+  const int64_t n = int64_t(pos.size());
+  std::vector<float> m(size_t(n * cap), -INFINITY);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t lo = window > 0 ? std::max<int64_t>(0, pos[size_t(i)] - window + 1) : 0;
+    for (int64_t s = lo; s <= pos[size_t(i)]; ++s) m[size_t(i * cap + s)] = 0.0f;
+  }
+  return Tensor::from_vector(m, {n, 1, 1, cap}, device);
 }
 
 }  // namespace forge::models

@@ -1,6 +1,7 @@
 // Pieces of the KV-cache path every family shares.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "forge/model.h"
 
@@ -16,5 +17,12 @@ KvCache zero_cache(int64_t layers, const Shape& shape, int64_t batch, int64_t ca
 // x [B * T, C] -> [B, C]: each sequence's last position (row b * T + T - 1),
 // gathered on x's device; x itself when T == 1.
 Tensor last_positions(const Tensor& x, int64_t B, int64_t T);
+
+// The first n rows of a row cache tensor [B, cap, ..] (a view at offset 0).
+Tensor first_rows(const Tensor& t, int64_t n);
+
+// Additive attention mask [n, 1, 1, cap] for decode_rows: row i sees slots
+// max(0, pos_i - window + 1) .. pos_i (window 0: from slot 0).
+Tensor row_mask(const std::vector<int64_t>& pos, int64_t cap, int64_t window, const Device& device);
 
 }  // namespace forge::models

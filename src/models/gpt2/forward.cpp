@@ -22,13 +22,16 @@ Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b) {
 
 }  // namespace
 
-Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
+QKV Gpt2::block_in(int64_t l, const Tensor& x) const {
   const Gpt2Block& b = w_.h[size_t(l)];
-  const int64_t B = x.dim(0), T = x.dim(1), C = config_.n_embd, nh = config_.n_head, hd = C / nh;
-  const float eps = float(config_.layer_norm_epsilon);
+  const int64_t B = x.dim(0), T = x.dim(1), C = config_.n_embd;
+  Tensor h = layernorm(x, b.ln_1_w, b.ln_1_b, float(config_.layer_norm_epsilon)).reshape({B * T, C});
+  return split_heads(conv1d(h, b.attn_w, b.attn_b).reshape({B, T, 3 * C}), config_.n_head);
+}
 
-  Tensor h = layernorm(x, b.ln_1_w, b.ln_1_b, eps).reshape({B * T, C});
-  QKV qkv = split_heads(conv1d(h, b.attn_w, b.attn_b).reshape({B, T, 3 * C}), nh);  // each [B, nh, T, hd]
+Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
+  const int64_t B = x.dim(0), T = x.dim(1), C = config_.n_embd, nh = config_.n_head, hd = C / nh;
+  QKV qkv = block_in(l, x);  // each [B, nh, T, hd]
   Tensor keys = qkv.k, values = qkv.v;  // [B, nh, keys, hd] (only the first `n_keys` rows used)
   int64_t past = 0, n_keys = T;
   if (cache) {
@@ -53,7 +56,13 @@ Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
   MatmulOptions av;
   av.b_rows = n_keys;
   Tensor y = matmul(att, values.reshape({B * nh, cap, hd}), av).reshape({B, nh, T, hd});
-  y = merge_heads(y).reshape({B * T, C});
+  return block_out(l, x, merge_heads(y).reshape({B * T, C}));
+}
+
+Tensor Gpt2::block_out(int64_t l, const Tensor& x, const Tensor& y) const {
+  const Gpt2Block& b = w_.h[size_t(l)];
+  const int64_t B = x.dim(0), T = x.dim(1), C = config_.n_embd;
+  const float eps = float(config_.layer_norm_epsilon);
   Tensor x1 = add(x, conv1d(y, b.attn_proj_w, b.attn_proj_b).reshape({B, T, C}));
 
   Tensor m = layernorm(x1, b.ln_2_w, b.ln_2_b, eps).reshape({B * T, C});

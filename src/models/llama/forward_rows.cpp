@@ -27,24 +27,6 @@ void check_row_cache(const KvCache& cache, int64_t layers) {
                      " positions), not a ring");
 }
 
-// The first n rows of a cache tensor [B, cap, nkv, hd] (a view at offset 0).
-Tensor first_rows(const Tensor& t, int64_t n) {
-  if (n == t.dim(0)) return t;
-  const int64_t B = t.dim(0);
-  return t.reshape({B, t.numel() / B}).slice_rows(0, n).reshape({n, t.dim(1), t.dim(2), t.dim(3)});
-}
-
-// Additive mask [n, 1, 1, cap]: row i sees slots max(0, pos_i - window + 1) .. pos_i.
-Tensor row_mask(const std::vector<int64_t>& pos, int64_t cap, int64_t window, const Device& device) {
-  const int64_t n = int64_t(pos.size());
-  std::vector<float> m(size_t(n * cap), -INFINITY);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t lo = window > 0 ? std::max<int64_t>(0, pos[size_t(i)] - window + 1) : 0;
-    for (int64_t s = lo; s <= pos[size_t(i)]; ++s) m[size_t(i * cap + s)] = 0.0f;
-  }
-  return Tensor::from_vector(m, {n, 1, 1, cap}, device);
-}
-
 }  // namespace
 
 Tensor LlamaModel::prefill_row(const Tensor& ids_in, KvCache& cache, int64_t row) const {
