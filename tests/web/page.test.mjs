@@ -14,17 +14,13 @@
 //
 // node tests/web/page.test.mjs (scripts/test-web.sh builds what it needs first).
 // Exits non-zero on the first failed check.
-import {execFileSync, spawn} from "node:child_process";
+import {execFileSync} from "node:child_process";
 import {mkdirSync, readFileSync} from "node:fs";
-import {dirname, join} from "node:path";
-import {fileURLToPath} from "node:url";
-import {chromium} from "playwright-core";
+import {join} from "node:path";
+import {fixtures, launch, openPage, root, startServer} from "./harness.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const forgeBin = process.env.FORGE_BIN || join(root, "build", "forge");
-const chromiumPath = process.env.FORGE_CHROMIUM || "/usr/lib/chromium/chromium";
 const artifacts = process.env.FORGE_WEB_ARTIFACTS || join(root, "build-wasm", "web-test");
-const fixtures = join(root, "tests", "fixtures");
 const MODELS = ["gpt2-tiny", "llama-tiny"];
 const LOSS_TOL = 5e-3;
 
@@ -74,26 +70,6 @@ function nativeReferences() {
   return refs;
 }
 
-function startServer() {
-  return new Promise((resolve, reject) => {
-    const p = spawn("node", [join(root, "web", "serve.mjs"), "--port", "0", "--models", fixtures,
-                             "--build", join(root, "build-wasm")], {stdio: ["ignore", "pipe", "inherit"]});
-    p.stdout.on("data", (d) => {
-      const m = /http:\/\/127\.0\.0\.1:(\d+)\//.exec(String(d));
-      if (m) resolve({proc: p, url: m[0]});
-    });
-    p.on("exit", (code) => reject(new Error(`the page's server exited with ${code}`)));
-  });
-}
-
-async function openPage(browser, url) {
-  const page = await browser.newPage({viewport: {width: 1200, height: 900}});
-  page.on("pageerror", (e) => console.log(`page error: ${e.message}`));
-  await page.goto(url);
-  await page.waitForFunction(() => window.forgePage && window.forgePage.ready, null, {timeout: 60000});
-  return page;
-}
-
 // Loads the fixture on `device`, generates 24 greedy ids, trains 10 steps.
 function runInPage(page, name, device, ref) {
   return page.evaluate(async ({name, device, ref}) => {
@@ -125,7 +101,7 @@ const started = Date.now();
 const refs = nativeReferences();
 const server = await startServer();
 mkdirSync(artifacts, {recursive: true});
-const browser = await chromium.launch({executablePath: chromiumPath, args: ["--enable-unsafe-webgpu", "--no-sandbox"]});
+const browser = await launch({webgpu: true});
 let plain = null;
 try {
   const page = await openPage(browser, server.url);
@@ -164,7 +140,7 @@ try {
   console.log(`     screenshot: ${join(artifacts, "page.png")}`);
 
   // Without WebGPU: a "webgpu" load runs on the CPU and says why.
-  plain = await chromium.launch({executablePath: chromiumPath, args: ["--no-sandbox"]});
+  plain = await launch({webgpu: false});
   const noGpu = await openPage(plain, server.url);
   const got = await runInPage(noGpu, "gpt2-tiny", "webgpu", refs["gpt2-tiny"]);
   check(got.device === "cpu" && !!got.fallback, `without WebGPU the page falls back to the CPU (${got.fallback})`);
