@@ -76,13 +76,24 @@ async function fetchBytes(url, onProgress) {
   return out;
 }
 
-// The adapter forge's WebGPU device uses: {available, name, type, ...} or
+// Why the page cannot have WebGPU, in the browser's terms (null: it can).
+async function webgpuMissing() {
+  if (settings.disableWebGPU) return "WebGPU is turned off for this page";
+  if (typeof navigator === "undefined" || !navigator.gpu) return "this browser has no navigator.gpu";
+  try {
+    if (!(await navigator.gpu.requestAdapter())) return "navigator.gpu.requestAdapter() found no adapter";
+  } catch (e) {
+    return String(e.message || e);
+  }
+  return null;
+}
+
+// The adapter of forge's WebGPU device: {available, name, type, ...} or
 // {available: false, error}.
 export function adapter() {
   return serial(async (M) => {
-    const text = await M.ccall("forge_adapter", "string", [], [], {async: true});
-    const reply = JSON.parse(text);
-    return reply.error ? {available: false, error: reply.error} : reply;
+    const reply = JSON.parse(await M.ccall("forge_adapter", "string", [], [], {async: true}));
+    return reply.error ? {available: false, error: (await webgpuMissing()) || reply.error} : reply;
   });
 }
 
@@ -116,7 +127,7 @@ export async function load(url, {device = "webgpu", onProgress} = {}) {
     if (device === "webgpu") {
       const a = JSON.parse(await M.ccall("forge_adapter", "string", [], [], {async: true}));
       if (a.error) {
-        fallback = a.error;
+        fallback = (await webgpuMissing()) || a.error;
         device = "cpu";
       }
     }

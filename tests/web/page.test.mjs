@@ -8,6 +8,8 @@
 //    by ~0.1 a step, so a wrong update shows far above it);
 //  - without WebGPU (Chromium without --enable-unsafe-webgpu) a "webgpu" load
 //    falls back to the CPU and still generates the native ids;
+//  - the tokenizer fixtures' cases encode and decode as Hugging Face's (the
+//    browser build's regexes and Unicode tables are the page's own);
 //  - a malformed model file shows an error in the page, which then loads and
 //    generates with a good model;
 //  - a screenshot of the page after generating is written to $FORGE_WEB_ARTIFACTS.
@@ -22,6 +24,7 @@ import {fixtures, launch, openPage, root, startServer} from "./harness.mjs";
 const forgeBin = process.env.FORGE_BIN || join(root, "build", "forge");
 const artifacts = process.env.FORGE_WEB_ARTIFACTS || join(root, "build-wasm", "web-test");
 const MODELS = ["gpt2-tiny", "llama-tiny"];
+const TOKENIZERS = ["gpt2", "llama3", "qwen2", "smollm2", "spm", "metaspace"];
 const LOSS_TOL = 5e-3;
 
 let failures = 0;
@@ -110,6 +113,37 @@ try {
 
   for (const device of ["cpu", "webgpu"]) {
     for (const name of MODELS) compare(name, device, await runInPage(page, name, device, refs[name]), refs[name]);
+  }
+
+  // gpt2-tiny's config without its special ids, which the tokenizer would
+  // otherwise take (they are GPT-2's, outside the smaller vocabularies).
+  const bareConfig = JSON.parse(readFileSync(join(fixtures, "gpt2-tiny", "config.json"), "utf8"));
+  delete bareConfig.bos_token_id;
+  delete bareConfig.eos_token_id;
+
+  // The tokenizer on the page's RegExp and Unicode tables (in place of
+  // Oniguruma and ICU): each tokenizer fixture's cases, encoded and decoded
+  // exactly as Hugging Face tokenizers does. The model beside it is gpt2-tiny
+  // (encode and decode do not look at it).
+  await page.route("**/models/tok-*/**", (route) => {
+    const parts = route.request().url().split("/"), file = parts.at(-1), tok = parts.at(-2).slice(4);
+    if (file === "tokenizer.json") return route.fulfill({path: join(fixtures, `tokenizer-${tok}`, file)});
+    if (file === "model.safetensors") return route.fulfill({path: join(fixtures, "gpt2-tiny", file)});
+    if (file === "config.json") return route.fulfill({body: JSON.stringify(bareConfig)});
+    return route.fulfill({status: 404, body: "not found"});
+  });
+  for (const tok of TOKENIZERS) {
+    const cases = JSON.parse(readFileSync(join(fixtures, `tokenizer-${tok}`, "cases.json"), "utf8"));
+    const got = await page.evaluate(async ({tok, cases}) => {
+      const m = await window.forge.load(`/models/tok-${tok}/`, {device: "cpu"});
+      const out = [];
+      for (const c of cases) out.push({ids: await m.encode(c.text), decoded: await m.decode(c.ids)});
+      await m.close();
+      return out;
+    }, {tok, cases});
+    const bad = cases.filter((c, i) => JSON.stringify(c.ids) !== JSON.stringify(got[i].ids) || c.decoded !== got[i].decoded);
+    check(bad.length === 0, `tokenizer-${tok}: ${cases.length - bad.length} of ${cases.length} cases encode and decode as ` +
+                            `Hugging Face's${bad.length ? `; first miss: ${JSON.stringify(bad[0].text)}` : ""}`);
   }
 
   // A malformed model file: an error in the page, then the page still works.

@@ -53,7 +53,8 @@ EM_ASYNC_JS(char*, forge_gpu_open, (), {
     for (const k in device.limits) {
       if (typeof device.limits[k] === "number") limits[k] = device.limits[k];
     }
-    G.info = {name : info.description || info.device || info.vendor || "WebGPU adapter",
+    const parts = [ info.vendor, info.architecture, info.device ].filter((x) => x);
+    G.info = {name : info.description || parts.join(" ") || "WebGPU adapter",
               vendor : info.vendor || "", description : info.description || "",
               fallback : !!(adapter.isFallbackAdapter || info.isFallbackAdapter), limits};
     Module.forgeGpu = G;
