@@ -8,6 +8,8 @@
 //    by ~0.1 a step, so a wrong update shows far above it);
 //  - without WebGPU (Chromium without --enable-unsafe-webgpu) a "webgpu" load
 //    falls back to the CPU and still generates the native ids;
+//  - the other families' fixtures give the native greedy ids (CPU; MLX 4-bit
+//    on WebGPU too);
 //  - the tokenizer fixtures' cases encode and decode as Hugging Face's (the
 //    browser build's regexes and Unicode tables are the page's own);
 //  - a malformed model file shows an error in the page, which then loads and
@@ -24,6 +26,8 @@ import {fixtures, launch, openPage, root, startServer} from "./harness.mjs";
 const forgeBin = process.env.FORGE_BIN || join(root, "build", "forge");
 const artifacts = process.env.FORGE_WEB_ARTIFACTS || join(root, "build-wasm", "web-test");
 const MODELS = ["gpt2-tiny", "llama-tiny"];
+const FAMILIES = [["llama3-tiny", ["cpu"]], ["mistral-tiny", ["cpu"]], ["qwen2-tiny", ["cpu"]],
+                  ["llama-tiny-mlx4", ["cpu", "webgpu"]], ["llama-tiny-mlx8", ["cpu"]], ["gpt2-vocab50257", ["cpu"]]];
 const TOKENIZERS = ["gpt2", "llama3", "qwen2", "smollm2", "spm", "metaspace"];
 const LOSS_TOL = 5e-3;
 
@@ -120,6 +124,26 @@ try {
   const bareConfig = JSON.parse(readFileSync(join(fixtures, "gpt2-tiny", "config.json"), "utf8"));
   delete bareConfig.bos_token_id;
   delete bareConfig.eos_token_id;
+
+  // The other families (Llama 3 rope scaling, Mistral's sliding window,
+  // Qwen2's q/k/v bias, MLX 4- and 8-bit weights, GPT-2's full vocabulary):
+  // 12 greedy ids as the native CLI's, on the CPU; the 4-bit one on WebGPU too
+  // (SwiftShader is slow: the rest of WebGPU is covered above).
+  for (const [name, devices] of FAMILIES) {
+    const prompt = [5, 17, 42, 7];
+    const want = lastJsonLine(execFileSync(forgeBin, ["generate", "--model", join(fixtures, name), "--prompt-ids",
+                                                      prompt.join(","), "-n", "12", "--greedy", "--json", "--device", "cpu"],
+                                           {encoding: "utf8", stdio: ["ignore", "pipe", "ignore"]})).ids;
+    for (const device of devices) {
+      const got = await page.evaluate(async ({name, device, prompt}) => {
+        const m = await window.forge.load(`/models/${name}/`, {device});
+        const g = await m.generate({promptIds: prompt, maxTokens: 12, greedy: true});
+        await m.close();
+        return g.ids;
+      }, {name, device, prompt});
+      check(JSON.stringify(got) === JSON.stringify(want), `${name} on ${device}: 12 greedy ids equal the native CLI's`);
+    }
+  }
 
   // The tokenizer on the page's RegExp and Unicode tables (in place of
   // Oniguruma and ICU): each tokenizer fixture's cases, encoded and decoded
