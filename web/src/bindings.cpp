@@ -28,12 +28,12 @@ namespace forge::web {
 
 namespace {
 
-struct Session {
+struct Loaded {
   std::unique_ptr<CausalLM> model;
   std::optional<Tokenizer> tokenizer;
 };
 
-std::map<int, Session> g_sessions;
+std::map<int, Loaded> g_models;
 int g_next_handle = 1;
 std::string g_reply;        // the last call's result, valid until the next call
 std::vector<float> g_logits;  // eval's logits, read by forge.js from the heap
@@ -58,9 +58,9 @@ const char* guarded(F&& f) {
   return g_reply.c_str();
 }
 
-Session& session(int handle) {
-  auto it = g_sessions.find(handle);
-  if (it == g_sessions.end()) throw ValueError("[web] no model with handle " + std::to_string(handle));
+Loaded& loaded(int handle) {
+  auto it = g_models.find(handle);
+  if (it == g_models.end()) throw ValueError("[web] no model with handle " + std::to_string(handle));
   return it->second;
 }
 
@@ -90,7 +90,7 @@ Tensor ids_tensor(const json& ids, const CausalLM& model, const char* who) {
   return Tensor::from_vector(flat, {rows, int64_t(flat.size()) / rows});
 }
 
-json model_info(const Session& s) {
+json model_info(const Loaded& s) {
   const ModelInfo& i = s.model->info();
   json out{{"family", i.family},           {"architecture", i.architecture}, {"vocabSize", i.vocab_size},
            {"contextLength", i.context_length}, {"layers", i.layers},        {"parameters", i.parameters},
@@ -119,19 +119,19 @@ EMSCRIPTEN_KEEPALIVE const char* forge_open(const char* args) {
     const json a = json::parse(args);
     const std::filesystem::path dir = a.at("dir").get<std::string>();
     const Device dev = Device::from_name(a.value("device", "cpu"));
-    Session s;
+    Loaded s;
     if (std::filesystem::exists(dir / "tokenizer.json")) s.tokenizer = Tokenizer::from_dir(dir);
     s.model = load_model(dir, dev);
     const int h = g_next_handle++;
     json info = model_info(s);
-    g_sessions.emplace(h, std::move(s));
+    g_models.emplace(h, std::move(s));
     return json{{"handle", h}, {"info", info}};
   });
 }
 
 EMSCRIPTEN_KEEPALIVE const char* forge_close(int handle) {
   return guarded([&] {
-    g_sessions.erase(handle);
+    g_models.erase(handle);
     return json::object();
   });
 }
@@ -157,7 +157,7 @@ EMSCRIPTEN_KEEPALIVE const char* forge_adapter() {
 // Module.forgeOnToken(handle, id, textPiece) as it is read back.
 EMSCRIPTEN_KEEPALIVE const char* forge_generate(int handle, const char* args) {
   return guarded([&] {
-    Session& s = session(handle);
+    Loaded& s = loaded(handle);
     const json a = json::parse(args);
     std::vector<uint32_t> prompt;
     if (a.contains("promptIds")) {
@@ -210,7 +210,7 @@ EMSCRIPTEN_KEEPALIVE const char* forge_generate(int handle, const char* args) {
 // g_logits for forge_logits_ptr.
 EMSCRIPTEN_KEEPALIVE const char* forge_eval(int handle, const char* args) {
   return guarded([&] {
-    Session& s = session(handle);
+    Loaded& s = loaded(handle);
     const Tensor ids = ids_tensor(json::parse(args).at("inputIds"), *s.model, "eval");
     const Tensor logits = s.model->forward(ids);
     const float loss = ids.shape()[1] >= 2 ? causal_lm_loss(logits, ids) : NAN;
@@ -226,7 +226,7 @@ EMSCRIPTEN_KEEPALIVE size_t forge_logits_len() { return g_logits.size(); }
 // "gradNorms", "stepSeconds"}, as `forge train --fixed-batch`.
 EMSCRIPTEN_KEEPALIVE const char* forge_train(int handle, const char* args) {
   return guarded([&] {
-    Session& s = session(handle);
+    Loaded& s = loaded(handle);
     const json a = json::parse(args);
     const Tensor ids = ids_tensor(a.at("inputIds"), *s.model, "train");
     const int64_t steps = a.value("steps", int64_t(10));
@@ -247,7 +247,7 @@ EMSCRIPTEN_KEEPALIVE const char* forge_train(int handle, const char* args) {
 
 EMSCRIPTEN_KEEPALIVE const char* forge_encode(int handle, const char* text) {
   return guarded([&] {
-    Session& s = session(handle);
+    Loaded& s = loaded(handle);
     if (!s.tokenizer) throw IoError("[encode] the model has no tokenizer.json");
     return json{{"ids", s.tokenizer->encode(text)}};
   });
@@ -255,7 +255,7 @@ EMSCRIPTEN_KEEPALIVE const char* forge_encode(int handle, const char* text) {
 
 EMSCRIPTEN_KEEPALIVE const char* forge_decode(int handle, const char* args) {
   return guarded([&] {
-    Session& s = session(handle);
+    Loaded& s = loaded(handle);
     if (!s.tokenizer) throw IoError("[decode] the model has no tokenizer.json");
     const std::vector<uint32_t> ids = json::parse(args).get<std::vector<uint32_t>>();
     return json{{"text", s.tokenizer->decode(ids)}};
