@@ -7,7 +7,6 @@
 
 #include "forge/error.h"
 #include "text/regex.h"
-#include "text/utf8.h"
 
 namespace forge::text {
 
@@ -63,25 +62,6 @@ class OnigRegex final : public Regex {
 
 std::unique_ptr<Regex> compile_regex(std::string_view pattern) {
   return std::make_unique<OnigRegex>(pattern);
-}
-
-std::vector<Span> find_all(const Regex& re, std::string_view text) {
-  std::vector<Span> out;
-  std::size_t from = 0;
-  std::optional<std::size_t> last_end;
-  while (from <= text.size()) {
-    const auto m = re.find(text, from);
-    if (!m) break;
-    if (m->begin == m->end && last_end == m->end) {
-      if (from >= text.size()) break;
-      from += utf8_next(text, from).len;
-      continue;
-    }
-    out.push_back(*m);
-    from = m->end;
-    last_end = m->end;
-  }
-  return out;
 }
 
 }  // namespace forge::text

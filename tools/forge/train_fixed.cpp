@@ -17,6 +17,7 @@
 #include "forge/model.h"
 #include "forge/safetensors.h"
 #include "forge/train.h"
+#include "forge/train_fixed.h"
 #include "hf_model_out.h"
 #include "train_checkpoint.h"
 #include "train_lora.h"
@@ -43,48 +44,31 @@ Tensor read_fixed_ids(const std::string& path, int64_t vocab) {
   return Tensor::from_vector(ids, v.shape());
 }
 
-void run_fixed_llama(const TrainArgs& a, const Device& dev) {
-  auto model = load_model(a.model, dev);
-  const bool lora = wants_lora(a);
-  if (lora) attach_lora(a, *model);
-  const Tensor ids = read_fixed_ids(a.fixed_batch, model->vocab_size());
-  LlamaTrainer trainer(*model, make_llama_train_config(a, true));
-  const TrainBatch mb{ids, gpt2_shifted_targets(ids)};
-  nlohmann::json losses = nlohmann::json::array();
-  double grad_norm0 = 0;
-  for (int64_t s = 0; s < a.steps; ++s) {
-    const TrainStepResult r = trainer.step({mb});
-    if (s == 0) grad_norm0 = r.grad_norm;
-    losses.push_back(r.loss);
-    std::fprintf(stderr, "step %lld loss %.6f grad_norm %.6f\n", (long long)s, r.loss, r.grad_norm);
-  }
-  if (!a.out.empty() && lora) save_adapter(*model, a.out, a.model);
-  else if (!a.out.empty()) write_hf_model(a.out, a.model, trainer.host_weights());
-  std::printf("%s\n", nlohmann::json{{"losses", losses}, {"grad_norm0", grad_norm0}}.dump().c_str());
-}
-
 }  // namespace
 
 void run_fixed_batch(const TrainArgs& a) {
   if (a.model.empty()) throw UsageError("--fixed-batch needs --model DIR");
   const Device dev = resolve_devices(a.device)[0];
-  if (load_config(check_model_dir(a.model)).arch != Arch::Gpt2) return run_fixed_llama(a, dev);
-  if (wants_lora(a)) throw UsageError("LoRA (--adapter, --lora-rank) trains the Llama family; " + a.model + " is a GPT-2");
-  Gpt2 model = Gpt2::load(check_model_dir(a.model), dev);
-  const Tensor ids = read_fixed_ids(a.fixed_batch, model.config().vocab_size);
-  Gpt2Trainer trainer(model, make_train_config(a, true));
-  const Gpt2MicroBatch mb{ids, gpt2_shifted_targets(ids)};
+  const bool lora = wants_lora(a);
+  auto model = load_model(check_model_dir(a.model), dev);
+  auto* gpt2 = dynamic_cast<Gpt2*>(model.get());
+  if (lora && gpt2) throw UsageError("LoRA (--adapter, --lora-rank) trains the Llama family; " + a.model + " is a GPT-2");
+  if (lora) attach_lora(a, *model);
+  const Tensor ids = read_fixed_ids(a.fixed_batch, model->vocab_size());
+  FixedBatchTrainer trainer(*model, make_train_config(a, true));  // the same flags, the same schedule
   nlohmann::json losses = nlohmann::json::array();
   double grad_norm0 = 0;
   for (int64_t s = 0; s < a.steps; ++s) {
-    const Gpt2StepResult r = trainer.step({mb});
+    const TrainStepResult r = trainer.step(ids);
     if (s == 0) grad_norm0 = r.grad_norm;
     losses.push_back(r.loss);
     std::fprintf(stderr, "step %lld loss %.6f grad_norm %.6f\n", (long long)s, r.loss, r.grad_norm);
   }
-  if (!a.out.empty())
-    save_train_checkpoint(std::filesystem::path(a.out) / "checkpoint", model, trainer,
+  if (!a.out.empty() && gpt2)
+    save_train_checkpoint(std::filesystem::path(a.out) / "checkpoint", *gpt2, *trainer.gpt2(),
                           {.settings = train_settings_json(a)});
+  else if (!a.out.empty() && lora) save_adapter(*model, a.out, a.model);
+  else if (!a.out.empty()) write_hf_model(a.out, a.model, trainer.llama()->host_weights());
   std::printf("%s\n", nlohmann::json{{"losses", losses}, {"grad_norm0", grad_norm0}}.dump().c_str());
 }
 
