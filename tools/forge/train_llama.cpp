@@ -27,7 +27,7 @@ class LlamaTrainModel : public TrainModel {
       model_ = load_model(found ? found->dir : base_, dev);
       if (lora_) attach_lora(a, *model_);
     }
-    trainer_ = std::make_unique<LlamaTrainer>(*model_, make_llama_train_config(a, false));
+    trainer_ = std::make_unique<LlamaTrainer>(*model_, make_llama_train_config(a));
     if (found) trainer_->read_state(found->dir);
   }
 

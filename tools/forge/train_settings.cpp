@@ -121,13 +121,12 @@ Gpt2TrainConfig make_train_config(const TrainArgs& a, bool fixed) {
   return c;
 }
 
-TrainConfig make_llama_train_config(const TrainArgs& a, bool fixed) {
-  const Gpt2TrainConfig g = make_train_config(a, fixed);  // the same flags, the same schedule
+TrainConfig make_llama_train_config(const TrainArgs& a) {
+  const Gpt2TrainConfig g = make_train_config(a, false);  // the same flags, the same schedule
   TrainConfig c;
   c.optimizer = {g.schedule, g.beta1, g.beta2, g.eps, g.weight_decay, g.decays, g.grad_clip};
   c.seed = a.seed;
-  if (fixed) c.attention_dropout = 0.0;
-  else if (a.dropout > 0) c.attention_dropout = a.dropout;
+  if (a.dropout > 0) c.attention_dropout = a.dropout;
   return c;
 }
 

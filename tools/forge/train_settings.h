@@ -45,9 +45,10 @@ std::vector<std::string> apply_saved_settings(TrainArgs& a, const nlohmann::json
 // The trainer's configuration. Parity mode (`fixed`): a constant learning
 // rate, no warmup, no dropout, no clipping unless --grad-clip is given.
 Gpt2TrainConfig make_train_config(const TrainArgs& a, bool fixed);
-// The same for a Llama-family trainer; outside parity mode its attention
-// dropout is --dropout when above 0, else the config's attention_dropout.
-TrainConfig make_llama_train_config(const TrainArgs& a, bool fixed);
+// The same for a Llama-family trainer outside parity mode (FixedBatchTrainer
+// never drops): its attention dropout is --dropout when above 0, else the
+// config's attention_dropout.
+TrainConfig make_llama_train_config(const TrainArgs& a);
 
 // --fixed-batch: trains on one batch and prints the losses (train_fixed.cpp).
 void run_fixed_batch(const TrainArgs& a);
