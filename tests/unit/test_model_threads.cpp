@@ -76,7 +76,7 @@ TEST(ModelThreads, GenerateFromFourThreadsOnWebGpu) {
   generate_on_threads(forge::testing::gpu_device(), {"gpt2-tiny"}, 3, 1);
 }
 
-TEST(ModelThreads, ChatTemplateRendersFromFourThreads) {
+TEST(ModelThreads, TemplateRendersFromFourThreads) {
   const ChatTemplate tpl(
       "{% for m in messages %}{{ bos_token }}{{ m.role | upper }}: {{ m.content | trim }}\n{% endfor %}"
       "{% if add_generation_prompt %}ASSISTANT:{% endif %}",
