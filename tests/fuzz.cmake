@@ -87,6 +87,12 @@ if(FORGE_FUZZ)
                       ${F}/fuzz_safetensors.cpp ${FORGE_FUZZ_CORE} ${S}/io/st_dtype.cpp ${S}/io/json_strict.cpp
                       ${S}/io/mapped_file.cpp ${S}/io/safetensors_header.cpp ${S}/io/safetensors_file.cpp
                       ${S}/io/safetensors_write.cpp ${S}/io/tensor_convert.cpp)
+    # LoRA adapter folders (adapter_config.json + adapter_model.safetensors)
+    # read against a one-layer model's Linears, without the model.
+    forge_fuzz_target(fuzz_adapter ${F}/corpus_adapter ${F}/adapter.dict
+                      ${F}/fuzz_adapter.cpp ${FORGE_FUZZ_CORE} ${S}/models/lora_files.cpp ${S}/io/st_dtype.cpp
+                      ${S}/io/json_strict.cpp ${S}/io/config_reader.cpp ${S}/io/mapped_file.cpp
+                      ${S}/io/safetensors_header.cpp ${S}/io/safetensors_file.cpp ${S}/io/tensor_convert.cpp)
     forge_fuzz_target(fuzz_config ${F}/corpus_config ${F}/config.dict
                       ${F}/fuzz_config.cpp ${FORGE_FUZZ_CORE} ${S}/io/st_dtype.cpp ${S}/io/model_config.cpp
                       ${S}/io/config_reader.cpp ${S}/io/json_strict.cpp ${S}/io/weight_layout.cpp)

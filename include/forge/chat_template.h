@@ -8,6 +8,9 @@
 //
 //   auto t = forge::ChatTemplate::from_model_dir("models/SmolLM2-135M-Instruct");
 //   std::string prompt = t.render(messages, /*add_generation_prompt=*/true);
+//
+// Threads: render may run from several threads at once on one ChatTemplate
+// (the parsed program is read-only; each call evaluates in its own frames).
 #pragma once
 #include <memory>
 #include <nlohmann/json.hpp>

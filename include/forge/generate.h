@@ -7,6 +7,9 @@
 //   o.max_new_tokens = 64;
 //   o.stop_ids = model->info().eos;
 //   auto ids = forge::generate(*model, prompt, o, [](uint32_t id) { return true; });
+//
+// Threads: generate may run from several threads at once on one model (see
+// forge/model.h); a given options.cache belongs to one call at a time.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -13,6 +13,7 @@
 // The trainer updates the model's weights in place: the weight tensors it
 // holds share their storage with the model's. On WebGPU everything stays on
 // the device; one step reads back two floats (the loss and the gradient norm).
+// Threads: a trainer and its model are one thread's at a time.
 //
 // A token table split into row chunks (Gpt2Weights::wte on a device whose
 // storage binding limit it exceeds) trains chunk by chunk: its gradient and

@@ -14,6 +14,10 @@
 // Errors are forge::IoError whose message starts with "[hub]" and names the
 // repository, the file and the cause (not found, access denied, network,
 // checksum mismatch, not in the cache while offline).
+//
+// Threads: resolve_model may run from several threads at once for different
+// repositories; two calls that download the same file at once race on its
+// blobs/<etag>.incomplete file.
 #pragma once
 #include <filesystem>
 #include <optional>

@@ -16,6 +16,11 @@
 // base_model.model.<module>.lora_A.weight [r, in] and .lora_B.weight [out, r]
 // for every targeted module (<module> as transformers names it:
 // model.layers.N.self_attn.q_proj). Errors name the file, key and shapes.
+//
+// Threads: load_adapter, attach_new_adapter and merge_adapter change the
+// model's weights: no other thread may use the model meanwhile (forge/model.h).
+// read_adapter_config, attached_adapter, adapter_weights and save_adapter
+// only read it.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -42,9 +47,10 @@ struct LoraConfig {
 // ValueError for a family without adapter support.
 std::vector<std::string> lora_target_names(const CausalLM& model);
 
-// DIR/adapter_config.json. IoError when it is missing or not JSON; ValueError
-// naming the field for a setting forge does not implement (DoRA, per-module
-// rank patterns, fan_in_fan_out, trained biases).
+// DIR/adapter_config.json. IoError when it is missing, not JSON (or holds a
+// key twice) or a field has the wrong JSON type ("r": 2.5); ValueError
+// naming the field for a value out of range or a setting forge does not
+// implement (DoRA, per-module rank patterns, fan_in_fan_out, trained biases).
 LoraConfig read_adapter_config(const std::filesystem::path& dir);
 
 // Attaches the adapter in DIR to `model`, replacing one attached before.

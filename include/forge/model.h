@@ -10,6 +10,13 @@
 //
 // Generation over any model is forge/generate.h. Errors are forge::Error
 // subclasses naming the model family ("[llama] ...") or the op that failed.
+//
+// Threads: a loaded model is read-only to its const members, so several
+// threads may run forward, forward_cached, prefill_row, decode_rows and
+// generate on one model at once, each with its own KvCache (one cache is
+// one thread's at a time). Calls that change the weights (load_adapter,
+// attach_new_adapter, merge_adapter, a trainer's step) must not overlap any
+// other use of the model.
 #pragma once
 #include <cstdint>
 #include <filesystem>

@@ -8,6 +8,10 @@
 //
 // Every malformed file is refused with forge::IoError naming the file and the problem:
 //   "[safetensors] tensor 'a' data_offsets [0, 12] overlap tensor 'b' [8, 16] in m.safetensors"
+//
+// Threads: an open SafetensorsFile and its TensorViews are read-only and may
+// be read from several threads at once. Writes of distinct paths may run at
+// once; two writes of one path race on its temporary file.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -12,6 +12,9 @@
 // share their storage with the model's); on WebGPU everything stays on the
 // device and a step reads back two floats (the loss and the gradient norm).
 // GPT-2 has its own trainer (forge/gpt2_train.h) on the same schedule.
+//
+// Threads: a trainer and its model are one thread's at a time (a step
+// writes the weights every reader of the model sees).
 #pragma once
 #include <cstdint>
 #include <filesystem>

@@ -5,13 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
-
 #include "forge/ops.h"
 #include "forge/safetensors.h"
+#include "models/lora_files.h"
 #include "models/llama/llama.h"
 #include "models/llama/train.h"
 
@@ -20,11 +19,13 @@ namespace forge {
 namespace fs = std::filesystem;
 using models::Linear;
 using models::LlamaModel;
+using lora::check_config;
+using lora::short_name;
+using lora::targeted;
 
 namespace {
 
 constexpr const char* kPrefix = "base_model.model.";
-std::string S(int64_t v) { return std::to_string(v); }
 
 LlamaModel& as_llama(CausalLM& model) {
   auto* m = dynamic_cast<LlamaModel*>(&model);
@@ -37,27 +38,6 @@ const LlamaModel& as_llama(const CausalLM& model) { return as_llama(const_cast<C
 
 std::vector<std::pair<std::string, Linear*>> linears_of(CausalLM& model) {
   return models::llama_linears(as_llama(model).mutable_layers());
-}
-
-// The short name of a module ("model.layers.0.self_attn.q_proj" -> "q_proj").
-std::string short_name(const std::string& module) { return module.substr(module.rfind('.') + 1); }
-
-void check_config(const LoraConfig& c, const std::vector<std::string>& available, const std::string& where) {
-  if (c.rank < 1) throw ValueError("[lora] rank " + S(c.rank) + " must be at least 1" + where);
-  if (!(c.alpha > 0) || !std::isfinite(c.alpha))
-    throw ValueError("[lora] lora_alpha " + std::to_string(c.alpha) + " must be positive" + where);
-  if (c.targets.empty()) throw ValueError("[lora] no target module" + where);
-  for (const std::string& t : c.targets) {
-    if (std::find(available.begin(), available.end(), t) != available.end()) continue;
-    std::string list;
-    for (const std::string& a : available) list += (list.empty() ? "" : ", ") + a;
-    throw ValueError("[lora] unknown target module '" + t + "'" + where + "; this model has " + list);
-  }
-}
-
-bool targeted(const LoraConfig& c, const std::string& module) {
-  const std::string s = short_name(module);
-  return std::find(c.targets.begin(), c.targets.end(), s) != c.targets.end();
 }
 
 void detach(CausalLM& model) {
@@ -102,10 +82,6 @@ void dequantize_base(LlamaModel& m) {
 
 }  // namespace
 
-double LoraConfig::scaling() const {
-  return rslora ? alpha / std::sqrt(double(rank)) : alpha / double(rank);
-}
-
 std::vector<std::string> lora_target_names(const CausalLM& model) {
   std::vector<std::string> out;
   for (auto& [name, lin] : linears_of(const_cast<CausalLM&>(model))) {
@@ -115,88 +91,20 @@ std::vector<std::string> lora_target_names(const CausalLM& model) {
   return out;
 }
 
-LoraConfig read_adapter_config(const fs::path& dir) {
-  const fs::path path = dir / "adapter_config.json";
-  if (!fs::is_regular_file(path))
-    throw IoError("[lora] no adapter_config.json in '" + dir.string() + "' (a PEFT LoRA adapter folder holds "
-                  "adapter_config.json and adapter_model.safetensors)");
-  std::ifstream in(path);
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw IoError("[lora] '" + path.string() + "' is not a JSON object");
-  const std::string where = " in " + path.string();
-  auto field = [&](const char* key) -> const nlohmann::json* {
-    auto it = j.find(key);
-    return it == j.end() || it->is_null() ? nullptr : &*it;
-  };
-  try {
-    if (auto* t = field("peft_type"); t && t->get<std::string>() != "LORA")
-      throw ValueError("[lora] peft_type '" + t->get<std::string>() + "'" + where + ": forge reads LoRA adapters");
-    LoraConfig c;
-    if (!field("r")) throw ValueError("[lora] no 'r'" + where);
-    c.rank = j["r"].get<int64_t>();
-    c.alpha = field("lora_alpha") ? j["lora_alpha"].get<double>() : 8.0;  // PEFT's default
-    c.rslora = field("use_rslora") && j["use_rslora"].get<bool>();
-    const nlohmann::json* t = field("target_modules");
-    if (!t) throw ValueError("[lora] no 'target_modules'" + where);
-    if (!t->is_array())
-      throw ValueError("[lora] target_modules" + where + " is " + t->dump() +
-                       "; forge reads a list of module names (a regular expression is not supported)");
-    c.targets = t->get<std::vector<std::string>>();
-    if (field("use_dora") && j["use_dora"].get<bool>()) throw ValueError("[lora] use_dora" + where + " (DoRA) is not supported");
-    if (field("fan_in_fan_out") && j["fan_in_fan_out"].get<bool>())
-      throw ValueError("[lora] fan_in_fan_out" + where + " is not supported");
-    if (auto* b = field("bias"); b && b->get<std::string>() != "none")
-      throw ValueError("[lora] bias '" + b->get<std::string>() + "'" + where + ": forge trains no biases (only 'none')");
-    for (const char* key : {"rank_pattern", "alpha_pattern"})
-      if (auto* p = field(key); p && !p->empty())
-        throw ValueError(std::string("[lora] ") + key + where + " (per-module settings) is not supported");
-    for (const char* key : {"layers_to_transform", "modules_to_save"})
-      if (auto* p = field(key); p && !p->empty())
-        throw ValueError(std::string("[lora] ") + key + where + " is not supported");
-    if (c.rank < 1) throw ValueError("[lora] r " + S(c.rank) + where + " must be at least 1");
-    return c;
-  } catch (const nlohmann::json::exception& e) {
-    throw ValueError("[lora] " + path.string() + ": a field has the wrong type (" + e.what() + ")");
-  }
-}
-
 void load_adapter(CausalLM& model, const fs::path& dir) {
   const LoraConfig c = read_adapter_config(dir);
-  check_config(c, lora_target_names(model), " in " + (dir / "adapter_config.json").string());
-  const fs::path file = dir / "adapter_model.safetensors";
-  if (!fs::is_regular_file(file))
-    throw IoError("[lora] no adapter_model.safetensors in '" + dir.string() + "'" +
-                  (fs::exists(dir / "adapter_model.bin") ? " (adapter_model.bin, a pickle, is not read)" : ""));
-  const SafetensorsFile st = SafetensorsFile::open(file);
   auto linears = linears_of(model);
-  std::map<std::string, Linear*> by_key;
-  for (auto& [name, lin] : linears)
-    if (targeted(c, name)) {
-      by_key[kPrefix + name + ".lora_A.weight"] = lin;
-      by_key[kPrefix + name + ".lora_B.weight"] = lin;
-    }
-  for (const TensorInfo& t : st.tensors())
-    if (!by_key.count(t.name))
-      throw ValueError("[lora] " + file.string() + " holds '" + t.name + "', which is no LoRA weight of a targeted "
-                       "module of this model (an adapter for another base?)");
+  std::vector<lora::Module> modules;
+  for (auto& [name, lin] : linears) modules.push_back({name, lin->in, lin->out});
   // Every tensor read and checked before any is attached.
-  const float scale = float(c.scaling());
+  std::vector<lora::ModuleWeights> read = lora::read_adapter_weights(dir, c, modules);
   std::vector<std::pair<Linear*, models::LoraWeights>> staged;
-  for (auto& [name, lin] : linears) {
-    if (!targeted(c, name)) continue;
+  for (lora::ModuleWeights& r : read) {
+    Linear* lin = linears[r.module].second;
     models::LoraWeights w;
-    w.scale = scale;
-    for (const bool is_a : {true, false}) {
-      const std::string key = kPrefix + name + (is_a ? ".lora_A.weight" : ".lora_B.weight");
-      if (!st.contains(key)) throw ValueError("[lora] " + file.string() + " has no '" + key + "'");
-      TensorView v = st.get(key);
-      const Shape want = is_a ? Shape{c.rank, lin->in} : Shape{lin->out, c.rank};
-      if (v.shape() != want)
-        throw ShapeError("[lora] '" + key + "' in " + file.string() + " is " + shape_str(v.shape()) + "; this model (r " +
-                         S(c.rank) + ") needs " + shape_str(want) + " (an adapter for another base?)");
-      Tensor t = Tensor::from_vector(v.to_f32(), want, model.device());
-      (is_a ? w.a : w.b) = t;
-    }
+    w.scale = float(c.scaling());
+    w.a = Tensor::from_vector(r.a, {c.rank, lin->in}, model.device());
+    w.b = Tensor::from_vector(r.b, {lin->out, c.rank}, model.device());
     staged.push_back({lin, w});
   }
   detach(model);

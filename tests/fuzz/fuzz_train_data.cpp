@@ -1,6 +1,7 @@
 // libFuzzer target for `forge train`'s data files (tools/forge/train_data.cpp):
 // the input is written to a file and read as a token file (which must be
-// refused with IoError or give exactly the ids it holds) and as training text
+// refused with IoError or give exactly the ids it holds), as a JSONL file
+// (refused with ValueError naming the line, or byte ids) and as training text
 // with the byte tokenizer, which is split and sampled into windows whose
 // tokens must come from the text. Anything else is a finding.
 #include <unistd.h>
@@ -46,6 +47,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   forge::cli::TrainTokenizer bytes;  // no BPE: ids are the bytes
+  // The same bytes as a .jsonl file: {"text"} and {"messages"} lines, the
+  // conversations rendered as the bytes of their JSON.
+  {
+    const std::string jsonl = scratch().string() + ".jsonl";
+    std::filesystem::copy_file(scratch(), jsonl, std::filesystem::copy_options::overwrite_existing);
+    const forge::cli::ChatEncoder chat = [](const nlohmann::ordered_json& m) {
+      const std::string s = m.dump();
+      return std::vector<uint32_t>(reinterpret_cast<const unsigned char*>(s.data()),
+                                   reinterpret_cast<const unsigned char*>(s.data()) + s.size());
+    };
+    try {
+      for (uint32_t id : forge::cli::tokenize_files({jsonl}, bytes, chat)) check(id < 256, "jsonl ids are bytes");
+    } catch (const forge::ValueError&) {
+      // A malformed line.
+    }
+  }
   std::vector<uint32_t> ids = forge::cli::tokenize_files({scratch().string()}, bytes);
   check(ids.size() == size, "one id per byte");
   const int64_t T = size ? 1 + data[0] % 8 : 4;

@@ -160,6 +160,20 @@ TEST(BadInput, CliTableEachAClearOneLineError) {
                 fs::copy_options::overwrite_existing);
   fs::copy_file(fs::path(m_tok) / "tokenizer.json", fs::path(m_bad_template) / "tokenizer.json");
 
+  // LoRA adapter folders (the llama3-tiny fixture's), each wrong in one way.
+  const std::string llama3 = (kData / "llama3-tiny").string();
+  const auto adapter = [&](const std::string& name, const std::string& file, const std::string& contents) {
+    const fs::path dir = s / name;
+    fs::copy(kData / "llama3-tiny" / "adapter", dir);
+    write_file(dir / file, contents);
+    return dir.string();
+  };
+  const fs::path adapter_ok = kData / "llama3-tiny" / "adapter";
+  const std::string a_float_rank = adapter("a_float_rank", "adapter_config.json",
+                                           replaced(read_bytes(adapter_ok / "adapter_config.json"), "\"r\": 4", "\"r\": 4.5"));
+  const std::string a_trunc = adapter("a_trunc", "adapter_model.safetensors",
+                                      read_bytes(adapter_ok / "adapter_model.safetensors").substr(0, 30000));
+
   // A short training run whose files the resume rows corrupt.
   const fs::path run = s / "run";
   write_file(s / "train.txt", std::string(4000, 'a') + "the cat sat on the mat\n");
@@ -299,6 +313,12 @@ TEST(BadInput, CliTableEachAClearOneLineError) {
       {"corrupted optimizer state", {"train", "--out", r_opt, "--resume"}, "optimizer.safetensors"},
       {"truncated token file", {"train", "--out", r_tokens, "--resume"}, "tokens.bin"},
       {"corrupted train.json", {"train", "--out", r_train_json, "--resume"}, "checkpoint"},
+      {"adapter folder missing", g({"-m", llama3, "--prompt-ids", "1", "--adapter", (s / "nope").string()}),
+       "not a folder"},
+      {"adapter config with a float rank", g({"-m", llama3, "--prompt-ids", "1", "--adapter", a_float_rank}), "'r'"},
+      {"truncated adapter weights", g({"-m", llama3, "--prompt-ids", "1", "--adapter", a_trunc}),
+       "adapter_model.safetensors"},
+      {"adapter on a GPT-2 model", g({"-m", gpt2, "--prompt-ids", "1", "--adapter", adapter_ok.string()}), "Llama family"},
       {"quantize to 3 bits", {"quantize", "-m", gpt2, "--bits", "3", "--out", q_out}, "--bits", {}, q_out},
       {"quantize into a non-empty folder", {"quantize", "-m", gpt2, "--out", (s / "r_opt").string()}, "r_opt"},
   };
