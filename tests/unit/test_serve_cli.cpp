@@ -81,6 +81,17 @@ bool goes_idle(httplib::Client& c) {
   return false;
 }
 
+// A short completion asked again every 20 ms until one is served (a freed
+// row is taken at the next decode step), for up to two seconds.
+Reply completes_soon(httplib::Client& c) {
+  Reply r;
+  for (int i = 0; i < 100 && r.status != 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    r = post(c, "/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2}});
+  }
+  return r;
+}
+
 // Sends a completion request over a raw socket and returns the open socket
 // (closing it is a client leaving); a streamed one is read up to its first
 // event.
@@ -344,11 +355,7 @@ TEST_F(ServeCli, ClientLeavingMidStreamFreesItsSlotAtOnce) {
   EXPECT_EQ(busy.body["error"]["code"], "queue_full");
   ::close(fd);
   // Freed at the next decode step: a new request soon gets the row.
-  Reply next;
-  for (int i = 0; i < 100 && next.status != 200; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    next = post(*c, "/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2}});
-  }
+  const Reply next = completes_soon(*c);
   EXPECT_EQ(next.status, 200) << next.body.dump();
   EXPECT_LT(metric(*c, "forge_generated_tokens_total"), 200) << "the abandoned request kept generating";
   EXPECT_TRUE(goes_idle(*c)) << "the row stayed taken";
@@ -367,11 +374,7 @@ TEST_F(ServeCli, ClientLeavingANonStreamedRequestFreesItsSlotAtOnce) {
   for (int i = 0; i < 500 && metric(*c, "forge_generated_tokens_total") < 1; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   ::close(fd);
-  Reply next;
-  for (int i = 0; i < 100 && next.status != 200; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    next = post(*c, "/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2}});
-  }
+  const Reply next = completes_soon(*c);
   EXPECT_EQ(next.status, 200) << next.body.dump();
   EXPECT_LT(metric(*c, "forge_generated_tokens_total"), 2000) << "the abandoned request kept generating";
   EXPECT_EQ(metric(*c, "forge_requests_total{endpoint=\"/v1/completions\",status=\"499\"}"), 1);
