@@ -19,6 +19,7 @@
 #include "forge/gpt2_train.h"
 #include "forge/model.h"
 #include "forge/train.h"
+#include "golden/finite_differences.h"
 #include "golden/reference_fixture.h"
 #include "models/llama/train.h"
 #include "parity/parity.h"
@@ -109,27 +110,8 @@ void check_backward_against_finite_differences(float p_drop) {
     models::llama_backward(model, a, targets, float(1.0 / double(n)), &g);
   }
   auto grads = models::llama_named(g, model.config(), model.tied());
-  ASSERT_EQ(grads.size(), named.size());
-  const double h = 1e-2;
-  for (size_t i = 0; i < named.size(); ++i) {
-    ASSERT_TRUE(grads[i].second->defined()) << named[i].first;
-    ASSERT_EQ(grads[i].second->shape(), named[i].second->shape()) << named[i].first;
-    const std::vector<float> ga = grads[i].second->to_vector<float>();
-    float* w = named[i].second->data<float>();
-    std::uniform_int_distribution<int64_t> pick(0, named[i].second->numel() - 1);
-    for (int k = 0; k < 4; ++k) {
-      const int64_t e = pick(rng);
-      const float keep = w[e];
-      w[e] = keep + float(h);
-      const double up = loss();
-      w[e] = keep - float(h);
-      const double down = loss();
-      w[e] = keep;
-      const double num = (up - down) / (2 * h);
-      EXPECT_NEAR(ga[size_t(e)], num, 1e-3 + 0.02 * std::fabs(num))
-          << named[i].first << "[" << e << "] with dropout " << p_drop;
-    }
-  }
+  forge::testing::expect_gradients_match_differences(named, grads, loss, rng, 4,
+                                                     " with dropout " + std::to_string(p_drop));
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "forge/lora.h"
 #include "forge/model.h"
 #include "forge/train.h"
+#include "golden/finite_differences.h"
 #include "golden/reference_fixture.h"
 #include "models/llama/train.h"
 #include "parity/parity.h"
@@ -109,28 +110,8 @@ void check_lora_grads(CausalLM& model, const Tensor& ids) {
   std::vector<models::LlamaLayer> layers = m.layers();
   auto named = models::llama_lora_named(layers);
   auto grads = models::llama_lora_named(g.layers);
-  ASSERT_EQ(grads.size(), named.size());
-  ASSERT_FALSE(named.empty());
   std::mt19937 rng(5);
-  const double h = 1e-2;
-  for (size_t i = 0; i < named.size(); ++i) {
-    ASSERT_EQ(grads[i].first, named[i].first);
-    ASSERT_EQ(grads[i].second->shape(), named[i].second->shape()) << named[i].first;
-    const std::vector<float> ga = grads[i].second->to_vector<float>();
-    float* w = named[i].second->data<float>();
-    std::uniform_int_distribution<int64_t> pick(0, named[i].second->numel() - 1);
-    for (int k = 0; k < 3; ++k) {
-      const int64_t e = pick(rng);
-      const float keep = w[e];
-      w[e] = keep + float(h);
-      const double up = loss();
-      w[e] = keep - float(h);
-      const double down = loss();
-      w[e] = keep;
-      const double num = (up - down) / (2 * h);
-      EXPECT_NEAR(ga[size_t(e)], num, 1e-3 + 0.02 * std::fabs(num)) << named[i].first << "[" << e << "]";
-    }
-  }
+  forge::testing::expect_gradients_match_differences(named, grads, loss, rng, 3, "");
 }
 
 // A and B drawn large (so every path carries gradient) in place.

@@ -26,6 +26,23 @@ std::vector<float> logits_of(const std::filesystem::path& file) {
   return SafetensorsFile::open(file).get("logits").to_f32();
 }
 
+// forge merge MODEL + ADAPTER into DIR/merged, then forge eval of the merged
+// model on `input` (CPU): its logits, or none (which no reference matches)
+// when a command failed, reported as a failure here.
+std::vector<float> merged_logits(const ScratchDir& dir, const std::string& model, const std::string& adapter,
+                                 const std::string& input) {
+  const CliRun m = run_cli({"merge", "--model", model, "--adapter", adapter, "--out", (dir.path / "merged").string()},
+                           dir.path);
+  EXPECT_EQ(m.code, 0) << m.out;
+  if (m.code != 0) return {};
+  const CliRun e = run_cli({"eval", "--model", (dir.path / "merged").string(), "--input", input, "--output",
+                            (dir.path / "merged.safetensors").string(), "--device", "cpu"},
+                           dir.path);
+  EXPECT_EQ(e.code, 0) << e.out;
+  if (e.code != 0) return {};
+  return logits_of(dir.path / "merged.safetensors");
+}
+
 }  // namespace
 
 TEST(LoraCli, FixedBatchTrainsTheAdapterAndSavesPeftLayout) {
@@ -87,14 +104,7 @@ TEST(LoraCli, EvalWithAdapterAndMergeMatchTheReference) {
   const std::vector<float> with = logits_of(dir.path / "with.safetensors");
   EXPECT_TRUE(all_close(with, ref.f32("logits_with_adapter"), 1e-4, 1e-4));
 
-  const CliRun m = run_cli({"merge", "--model", base.dir, "--adapter", ref.dir, "--out", (dir.path / "merged").string()},
-                           dir.path);
-  ASSERT_EQ(m.code, 0) << m.out;
-  const CliRun me = run_cli({"eval", "--model", (dir.path / "merged").string(), "--input", input, "--output",
-                             (dir.path / "merged.safetensors").string(), "--device", "cpu"},
-                            dir.path);
-  ASSERT_EQ(me.code, 0) << me.out;
-  EXPECT_TRUE(all_close(logits_of(dir.path / "merged.safetensors"), with, 1e-4, 1e-4));
+  EXPECT_TRUE(all_close(merged_logits(dir, base.dir, ref.dir, input), with, 1e-4, 1e-4));
 }
 
 TEST(LoraCli, ClearErrors) {
@@ -205,15 +215,7 @@ TEST(LoraCli, MergeOverQuantizedBase) {
                             (dir.path / "with.safetensors").string(), "--device", "cpu"},
                            dir.path);
   ASSERT_EQ(e.code, 0) << e.out;
-  const CliRun m = run_cli({"merge", "--model", q, "--adapter", ref.dir, "--out", (dir.path / "merged").string()},
-                           dir.path);
-  ASSERT_EQ(m.code, 0) << m.out;
-  const CliRun me = run_cli({"eval", "--model", (dir.path / "merged").string(), "--input", input, "--output",
-                             (dir.path / "merged.safetensors").string(), "--device", "cpu"},
-                            dir.path);
-  ASSERT_EQ(me.code, 0) << me.out;
-  EXPECT_TRUE(all_close(logits_of(dir.path / "merged.safetensors"), logits_of(dir.path / "with.safetensors"), 1e-4,
-                        1e-4));
+  EXPECT_TRUE(all_close(merged_logits(dir, q, ref.dir, input), logits_of(dir.path / "with.safetensors"), 1e-4, 1e-4));
   EXPECT_EQ(load_model(dir.path / "merged", Device::cpu())->info().weights, "f32");
 }
 

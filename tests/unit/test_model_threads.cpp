@@ -6,43 +6,21 @@
 // tokens, one round: a decode step on SwiftShader costs about 0.2 s of CPU).
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "forge/chat_template.h"
 #include "forge/generate.h"
 #include "forge/model.h"
 #include "parity/parity.h"
+#include "unit/on_threads.h"
 
 using namespace forge;
 
 namespace {
 
 constexpr int kThreads = 4;
-
-// Runs body(t) on kThreads threads started together; the failures, one per thread.
-template <class Body>
-std::vector<std::string> on_threads(const Body& body) {
-  std::vector<std::string> failures(kThreads);
-  std::atomic<int> ready{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (ready.load() < kThreads) std::this_thread::yield();
-      try {
-        failures[t] = body(t);
-      } catch (const std::exception& e) {
-        failures[t] = e.what();
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  return failures;
-}
 
 void generate_on_threads(const Device& dev, const std::vector<const char*>& fixtures, int64_t tokens, int rounds) {
   for (const char* fixture : fixtures) {
@@ -57,7 +35,7 @@ void generate_on_threads(const Device& dev, const std::vector<const char*>& fixt
       want.push_back(generate(*model, prompts.back(), o));
       ASSERT_EQ(int64_t(want.back().size()), tokens);
     }
-    const std::vector<std::string> failures = on_threads([&](int t) -> std::string {
+    const std::vector<std::string> failures = forge::testing::on_threads(kThreads, [&](int t) -> std::string {
       for (int r = 0; r < rounds; ++r)
         if (generate(*model, prompts[t], o) != want[t]) return "round " + std::to_string(r) + ": other ids";
       return "";
@@ -89,7 +67,7 @@ TEST(ModelThreads, TemplateRendersFromFourThreads) {
     want.push_back("<s>USER: thread " + std::to_string(t) + "\n<s>ASSISTANT: ok\nASSISTANT:");
     ASSERT_EQ(tpl.render(messages.back(), true), want.back());
   }
-  const std::vector<std::string> failures = on_threads([&](int t) -> std::string {
+  const std::vector<std::string> failures = forge::testing::on_threads(kThreads, [&](int t) -> std::string {
     for (int r = 0; r < 50; ++r)
       if (tpl.render(messages[t], true) != want[t]) return "round " + std::to_string(r) + ": other text";
     return "";

@@ -4,13 +4,12 @@
 // against the same chain run on one thread.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "forge/ops.h"
 #include "parity/parity.h"
+#include "unit/on_threads.h"
 
 using namespace forge;
 using forge::testing::all_close;
@@ -34,29 +33,15 @@ void run_threads(const Device& dev) {
     ws.push_back(random_tensor({k, n}, 20 + t));
     want.push_back(chain(xs.back(), ws.back()));
   }
-  std::vector<std::string> failures(kThreads);
-  std::atomic<int> ready{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (ready.load() < kThreads) std::this_thread::yield();  // start together
-      try {
-        for (int r = 0; r < kRounds; ++r) {
-          Tensor x = xs[t].to(dev), w = ws[t].to(dev);
-          Tensor got = chain(x, w);
-          auto ok = all_close(got.to(Device::cpu()), want[t], 1e-5, 1e-4);
-          if (!ok) {
-            failures[t] = "round " + std::to_string(r) + ": " + ok.message();
-            return;
-          }
-        }
-      } catch (const std::exception& e) {
-        failures[t] = e.what();
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  const std::vector<std::string> failures = forge::testing::on_threads(kThreads, [&](int t) -> std::string {
+    for (int r = 0; r < kRounds; ++r) {
+      Tensor x = xs[t].to(dev), w = ws[t].to(dev);
+      Tensor got = chain(x, w);
+      auto ok = all_close(got.to(Device::cpu()), want[t], 1e-5, 1e-4);
+      if (!ok) return "round " + std::to_string(r) + ": " + ok.message();
+    }
+    return "";
+  });
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << dev.name() << ", thread " << t;
 }
 
