@@ -143,6 +143,10 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
 // The bytes write_safetensors would put in the file.
 std::vector<std::byte> serialize_safetensors(const std::vector<TensorToWrite>& tensors,
                                              const std::map<std::string, std::string>& metadata = {});
+// A whole file's bytes (serialize_safetensors's, or a checkpoint built in
+// memory) written as write_safetensors writes them: under a temporary name
+// beside `path`, synced, then renamed over it.
+void write_safetensors_bytes(const std::filesystem::path& path, std::span<const std::byte> bytes);
 
 // ---------------------------------------------------------------------------
 // A model's weights: one model.safetensors or shards listed by

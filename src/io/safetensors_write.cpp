@@ -59,7 +59,10 @@ std::vector<std::byte> serialize_safetensors(const std::vector<TensorToWrite>& t
 
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-  std::vector<std::byte> bytes = serialize_safetensors(tensors, metadata);
+  write_safetensors_bytes(path, serialize_safetensors(tensors, metadata));
+}
+
+void write_safetensors_bytes(const std::filesystem::path& path, std::span<const std::byte> bytes) {
   std::filesystem::path tmp = path;
   tmp += ".tmp" + std::to_string(::getpid());
   auto fail = [&](const std::string& what) {

@@ -13,6 +13,7 @@
 #include "command.h"
 #include "forge/gpt2.h"
 #include "forge/model.h"
+#include "forge/safetensors.h"
 
 namespace forge::cli {
 namespace {
@@ -22,29 +23,18 @@ struct InitArgs {
   uint64_t seed = 0;
 };
 
-void write_file(const std::filesystem::path& path, const void* data, size_t n) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(static_cast<const char*>(data), std::streamsize(n));
-  f.close();
-  if (!f) throw IoError("[init] cannot write '" + path.string() + "'");
-}
-
-// config.json as given, and model.safetensors (written under a temporary
-// name, then renamed: a full disk never leaves half a model).
+// config.json as given, and model.safetensors (written whole or not at all).
 void write_config_model(const InitArgs& a) {
   const ModelConfig config = load_config(a.config);
   if (config.arch == Arch::Gpt2)
     throw UsageError("--config names a GPT-2: use --arch gpt2 --preset (GPT-2's own initialisation)");
-  const std::vector<std::byte> bytes = random_checkpoint_bytes(config, a.seed);
   const std::filesystem::path out(a.out);
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
   if (ec) throw IoError("[init] cannot create '" + out.string() + "': " + ec.message());
   std::filesystem::copy_file(a.config, out / "config.json", std::filesystem::copy_options::overwrite_existing, ec);
   if (ec) throw IoError("[init] cannot copy '" + a.config + "': " + ec.message());
-  write_file(out / "model.safetensors.tmp", bytes.data(), bytes.size());
-  std::filesystem::rename(out / "model.safetensors.tmp", out / "model.safetensors", ec);
-  if (ec) throw IoError("[init] cannot write '" + (out / "model.safetensors").string() + "': " + ec.message());
+  write_safetensors_bytes(out / "model.safetensors", random_checkpoint_bytes(config, a.seed));
 }
 
 void copy_tokenizer(const InitArgs& a) {
@@ -67,8 +57,10 @@ void write_model(const InitArgs& a) {
   write_gpt2_checkpoint(a.out, config, gpt2_random_tensors(config, a.seed));
   const std::filesystem::path dest = std::filesystem::path(a.out) / "tokenizer.json";
   if (a.tokenizer == "bytes") {
-    const std::string json = byte_tokenizer_json();
-    write_file(dest, json.data(), json.size());
+    std::ofstream f(dest, std::ios::binary);
+    f << byte_tokenizer_json();
+    f.close();
+    if (!f) throw IoError("[init] cannot write '" + dest.string() + "'");
     set_special_token_ids(a.out, kByteEos);
   } else if (!a.tokenizer.empty()) {
     copy_tokenizer(a);
