@@ -30,6 +30,11 @@ struct MatmulParams {
 static_assert(sizeof(MatmulParams) == 48);
 
 constexpr int64_t kMatvecRows = 4;      // matvec.wgsl's MAX_ROWS
+constexpr int64_t kMatvecVec4Rows = 8;  // matvec_vec4.wgsl's MAX_ROWS, rows per workgroup
+// Up to this many rows (a decode step of a batch of sequences) read B [n, k]
+// through matvec_vec4, MAX_ROWS rows a workgroup: with n / 8 x m / 8
+// workgroups it keeps the GPU busy where 64x64 tiles would give n / 64.
+constexpr int64_t kBatchedMatvecRows = 32;
 constexpr int64_t kLargeTileGroups = 256;  // enough 128x128 tiles to fill a large GPU
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -60,12 +65,12 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
                  uint32_t(plan.a_batch_stride), uint32_t(plan.b_batch_stride), plan.alpha,
                  bias ? 1u : 0u, uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(plan.a_offset)};
   std::initializer_list<gpu::Arg> args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out)};
-  if (plan.m <= kMatvecRows && !plan.trans_a && plan.trans_b && vec4_aligned(plan)) {
+  if (plan.m <= kBatchedMatvecRows && !plan.trans_a && plan.trans_b && vec4_aligned(plan)) {
     // Few rows against B [n, k] (every Linear layer's decode step): each
     // column's row of B read in vec4s by 32 lanes.
     const int64_t cols = 8;  // matvec_vec4.wgsl's COLS
     launch(out.device(), "matmul", kMatvecVec4.kernel(), p, args,
-           {uint32_t(ceil_div(plan.n, cols)), 1, uint32_t(plan.batch)});
+           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, kMatvecVec4Rows)), uint32_t(plan.batch)});
     return;
   }
   if (plan.m <= kMatvecRows && !plan.trans_a) {

@@ -90,6 +90,11 @@ TEST(Parity, Matmul) {
       {{1, 1024}, {37, 1024}, false, true, false, -1},
       {{2, 8}, {5, 8}, false, true, true, -1},
       {{2, 3, 40}, {2, 9, 40}, false, true, false, -1},   // batched
+      // ... eight rows a workgroup for a batch of sequences' decode step:
+      // one partial group, two, and four full ones over a batch.
+      {{5, 72}, {33, 72}, false, true, true, -1},
+      {{13, 136}, {41, 136}, false, true, true, -1},
+      {{2, 32, 68}, {2, 19, 68}, false, true, false, -1},
       // Enough 128x128 tiles (>= 256) select the large-tile kernel.
       {{256, 17, 3}, {3, 17}, false, false, true, -1},
       {{256, 17, 5}, {17, 5}, false, true, false, -1},

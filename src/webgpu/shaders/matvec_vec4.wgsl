@@ -1,14 +1,17 @@
 // Matrix-vector style matmul for few rows against a row-major B [n, k] read
 // as vec4 (TRANS_B, k and every stride and offset multiples of 4): C[batch,
-// m, n] = alpha * A @ B^T (+ bias) with m <= 4 -- the decode step of every
-// Linear layer. Same Params as matmul.wgsl (preceded by matmul_params.wgsl).
+// m, n] = alpha * A @ B^T (+ bias) for few rows -- the decode step of every
+// Linear layer, one sequence or a batch of them. Same Params as matmul.wgsl
+// (preceded by matmul_params.wgsl). Workgroup row y takes rows y * MAX_ROWS
+// onwards, so a batch of 32 sequences reads B four times (from cache)
+// instead of leaving most of the GPU idle in a few 64x64 tiles.
 // 32 lanes own an output column: they stride over its row of B in vec4s
 // (512 contiguous bytes a step), four loads in flight each, and add their
 // partial sums in a fixed tree; 8 columns to a workgroup. (matvec.wgsl, with
 // 8-byte strided scalar loads and a serial sum, read the H200's memory at a
 // twentieth of its bandwidth.)
 const WG: u32 = 256u;
-const MAX_ROWS: u32 = 4u;
+const MAX_ROWS: u32 = 8u;
 const LANES: u32 = 32u;
 const COLS: u32 = 8u;
 
@@ -18,12 +21,12 @@ const COLS: u32 = 8u;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
 
-var<workgroup> partial: array<f32, 1024>;  // [MAX_ROWS][WG]
+var<workgroup> partial: array<f32, 2048>;  // [MAX_ROWS][WG]
 
-// acc[r] += A[row r, vec4 i] . b for the rows there are.
-fn accumulate(acc: ptr<function, array<f32, MAX_ROWS>>, a_base: u32, i: u32, b: vec4f) {
+// acc[r] += A[row r, vec4 i] . b for this workgroup's rows (a_base at its first).
+fn accumulate(acc: ptr<function, array<f32, MAX_ROWS>>, rows: u32, a_base: u32, i: u32, b: vec4f) {
   for (var r = 0u; r < MAX_ROWS; r++) {
-    if (r < p.m) {
+    if (r < rows) {
       (*acc)[r] += dot(A[a_base + r * (p.lda / 4u) + i], b);
     }
   }
@@ -34,7 +37,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   let batch = wg.z;
   let lane = lid % LANES;
   let col = wg.x * COLS + lid / LANES;
-  let a_base = (p.a_offset + batch * p.a_batch_stride) / 4u;
+  let row0 = wg.y * MAX_ROWS;
+  let rows = min(p.m - row0, MAX_ROWS);
+  let a_base = (p.a_offset + batch * p.a_batch_stride + row0 * p.lda) / 4u;
   let k4 = p.k / 4u;
 
   var acc: array<f32, MAX_ROWS>;
@@ -46,36 +51,34 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       let b1 = B[b_base + i + LANES];
       let b2 = B[b_base + i + 2u * LANES];
       let b3 = B[b_base + i + 3u * LANES];
-      accumulate(&acc, a_base, i, b0);
-      accumulate(&acc, a_base, i + LANES, b1);
-      accumulate(&acc, a_base, i + 2u * LANES, b2);
-      accumulate(&acc, a_base, i + 3u * LANES, b3);
+      accumulate(&acc, rows, a_base, i, b0);
+      accumulate(&acc, rows, a_base, i + LANES, b1);
+      accumulate(&acc, rows, a_base, i + 2u * LANES, b2);
+      accumulate(&acc, rows, a_base, i + 3u * LANES, b3);
     }
     for (; i < k4; i += LANES) {
-      accumulate(&acc, a_base, i, B[b_base + i]);
+      accumulate(&acc, rows, a_base, i, B[b_base + i]);
     }
   }
-  for (var r = 0u; r < MAX_ROWS; r++) {
+  for (var r = 0u; r < rows; r++) {
     partial[r * WG + lid] = acc[r];
   }
   workgroupBarrier();
   for (var s = LANES / 2u; s > 0u; s >>= 1u) {
     if (lane < s) {
-      for (var r = 0u; r < MAX_ROWS; r++) {
+      for (var r = 0u; r < rows; r++) {
         partial[r * WG + lid] += partial[r * WG + lid + s];
       }
     }
     workgroupBarrier();
   }
   if (lane == 0u && col < p.n) {
-    for (var r = 0u; r < MAX_ROWS; r++) {
-      if (r < p.m) {
-        var v = p.alpha * partial[r * WG + lid];
-        if (p.has_bias != 0u) {
-          v += bias[col];
-        }
-        C[p.c_offset + batch * p.m * p.ldc + r * p.ldc + col] = v;
+    for (var r = 0u; r < rows; r++) {
+      var v = p.alpha * partial[r * WG + lid];
+      if (p.has_bias != 0u) {
+        v += bias[col];
       }
+      C[p.c_offset + batch * p.m * p.ldc + (row0 + r) * p.ldc + col] = v;
     }
   }
 }
