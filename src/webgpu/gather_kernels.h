@@ -29,6 +29,9 @@ void gather_nll(const Tensor& probs, const Tensor& ids, const RowsPlan& p, Tenso
 void ce_bwd(const Tensor& probs, const Tensor& ids, float scale, const RowsPlan& p, Tensor& out);
 // dst [vocab, cols]; ids [rows]; src [rows, cols].
 void scatter_add_rows(Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p);
+// dst [vocab, cols]; ids [rows], distinct, each < vocab; src [rows, cols]:
+// dst[ids[r]] = src[r]. `op` names the calling op in errors.
+void scatter_set_rows(const char* op, Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p);
 // f32 strided copy (see CopyPlan); `op` names the calling op in errors.
 // Operands over the binding limit are copied in boxes of the index space
 // (runs over d0, else d1, else d2) whose source and destination ranges each

@@ -1,6 +1,6 @@
 // Host side of the row-wise ops with one id per row: gather_nll, ce_bwd
-// (shaders/gather_nll.wgsl, ce_bwd.wgsl) and scatter_add_rows
-// (shaders/scatter_add.wgsl). Row blocks keep every binding within the limit.
+// (shaders/gather_nll.wgsl, ce_bwd.wgsl) and scatter_add_rows /
+// scatter_set_rows (shaders/scatter_add.wgsl). Row blocks keep every binding within the limit.
 #include <algorithm>
 
 #include "forge_shaders.h"
@@ -61,23 +61,35 @@ void ce_bwd(const Tensor& probs, const Tensor& ids, float scale, const RowsPlan&
   });
 }
 
-void scatter_add_rows(Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p) {
+namespace {
+
+void scatter_rows(const char* op, Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p, bool set) {
   const Device& dev = dst.device();
   const gpu::Runtime& rt = dev.runtime();
   const uint64_t row_bytes = uint64_t(p.cols) * 4;
   if (p.rows == 0 || p.cols == 0) return;
   // dst row blocks x source row blocks, the source blocks in order (the
   // kernel's accumulation order is the row order).
-  for_each_row_chunk(rt, "scatter_add_rows", p.vocab, row_bytes, [&](int64_t first, int64_t count) {
+  for_each_row_chunk(rt, op, p.vocab, row_bytes, [&](int64_t first, int64_t count) {
     uint32_t groups = uint32_t(std::min<int64_t>(kScatterGroups, count));
-    for_each_row_chunk(rt, "scatter_add_rows", p.rows, row_bytes, [&](int64_t r0, int64_t n) {
+    for_each_row_chunk(rt, op, p.rows, row_bytes, [&](int64_t r0, int64_t n) {
       ScatterAddParams q{uint32_t(count), uint32_t(p.cols), uint32_t(first), uint32_t(n), groups, uint32_t(r0), {}};
-      launch(dev, "scatter_add_rows", kScatterAdd, q,
+      launch(dev, op, kScatterAdd, q,
              {arg(ids), arg(src, uint64_t(r0) * row_bytes, uint64_t(n) * row_bytes),
               arg(dst, uint64_t(first) * row_bytes, uint64_t(count) * row_bytes)},
-             grid_1d((uint64_t(p.cols) * groups + 255) / 256, rt.limits()));
+             grid_1d((uint64_t(p.cols) * groups + 255) / 256, rt.limits()), {{"SET", set ? 1.0 : 0.0}});
     });
   });
+}
+
+}  // namespace
+
+void scatter_add_rows(Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p) {
+  scatter_rows("scatter_add_rows", dst, ids, src, p, false);
+}
+
+void scatter_set_rows(const char* op, Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p) {
+  scatter_rows(op, dst, ids, src, p, true);
 }
 
 }  // namespace forge::webgpu

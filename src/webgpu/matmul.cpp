@@ -29,11 +29,10 @@ struct MatmulParams {
 };
 static_assert(sizeof(MatmulParams) == 48);
 
-constexpr int64_t kMatvecRows = 4;      // matvec.wgsl's MAX_ROWS
-constexpr int64_t kMatvecVec4Rows = 8;  // matvec_vec4.wgsl's MAX_ROWS, rows per workgroup
-// Up to this many rows (a decode step of a batch of sequences) read B [n, k]
-// through matvec_vec4, MAX_ROWS rows a workgroup: with n / 8 x m / 8
-// workgroups it keeps the GPU busy where 64x64 tiles would give n / 64.
+constexpr int64_t kMatvecRows = 8;  // rows per workgroup of matvec.wgsl and matvec_vec4.wgsl (MAX_ROWS)
+// Up to this many rows (a decode step of a batch of sequences) take the
+// matrix-vector kernels, kMatvecRows rows a workgroup: with n / 8 x m / 8
+// workgroups they keep the GPU busy where 64x64 tiles would give n / 64.
 constexpr int64_t kBatchedMatvecRows = 32;
 constexpr int64_t kLargeTileGroups = 256;  // enough 128x128 tiles to fill a large GPU
 
@@ -70,14 +69,15 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     // column's row of B read in vec4s by 32 lanes.
     const int64_t cols = 8;  // matvec_vec4.wgsl's COLS
     launch(out.device(), "matmul", kMatvecVec4.kernel(), p, args,
-           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, kMatvecVec4Rows)), uint32_t(plan.batch)});
+           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, kMatvecRows)), uint32_t(plan.batch)});
     return;
   }
-  if (plan.m <= kMatvecRows && !plan.trans_a) {
+  if (plan.m <= kBatchedMatvecRows && !plan.trans_a) {
     // Few rows (decode): read B once, coalesced, splitting k across lanes.
     const int64_t cols = 8;  // matvec.wgsl's COLS
     launch(out.device(), "matmul", kMatvec.kernel(), p, args,
-           {uint32_t(ceil_div(plan.n, cols)), 1, uint32_t(plan.batch)}, {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
+           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, kMatvecRows)), uint32_t(plan.batch)},
+           {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
     return;
   }
   // 128x128 tiles when there are enough of them to occupy the device, else 64x64.

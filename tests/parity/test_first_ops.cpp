@@ -84,6 +84,9 @@ TEST(Parity, Matmul) {
       {{3, 1, 16}, {3, 40, 16}, false, true, false, 17},  // one query over a cache
       {{3, 1, 17}, {3, 40, 16}, false, false, false, 17},
       {{2, 70}, {300, 70}, false, true, true, -1},        // LM-head shape
+      {{11, 33}, {33, 70}, false, false, true, -1},       // a batch of sequences: two row groups
+      {{2, 32, 17}, {2, 17, 9}, false, false, false, -1},
+      {{19, 70}, {45, 70}, false, true, false, 40},
       // ... over vec4s of B [n, k] when k and the strides are multiples of 4:
       // the four-loads-in-flight steps, their tail, and k below one step.
       {{4, 264}, {203, 264}, false, true, true, -1},

@@ -5,10 +5,13 @@
 // 16-token prompt, as ../bench/torch_gpu_llama.py times PyTorch) and the bytes
 // the weights and the KV cache take on the device. With $FORGE_PROFILE=1 on a
 // GPU with timestamp queries, also the device time of each kernel per decode
-// step and per prefill.
+// step and per prefill. --rows 8,32 adds the aggregate decode tokens/s of
+// that many sequences stepping together (decode_rows, as forge serve's
+// continuous batching runs them), with its kernels when profiling.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "bench_util.h"
@@ -34,8 +37,42 @@ nlohmann::json kernel_table(const std::vector<gpu::KernelTime>& times, double pe
   return rows;
 }
 
+// One batched decode step of `rows` sequences, each after a 16-token prompt
+// in its own row: decode_rows and greedy sampling on the device, no host
+// round trip between steps. Times `steps` steps after one warm-up, and when
+// the device profiles, the kernels of those steps alone.
+nlohmann::json batched_decode(const CausalLM& model, int64_t rows, int64_t steps) {
+  const Device& d = model.device();
+  const bool profile = d.is_webgpu() && d.runtime().profiling();
+  constexpr int64_t kPrompt = 16;
+  KvCache cache = model.new_row_cache(rows, kPrompt + steps + 1);
+  std::vector<uint32_t> prompt(kPrompt);
+  std::vector<uint32_t> firsts;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (size_t i = 0; i < prompt.size(); ++i)
+      prompt[i] = uint32_t((size_t(r) * 7919 + i * 131 + 7) % size_t(model.vocab_size()));
+    firsts.push_back(sample(model.prefill_row(Tensor::from_vector(prompt, {1, kPrompt}), cache, r)).to_vector<uint32_t>()[0]);
+  }
+  Tensor ids = Tensor::from_vector(firsts, {rows}, model.device());
+  std::vector<int64_t> pos(static_cast<size_t>(rows), kPrompt);
+  auto step = [&] {
+    ids = sample(model.decode_rows(ids, cache, pos));
+    for (auto& p : pos) ++p;
+  };
+  step();
+  ids.to_vector<uint32_t>();
+  if (profile) d.runtime().reset_kernel_times();
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < steps; ++i) step();
+  ids.to_vector<uint32_t>();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  nlohmann::json r{{"rows", rows}, {"step_ms", s * 1e3 / double(steps)}, {"tokens_per_s", double(rows * steps) / s}};
+  if (profile) r["kernels"] = kernel_table(d.runtime().kernel_times(), double(steps));
+  return r;
+}
+
 void run(const std::string& device, const std::string& model_dir, const std::string& arch, const std::string& dtype,
-         int64_t prefill, int64_t decode_tokens, bool json) {
+         int64_t prefill, int64_t decode_tokens, const std::vector<int64_t>& batch_rows, bool json) {
   ModelConfig config = model_preset(arch);
   DType dense = DType::F32;
   if (dtype == "bf16") dense = DType::BF16;
@@ -82,6 +119,15 @@ void run(const std::string& device, const std::string& model_dir, const std::str
         r["prefill_kernels"] = kernel_table(rt.kernel_times(), 1.0);
       }
     }
+    if (!batch_rows.empty() && !model->has_row_decode())
+      throw ValueError("[bench llm] --rows: " + name + " has no batched (per-row) decode");
+    for (int64_t n : batch_rows) {
+      nlohmann::json b = batched_decode(*model, n, decode_tokens);
+      if (!json)
+        std::printf("%-36s %s  %lld rows decoding together: %7.1f tok/s (%.2f ms a step)\n", d.name().c_str(),
+                    name.c_str(), (long long)n, b["tokens_per_s"].get<double>(), b["step_ms"].get<double>());
+      r["batched_decode"].push_back(b);
+    }
     r["decode_tokens"] = st.decode_tokens;
     r["kv_cache_bytes"] = cache_bytes;
     r["device_bytes"] = model->info().device_bytes + cache_bytes;
@@ -99,6 +145,7 @@ const bool registered = register_bench(
        static std::string device = "auto", model, arch = "smollm2-135m", dtype = "f32";
        static int64_t prefill = 1024, decode_tokens = 128;
        static bool json = false;
+       static std::vector<int64_t> rows;
        add_device_option(sub, device, true);
        sub.add_option("-m,--model", model, "Time this model folder (or Hugging Face id) instead of --arch/--dtype");
        sub.add_option("--arch", arch, "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama3.2-1b or tinyllama-1.1b")
@@ -109,8 +156,11 @@ const bool registered = register_bench(
            ->capture_default_str()
            ->check(CLI::NonNegativeNumber);
        sub.add_option("--decode-tokens", decode_tokens, "Tokens to decode")->capture_default_str()->check(CLI::PositiveNumber);
+       sub.add_option("--rows", rows, "Also time this many sequences decoding together (comma-separated, e.g. 8,32)")
+           ->delimiter(',')
+           ->check(CLI::Range(int64_t(1), int64_t(1024)));
        sub.add_flag("--json", json, "Print JSON");
-       sub.callback([] { run(device, model, arch, dtype, prefill, decode_tokens, json); });
+       sub.callback([] { run(device, model, arch, dtype, prefill, decode_tokens, rows, json); });
      }});
 
 }  // namespace

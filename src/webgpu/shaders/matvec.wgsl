@@ -1,5 +1,6 @@
 // Matrix-vector style matmul for few rows (decode steps): C[batch, m, n] =
-// alpha * A @ op(B) (+ bias) with m <= 4 and A not transposed. Same Params
+// alpha * A @ op(B) (+ bias) for few rows and A not transposed, MAX_ROWS
+// rows a workgroup row (wg.y), as matvec_vec4.wgsl. Same Params
 // as matmul.wgsl (preceded by matmul_params.wgsl). Each workgroup owns a block of
 // output columns, 8 columns x 32 lanes: the k sum is split across lanes, so
 // each thread's serial loop is short (latency, not bandwidth, bounds these
@@ -10,7 +11,7 @@
 override TRANS_B: bool = false;
 
 const WG: u32 = 256u;
-const MAX_ROWS: u32 = 4u;
+const MAX_ROWS: u32 = 8u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> A: array<f32>;
@@ -18,7 +19,7 @@ const MAX_ROWS: u32 = 4u;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
 
-var<workgroup> partial: array<f32, 1024>;  // [MAX_ROWS][WG]
+var<workgroup> partial: array<f32, 2048>;  // [MAX_ROWS][WG]
 
 const COLS: u32 = 8u;
 const LANES: u32 = 32u;
@@ -36,7 +37,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     lane = lid / COLS;
   }
   let col = wg.x * COLS + c;
-  let a_base = p.a_offset + batch * p.a_batch_stride;
+  let row0 = wg.y * MAX_ROWS;
+  let rows = min(p.m - row0, MAX_ROWS);
+  let a_base = p.a_offset + batch * p.a_batch_stride + row0 * p.lda;
   let b_base = batch * p.b_batch_stride;
 
   var acc: array<f32, MAX_ROWS>;
@@ -49,36 +52,34 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
         b = B[b_base + kk * p.ldb + col];
       }
       for (var r = 0u; r < MAX_ROWS; r++) {
-        if (r < p.m) {
+        if (r < rows) {
           acc[r] = fma(A[a_base + r * p.lda + kk], b, acc[r]);
         }
       }
     }
   }
-  for (var r = 0u; r < MAX_ROWS; r++) {
+  for (var r = 0u; r < rows; r++) {
     partial[r * WG + lid] = acc[r];
   }
   workgroupBarrier();
   // Lane 0 of each column adds its lanes in a fixed order.
   if (lane == 0u && col < p.n) {
-    for (var r = 0u; r < MAX_ROWS; r++) {
-      if (r < p.m) {
-        var s = 0.0;
-        for (var l = 0u; l < LANES; l++) {
-          var idx: u32;
-          if (TRANS_B) {
-            idx = c * LANES + l;
-          } else {
-            idx = l * COLS + c;
-          }
-          s += partial[r * WG + idx];
+    for (var r = 0u; r < rows; r++) {
+      var s = 0.0;
+      for (var l = 0u; l < LANES; l++) {
+        var idx: u32;
+        if (TRANS_B) {
+          idx = c * LANES + l;
+        } else {
+          idx = l * COLS + c;
         }
-        var v = p.alpha * s;
-        if (p.has_bias != 0u) {
-          v += bias[col];
-        }
-        C[p.c_offset + batch * p.m * p.ldc + r * p.ldc + col] = v;
+        s += partial[r * WG + idx];
       }
+      var v = p.alpha * s;
+      if (p.has_bias != 0u) {
+        v += bias[col];
+      }
+      C[p.c_offset + batch * p.m * p.ldc + (row0 + r) * p.ldc + col] = v;
     }
   }
 }

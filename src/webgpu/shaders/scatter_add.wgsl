@@ -4,7 +4,8 @@
 // owns the dst elements (v, c) with v % groups == g and scans every id in
 // order, so each element sums its contributions in the order r = 0, 1, ...
 // exactly as the CPU loop does (source row blocks are dispatched in order).
-// Ids outside the binding's rows are skipped.
+// Ids outside the binding's rows are skipped. With SET (scatter_set_rows,
+// ids distinct) the source row replaces the dst row instead.
 struct Params {
   rows: u32,      // dst rows in this binding
   cols: u32,      // C
@@ -15,6 +16,8 @@ struct Params {
   _pad1: u32,
   _pad2: u32,
 }
+
+override SET: u32 = 0u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> ids: array<u32>;       // [R], all rows
@@ -34,7 +37,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let slot = ids[p.r_base + r] - p.id_first;  // wraps to a huge value below id_first
     if (slot < p.rows && slot % p.groups == g) {
       let at = slot * p.cols + c;
-      dst[at] = dst[at] + src[r * p.cols + c];
+      if (SET != 0u) {
+        dst[at] = src[r * p.cols + c];
+      } else {
+        dst[at] = dst[at] + src[r * p.cols + c];
+      }
     }
   }
 }
