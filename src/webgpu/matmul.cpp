@@ -16,8 +16,16 @@ namespace {
 
 const ComposedKernel kMatmul{"matmul", {shaders::matmul_params, shaders::matmul}};
 const ComposedKernel kMatmulVec4{"matmul_vec4", {shaders::matmul_params, shaders::matmul_vec4}};
-const ComposedKernel kMatvec{"matvec", {shaders::matmul_params, shaders::matvec}};
-const ComposedKernel kMatvecVec4{"matvec_vec4", {shaders::matmul_params, shaders::matvec_vec4}};
+// The matrix-vector kernels come in two sizes of MAX_ROWS (rows a workgroup
+// computes, prepended as a constant): 4 for one sequence's decode step, whose
+// registers and workgroup memory stay as small as they were tuned, and 8 for
+// a batch of sequences.
+const ComposedKernel kMatvec{"matvec", {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::matvec}};
+const ComposedKernel kMatvecVec4{"matvec_vec4",
+                                 {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::matvec_vec4}};
+const ComposedKernel kMatvec8{"matvec", {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::matvec}};
+const ComposedKernel kMatvecVec4x8{"matvec_vec4",
+                                   {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::matvec_vec4}};
 
 struct MatmulParams {
   uint32_t m, n, k, lda, ldb, a_batch_stride, b_batch_stride;
@@ -29,9 +37,8 @@ struct MatmulParams {
 };
 static_assert(sizeof(MatmulParams) == 48);
 
-constexpr int64_t kMatvecRows = 8;  // rows per workgroup of matvec.wgsl and matvec_vec4.wgsl (MAX_ROWS)
 // Up to this many rows (a decode step of a batch of sequences) take the
-// matrix-vector kernels, kMatvecRows rows a workgroup: with n / 8 x m / 8
+// matrix-vector kernels, 8 rows a workgroup past 4: with n / 8 x m / 8
 // workgroups they keep the GPU busy where 64x64 tiles would give n / 64.
 constexpr int64_t kBatchedMatvecRows = 32;
 constexpr int64_t kLargeTileGroups = 256;  // enough 128x128 tiles to fill a large GPU
@@ -68,15 +75,17 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     // Few rows against B [n, k] (every Linear layer's decode step): each
     // column's row of B read in vec4s by 32 lanes.
     const int64_t cols = 8;  // matvec_vec4.wgsl's COLS
-    launch(out.device(), "matmul", kMatvecVec4.kernel(), p, args,
-           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, kMatvecRows)), uint32_t(plan.batch)});
+    const int64_t rows = plan.m <= 4 ? 4 : 8;
+    launch(out.device(), "matmul", (rows == 4 ? kMatvecVec4 : kMatvecVec4x8).kernel(), p, args,
+           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)});
     return;
   }
   if (plan.m <= kBatchedMatvecRows && !plan.trans_a) {
     // Few rows (decode): read B once, coalesced, splitting k across lanes.
     const int64_t cols = 8;  // matvec.wgsl's COLS
-    launch(out.device(), "matmul", kMatvec.kernel(), p, args,
-           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, kMatvecRows)), uint32_t(plan.batch)},
+    const int64_t rows = plan.m <= 4 ? 4 : 8;
+    launch(out.device(), "matmul", (rows == 4 ? kMatvec : kMatvec8).kernel(), p, args,
+           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)},
            {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
     return;
   }

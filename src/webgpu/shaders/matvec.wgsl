@@ -1,7 +1,8 @@
 // Matrix-vector style matmul for few rows (decode steps): C[batch, m, n] =
 // alpha * A @ op(B) (+ bias) for few rows and A not transposed, MAX_ROWS
-// rows a workgroup row (wg.y), as matvec_vec4.wgsl. Same Params
-// as matmul.wgsl (preceded by matmul_params.wgsl). Each workgroup owns a block of
+// rows (4 or 8, prepended by the host) to a workgroup row (wg.y), as in
+// matvec_vec4.wgsl. Same Params as matmul.wgsl (preceded by
+// matmul_params.wgsl). Each workgroup owns a block of
 // output columns, 8 columns x 32 lanes: the k sum is split across lanes, so
 // each thread's serial loop is short (latency, not bandwidth, bounds these
 // small products) and there are n / 8 workgroups to fill the device. B, the
@@ -11,7 +12,6 @@
 override TRANS_B: bool = false;
 
 const WG: u32 = 256u;
-const MAX_ROWS: u32 = 8u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> A: array<f32>;
@@ -19,7 +19,7 @@ const MAX_ROWS: u32 = 8u;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
 
-var<workgroup> partial: array<f32, 2048>;  // [MAX_ROWS][WG]
+var<workgroup> partial: array<f32, MAX_ROWS * WG>;
 
 const COLS: u32 = 8u;
 const LANES: u32 = 32u;

@@ -2,16 +2,16 @@
 // as vec4 (TRANS_B, k and every stride and offset multiples of 4): C[batch,
 // m, n] = alpha * A @ B^T (+ bias) for few rows -- the decode step of every
 // Linear layer, one sequence or a batch of them. Same Params as matmul.wgsl
-// (preceded by matmul_params.wgsl). Workgroup row y takes rows y * MAX_ROWS
-// onwards, so a batch of 32 sequences reads B four times (from cache)
-// instead of leaving most of the GPU idle in a few 64x64 tiles.
+// (preceded by matmul_params.wgsl and MAX_ROWS, 4 or 8, from the host).
+// Workgroup row y takes rows y * MAX_ROWS onwards, so a batch of 32
+// sequences reads B four times (from cache) instead of leaving most of the
+// GPU idle in a few 64x64 tiles.
 // 32 lanes own an output column: they stride over its row of B in vec4s
 // (512 contiguous bytes a step), four loads in flight each, and add their
 // partial sums in a fixed tree; 8 columns to a workgroup. (matvec.wgsl, with
 // 8-byte strided scalar loads and a serial sum, read the H200's memory at a
 // twentieth of its bandwidth.)
 const WG: u32 = 256u;
-const MAX_ROWS: u32 = 8u;
 const LANES: u32 = 32u;
 const COLS: u32 = 8u;
 
@@ -21,7 +21,7 @@ const COLS: u32 = 8u;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
 
-var<workgroup> partial: array<f32, 2048>;  // [MAX_ROWS][WG]
+var<workgroup> partial: array<f32, MAX_ROWS * WG>;
 
 // acc[r] += A[row r, vec4 i] . b for this workgroup's rows (a_base at its first).
 fn accumulate(acc: ptr<function, array<f32, MAX_ROWS>>, rows: u32, a_base: u32, i: u32, b: vec4f) {
