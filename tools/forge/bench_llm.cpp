@@ -15,6 +15,7 @@
 #include <cstdio>
 
 #include "bench_util.h"
+#include "cli_util.h"
 #include "command.h"
 #include "devices.h"
 #include "forge/generate.h"
@@ -152,13 +153,14 @@ const bool registered = register_bench(
            ->capture_default_str();
        sub.add_option("--dtype", dtype, "Weights: f32, bf16 (computed in f32), q8 or q4 (MLX, group 64)")
            ->capture_default_str();
-       sub.add_option("--prefill", prefill, "Prompt tokens to time the prefill with (0: skip)")
-           ->capture_default_str()
-           ->check(CLI::NonNegativeNumber);
-       sub.add_option("--decode-tokens", decode_tokens, "Tokens to decode")->capture_default_str()->check(CLI::PositiveNumber);
-       sub.add_option("--rows", rows, "Also time this many sequences decoding together (comma-separated, e.g. 8,32)")
-           ->delimiter(',')
-           ->check(CLI::Range(int64_t(1), int64_t(1024)));
+       check_at_least(sub.add_option("--prefill", prefill, "Prompt tokens to time the prefill with (0: skip)")
+                          ->capture_default_str(),
+                      0);
+       check_at_least(sub.add_option("--decode-tokens", decode_tokens, "Tokens to decode")->capture_default_str(), 1);
+       check_at_least(
+           sub.add_option("--rows", rows, "Also time this many sequences decoding together (comma-separated, e.g. 8,32)")
+               ->delimiter(','),
+           1);
        sub.add_flag("--json", json, "Print JSON");
        sub.callback([] { run(device, model, arch, dtype, prefill, decode_tokens, rows, json); });
      }});

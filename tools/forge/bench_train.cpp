@@ -22,6 +22,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli_util.h"
 #include "command.h"
 #include "devices.h"
 #include "forge/gpt2_train.h"
@@ -222,9 +223,10 @@ const bool registered = register_bench(
        sub.add_option("--preset", preset, "GPT-2 size (124M, 355M, 774M, 1.5B, tiny)");
        sub.add_option("--arch", arch,
                       "A Llama-family model of this preset (smollm2-135m, smollm2-360m, ...) or config.json instead");
-       sub.add_option("--lora-rank", lora_rank, "With --arch: train a fresh LoRA adapter of this rank on q, k, v, o")
-           ->check(CLI::PositiveNumber);
-       sub.add_option("--steps", steps, "Timed steps per shape (after one warm-up)")->check(CLI::PositiveNumber);
+       check_at_least(
+           sub.add_option("--lora-rank", lora_rank, "With --arch: train a fresh LoRA adapter of this rank on q, k, v, o"),
+           1);
+       check_at_least(sub.add_option("--steps", steps, "Timed steps per shape (after one warm-up)"), 1);
        sub.add_option("--shapes", shapes, "Comma-separated BxT shapes (T capped at the context length)")
            ->capture_default_str();
        add_device_option(sub, device, true);
