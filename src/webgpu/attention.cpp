@@ -119,11 +119,15 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
     return;
   }
   // Decode: split the keys so that the rows x splits workgroups fill the device.
+  // Causal queries over a cache see its first kv_offset + seq_q keys at most:
+  // the splits cover those, not the whole capacity.
   const uint64_t rows = uint64_t(plan.batch * plan.seq_q * plan.heads);
-  const uint64_t key_tiles = std::max<uint64_t>(1, ceil_div(uint64_t(plan.seq_k), 64));
+  const uint64_t keys = plan.causal ? std::min<uint64_t>(uint64_t(plan.seq_k), uint64_t(plan.kv_offset + plan.seq_q))
+                                    : uint64_t(plan.seq_k);
+  const uint64_t key_tiles = std::max<uint64_t>(1, ceil_div(keys, 64));
   uint64_t splits = std::clamp<uint64_t>(ceil_div(512, rows), 1, std::min<uint64_t>(key_tiles, 64));
   uint64_t split_len = ceil_div(key_tiles, splits) * 64;
-  splits = std::max<uint64_t>(1, ceil_div(uint64_t(plan.seq_k), split_len));
+  splits = std::max<uint64_t>(1, ceil_div(keys, split_len));
   f.splits = uint32_t(splits), f.split_len = uint32_t(split_len);
   Tensor part = Tensor::empty({int64_t(rows * splits), plan.head_dim + 2}, DType::F32, dev);
   check_fits(op, dev, {&part});

@@ -52,4 +52,11 @@ Tensor row_mask(const std::vector<int64_t>& pos, int64_t cap, int64_t window, co
   return Tensor::from_vector(m, {n, 1, 1, cap}, device);
 }
 
+AttentionOptions rows_attention(const std::vector<int64_t>& pos) {
+  AttentionOptions o;
+  o.causal = true;
+  o.kv_offset = pos.empty() ? 0 : *std::max_element(pos.begin(), pos.end());
+  return o;
+}
+
 }  // namespace forge::models

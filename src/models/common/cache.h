@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "forge/model.h"
+#include "forge/ops/attention.h"
 
 namespace forge::models {
 
@@ -24,5 +25,11 @@ Tensor first_rows(const Tensor& t, int64_t n);
 // Additive attention mask [n, 1, 1, cap] for decode_rows: row i sees slots
 // max(0, pos_i - window + 1) .. pos_i (window 0: from slot 0).
 Tensor row_mask(const std::vector<int64_t>& pos, int64_t cap, int64_t window, const Device& device);
+
+// Attention options for decode_rows' one query per row beside row_mask: causal
+// at the furthest row's position, so that the kernels read the cache's first
+// max(pos) + 1 slots instead of all `cap` of them (every row's mask hides
+// what lies past its own position anyway).
+AttentionOptions rows_attention(const std::vector<int64_t>& pos);
 
 }  // namespace forge::models

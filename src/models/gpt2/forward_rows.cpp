@@ -74,7 +74,7 @@ Tensor Gpt2::decode_rows(const Tensor& ids_in, KvCache& cache, const std::vector
     kv_append_rows(cache.k[size_t(l)], p.k.reshape({n, 1, nh, hd}), 0, pos);
     kv_append_rows(cache.v[size_t(l)], p.v.reshape({n, 1, nh, hd}), 0, pos);
     Tensor a = flash_attention_v2(p.q.reshape({n, 1, nh, hd}), models::first_rows(cache.k[size_t(l)], n),
-                                  models::first_rows(cache.v[size_t(l)], n), AttentionOptions{}, &mask);
+                                  models::first_rows(cache.v[size_t(l)], n), models::rows_attention(pos), &mask);
     x = block_out(l, x, a.reshape({n, C}));
   }
   return lm_head(x).reshape({n, config_.vocab_size});  // [n, V]

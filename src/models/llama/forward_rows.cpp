@@ -87,7 +87,7 @@ Tensor LlamaModel::decode_rows(const Tensor& ids_in, KvCache& cache, const std::
       if (mw == w) mask = &m;
     if (!mask) mask = &masks.emplace_back(w, row_mask(pos, cap, w, device_)).second;
     Tensor a = flash_attention_v2(p.q.reshape({n, 1, nh, hd}), first_rows(cache.k[size_t(l)], n),
-                                  first_rows(cache.v[size_t(l)], n), AttentionOptions{}, mask);
+                                  first_rows(cache.v[size_t(l)], n), rows_attention(pos), mask);
     finish(l, s, a.reshape({n, nh * hd}));
   }
   Stream rows{s.x.reshape({n, H}), s.pending.reshape({n, H})};
