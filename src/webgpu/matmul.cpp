@@ -18,6 +18,9 @@ const ComposedKernel kMatmul{"matmul", {shaders::matmul_params, shaders::matmul}
 const ComposedKernel kMatmulVec4{"matmul_vec4", {shaders::matmul_params, shaders::matmul_vec4}};
 const ComposedKernel kMatvec{"matvec", {shaders::matmul_params, shaders::matvec}};
 const ComposedKernel kMatvecVec4{"matvec_vec4", {shaders::matmul_params, shaders::matvec_vec4}};
+const ComposedKernel kMatvecSerial{"matvec_serial", {shaders::matmul_params, shaders::matvec}, "main_serial"};
+const ComposedKernel kMatvecVec4Serial{"matvec_vec4_serial", {shaders::matmul_params, shaders::matvec_vec4},
+                                       "main_serial"};
 
 struct MatmulParams {
   uint32_t m, n, k, lda, ldb, a_batch_stride, b_batch_stride;
@@ -30,6 +33,11 @@ struct MatmulParams {
 static_assert(sizeof(MatmulParams) == 48);
 
 constexpr int64_t kMatvecRows = 4;      // matvec.wgsl's MAX_ROWS
+// Up to this k a column's products are summed by one invocation
+// (matvec.wgsl's main_serial): the tiny models of tests and short attention
+// rows; real models' layers (k >= 512) keep the 32-lane kernels.
+constexpr int64_t kSerialMaxK = 256;
+constexpr int64_t kSerialGroup = 64;    // main_serial's workgroup size
 constexpr int64_t kLargeTileGroups = 256;  // enough 128x128 tiles to fill a large GPU
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -60,6 +68,12 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
                  uint32_t(plan.a_batch_stride), uint32_t(plan.b_batch_stride), plan.alpha,
                  bias ? 1u : 0u, uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(plan.a_offset)};
   std::initializer_list<gpu::Arg> args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out)};
+  if (plan.m <= kMatvecRows && !plan.trans_a && plan.k <= kSerialMaxK) {
+    const std::array<uint32_t, 3> groups{uint32_t(ceil_div(plan.n, kSerialGroup)), 1, uint32_t(plan.batch)};
+    if (plan.trans_b && vec4_aligned(plan)) launch(out.device(), "matmul", kMatvecVec4Serial.kernel(), p, args, groups);
+    else launch(out.device(), "matmul", kMatvecSerial.kernel(), p, args, groups, {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
+    return;
+  }
   if (plan.m <= kMatvecRows && !plan.trans_a && plan.trans_b && vec4_aligned(plan)) {
     // Few rows against B [n, k] (every Linear layer's decode step): each
     // column's row of B read in vec4s by 32 lanes.
