@@ -14,13 +14,15 @@ namespace forge::webgpu {
 
 class ComposedKernel {
  public:
-  ComposedKernel(std::string_view name, std::initializer_list<std::string_view> parts) {
+  ComposedKernel(std::string_view name, std::initializer_list<std::string_view> parts,
+                 std::string_view entry = "main") {
     for (std::string_view part : parts) {
       source_ += part;
       source_ += '\n';
     }
     kernel_.name = name;
     kernel_.source = source_;
+    kernel_.entry = entry;
   }
   ComposedKernel(const ComposedKernel&) = delete;
   ComposedKernel& operator=(const ComposedKernel&) = delete;

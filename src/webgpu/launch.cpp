@@ -41,4 +41,10 @@ void for_each_row_chunk(const gpu::Runtime& rt, const char* op, int64_t rows, ui
   for (int64_t r = 0; r < rows; r += int64_t(per)) fn(r, std::min<int64_t>(int64_t(per), rows - r));
 }
 
+gpu::Constant row_workgroup(int64_t cols) {
+  uint32_t wg = 32;
+  while (wg < 256 && int64_t(wg) < cols) wg *= 2;
+  return {"WG", double(wg)};
+}
+
 }  // namespace forge::webgpu

@@ -22,6 +22,13 @@ gpu::Arg arg(const Tensor& t, uint64_t offset, uint64_t bytes);
 // Kernels recover the linear index as wg.y * num_workgroups.x + wg.x.
 std::array<uint32_t, 3> grid_1d(uint64_t groups, const gpu::Limits& limits);
 
+// The workgroup size of the one-row-a-workgroup kernels (shaders/row_reduce.wgsl's
+// WG) for rows of `cols` values: cols rounded up to a power of two, 32 to 256.
+// Idle lanes cost little on a GPU but a great deal on a CPU driver
+// (SwiftShader runs each SIMD group of a workgroup with barriers as a
+// coroutine), and short rows are what tiny models and decode steps have.
+gpu::Constant row_workgroup(int64_t cols);
+
 // Splits `rows` rows of `row_bytes` bytes each into runs whose byte size is
 // within the binding limit and whose starts meet the offset alignment. Calls
 // fn(first_row, row_count) for each run. Throws when one row is too large.

@@ -59,9 +59,10 @@ void rms_norm(const Tensor& x, const Tensor* residual, const Tensor& weight, con
     if (residual)
       launch(dev, op, kRmsNormResidual.kernel(), p,
              {arg(x, off, bytes), arg(weight), arg(y, off, bytes), arg(*residual, off, bytes), arg(*sum, off, bytes)},
-             grid);
+             grid, {row_workgroup(plan.cols)});
     else
-      launch(dev, op, kRmsNorm.kernel(), p, {arg(x, off, bytes), arg(weight), arg(y, off, bytes)}, grid);
+      launch(dev, op, kRmsNorm.kernel(), p, {arg(x, off, bytes), arg(weight), arg(y, off, bytes)}, grid,
+             {row_workgroup(plan.cols)});
   });
 }
 
@@ -75,7 +76,7 @@ void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
     launch(dev, "rms_norm_bwd", kRmsNormBwd.kernel(), p,
            {arg(x, off, bytes), arg(weight), arg(dy, off, bytes), arg(dx, off, bytes), arg(dy_xhat, off, bytes)},
-           grid_1d(uint64_t(count), dev.runtime().limits()));
+           grid_1d(uint64_t(count), dev.runtime().limits()), {row_workgroup(plan.cols)});
   });
   sum_rows(dy_xhat, plan.rows, plan.cols, dweight);
 }

@@ -19,13 +19,17 @@ const ComposedKernel kMatmulVec4{"matmul_vec4", {shaders::matmul_params, shaders
 // The matrix-vector kernels come in two sizes of MAX_ROWS (rows a workgroup
 // computes, prepended as a constant): 4 for one sequence's decode step, whose
 // registers and workgroup memory stay as small as they were tuned, and 8 for
-// a batch of sequences.
+// a batch of sequences. main_serial (one invocation a column) serves small k.
 const ComposedKernel kMatvec{"matvec", {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::matvec}};
 const ComposedKernel kMatvecVec4{"matvec_vec4",
                                  {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::matvec_vec4}};
 const ComposedKernel kMatvec8{"matvec", {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::matvec}};
 const ComposedKernel kMatvecVec4x8{"matvec_vec4",
                                    {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::matvec_vec4}};
+const ComposedKernel kMatvecSerial{"matvec_serial", {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::matvec},
+                                   "main_serial"};
+const ComposedKernel kMatvecVec4Serial{
+    "matvec_vec4_serial", {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::matvec_vec4}, "main_serial"};
 
 struct MatmulParams {
   uint32_t m, n, k, lda, ldb, a_batch_stride, b_batch_stride;
@@ -37,10 +41,16 @@ struct MatmulParams {
 };
 static_assert(sizeof(MatmulParams) == 48);
 
+constexpr int64_t kMatvecRows = 4;  // rows of one sequence's decode step (kMatvec*'s MAX_ROWS)
 // Up to this many rows (a decode step of a batch of sequences) take the
 // matrix-vector kernels, 8 rows a workgroup past 4: with n / 8 x m / 8
 // workgroups they keep the GPU busy where 64x64 tiles would give n / 64.
 constexpr int64_t kBatchedMatvecRows = 32;
+// Up to this k a column's products are summed by one invocation
+// (matvec.wgsl's main_serial): the tiny models of tests and short attention
+// rows; real models' layers (k >= 512) keep the 32-lane kernels.
+constexpr int64_t kSerialMaxK = 256;
+constexpr int64_t kSerialGroup = 64;    // main_serial's workgroup size
 constexpr int64_t kLargeTileGroups = 256;  // enough 128x128 tiles to fill a large GPU
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -71,11 +81,17 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
                  uint32_t(plan.a_batch_stride), uint32_t(plan.b_batch_stride), plan.alpha,
                  bias ? 1u : 0u, uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(plan.a_offset)};
   std::initializer_list<gpu::Arg> args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out)};
+  if (plan.m <= kMatvecRows && !plan.trans_a && plan.k <= kSerialMaxK) {
+    const std::array<uint32_t, 3> groups{uint32_t(ceil_div(plan.n, kSerialGroup)), 1, uint32_t(plan.batch)};
+    if (plan.trans_b && vec4_aligned(plan)) launch(out.device(), "matmul", kMatvecVec4Serial.kernel(), p, args, groups);
+    else launch(out.device(), "matmul", kMatvecSerial.kernel(), p, args, groups, {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
+    return;
+  }
   if (plan.m <= kBatchedMatvecRows && !plan.trans_a && plan.trans_b && vec4_aligned(plan)) {
     // Few rows against B [n, k] (every Linear layer's decode step): each
     // column's row of B read in vec4s by 32 lanes.
     const int64_t cols = 8;  // matvec_vec4.wgsl's COLS
-    const int64_t rows = plan.m <= 4 ? 4 : 8;
+    const int64_t rows = plan.m <= kMatvecRows ? kMatvecRows : 8;
     launch(out.device(), "matmul", (rows == 4 ? kMatvecVec4 : kMatvecVec4x8).kernel(), p, args,
            {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)});
     return;
@@ -83,7 +99,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   if (plan.m <= kBatchedMatvecRows && !plan.trans_a) {
     // Few rows (decode): read B once, coalesced, splitting k across lanes.
     const int64_t cols = 8;  // matvec.wgsl's COLS
-    const int64_t rows = plan.m <= 4 ? 4 : 8;
+    const int64_t rows = plan.m <= kMatvecRows ? kMatvecRows : 8;
     launch(out.device(), "matmul", (rows == 4 ? kMatvec : kMatvec8).kernel(), p, args,
            {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)},
            {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});

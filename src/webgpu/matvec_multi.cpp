@@ -9,6 +9,7 @@ namespace forge::webgpu {
 namespace {
 
 const gpu::Kernel kMatvecMulti{"matvec_multi", shaders::matvec_multi};
+const gpu::Kernel kMatvecMultiSerial{"matvec_multi_serial", shaders::matvec_multi, "main_serial"};
 
 // Mirrors `struct Params` of shaders/matvec_multi.wgsl.
 struct MultiParams {
@@ -19,6 +20,10 @@ static_assert(sizeof(MultiParams) == 32);
 
 constexpr int64_t kMaxRows = 4;  // the kernel's MAX_ROWS
 constexpr int64_t kCols = 8;     // and COLS
+// Up to this k one invocation sums a column (main_serial), as matmul's
+// matvec_serial: the tiny models of tests; real models keep 32 lanes.
+constexpr int64_t kSerialMaxK = 256;
+constexpr int64_t kSerialGroup = 64;  // main_serial's workgroup size
 
 }  // namespace
 
@@ -33,9 +38,11 @@ bool matvec_multi(const Tensor& x, std::array<const Tensor*, 3> w, bool silu_gat
   const int64_t n0 = w[0]->dim(0), n1 = silu_gate ? 0 : w[1]->dim(0), n2 = silu_gate ? 0 : w[2]->dim(0);
   const int64_t cols = n0 + n1 + n2;
   MultiParams p{uint32_t(m), uint32_t(K), uint32_t(n0), uint32_t(n1), uint32_t(n2), {}};
-  launch(x.device(), silu_gate ? "silu_gate_matmul" : "matmul_transb_many", kMatvecMulti, p,
-         {arg(x), arg(*w[0]), arg(*w[1]), arg(*w[2]), arg(*out[0]), arg(*out[1]), arg(*out[2])},
-         {uint32_t((cols + kCols - 1) / kCols), 1, 1}, {{"MODE", silu_gate ? 1.0 : 0.0}});
+  const bool serial = K <= kSerialMaxK;
+  const int64_t per_group = serial ? kSerialGroup : kCols;
+  launch(x.device(), silu_gate ? "silu_gate_matmul" : "matmul_transb_many", serial ? kMatvecMultiSerial : kMatvecMulti,
+         p, {arg(x), arg(*w[0]), arg(*w[1]), arg(*w[2]), arg(*out[0]), arg(*out[1]), arg(*out[2])},
+         {uint32_t((cols + per_group - 1) / per_group), 1, 1}, {{"MODE", silu_gate ? 1.0 : 0.0}});
   return true;
 }
 

@@ -38,7 +38,7 @@ void layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float e
     LayerNormParams p{uint32_t(count), uint32_t(cols), eps, 0};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
     launch(dev, "layernorm", kLayerNorm.kernel(), p, {arg(x, off, bytes), arg(gamma), arg(beta), arg(y, off, bytes)},
-           grid_1d(uint64_t(count), dev.runtime().limits()));
+           grid_1d(uint64_t(count), dev.runtime().limits()), {row_workgroup(cols)});
   });
 }
 
@@ -52,7 +52,7 @@ void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
     launch(dev, "layernorm_bwd", kLayerNormBwd.kernel(), p,
            {arg(x, off, bytes), arg(gamma), arg(dy, off, bytes), arg(dx, off, bytes), arg(dy_xhat, off, bytes)},
-           grid_1d(uint64_t(count), dev.runtime().limits()));
+           grid_1d(uint64_t(count), dev.runtime().limits()), {row_workgroup(cols)});
   });
   sum_rows(dy_xhat, rows, cols, dgamma);
   sum_rows(dy, rows, cols, dbeta);
@@ -65,7 +65,7 @@ void softmax_bwd(const Tensor& y, const Tensor& dy, int64_t rows, int64_t cols, 
     RowParams p{uint32_t(count), uint32_t(cols), {}};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
     launch(dev, "softmax_bwd", kSoftmaxBwd.kernel(), p, {arg(y, off, bytes), arg(dy, off, bytes), arg(dx, off, bytes)},
-           grid_1d(uint64_t(count), dev.runtime().limits()));
+           grid_1d(uint64_t(count), dev.runtime().limits()), {row_workgroup(cols)});
   });
 }
 

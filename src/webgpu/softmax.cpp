@@ -25,7 +25,7 @@ void softmax(const Tensor& x, const SoftmaxPlan& plan, Tensor& out) {
                     uint32_t(plan.key_offset), uint32_t(first), {}};
     launch(out.device(), "softmax", kSoftmax.kernel(), p,
            {arg(x, first * row_bytes, count * row_bytes), arg(out, first * row_bytes, count * row_bytes)},
-           grid_1d(uint64_t(count), out.device().runtime().limits()));
+           grid_1d(uint64_t(count), out.device().runtime().limits()), {row_workgroup(plan.cols)});
   });
 }
 

@@ -79,11 +79,14 @@ TEST(Parity, Matmul) {
       {{7, 9}, {3, 9, 11}, false, false, false, -1},      // A broadcast
       {{2, 5, 16}, {2, 40, 16}, false, true, false, 13},  // q @ K^T over a cache of 40 rows, 13 used
       {{2, 5, 13}, {2, 40, 16}, false, false, false, 13}, // P @ V over the same cache
-      // Few rows take the matrix-vector kernel.
+      // Few rows take the matrix-vector kernel: one invocation a column up
+      // to k = 256 (these first rows), 32 lanes a column beyond.
       {{4, 129}, {129, 200}, false, false, true, -1},
       {{3, 1, 16}, {3, 40, 16}, false, true, false, 17},  // one query over a cache
       {{3, 1, 17}, {3, 40, 16}, false, false, false, 17},
       {{2, 70}, {300, 70}, false, true, true, -1},        // LM-head shape
+      {{3, 300}, {300, 50}, false, false, true, -1},
+      {{2, 301}, {41, 301}, false, true, false, -1},
       {{11, 33}, {33, 70}, false, false, true, -1},       // a batch of sequences: two row groups
       {{2, 32, 17}, {2, 17, 9}, false, false, false, -1},
       {{19, 70}, {45, 70}, false, true, false, 40},

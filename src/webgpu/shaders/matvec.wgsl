@@ -83,3 +83,43 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     }
   }
 }
+
+// main_serial, for small k (the host picks it): one invocation per output
+// column sums its k products in order, with no workgroup memory and no
+// barrier. 32 lanes a column would mostly idle on so short a row, and a CPU
+// driver (SwiftShader) runs a workgroup that has a barrier as one coroutine
+// per SIMD group, which made each of these small products cost milliseconds.
+const SERIAL_WG: u32 = 64u;
+
+@compute @workgroup_size(SERIAL_WG)
+fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let batch = wg.z;
+  let col = wg.x * SERIAL_WG + lid;
+  if (col >= p.n) {
+    return;
+  }
+  let a_base = p.a_offset + batch * p.a_batch_stride;
+  let b_base = batch * p.b_batch_stride;
+  // Rows outside, k inside: no per-invocation array (which a CPU driver
+  // keeps in memory); B is read m <= 4 times.
+  for (var r = 0u; r < MAX_ROWS; r++) {
+    if (r >= p.m) {
+      break;
+    }
+    var acc = 0.0;
+    for (var kk = 0u; kk < p.k; kk++) {
+      var b: f32;
+      if (TRANS_B) {
+        b = B[b_base + col * p.ldb + kk];
+      } else {
+        b = B[b_base + kk * p.ldb + col];
+      }
+      acc = fma(A[a_base + r * p.lda + kk], b, acc);
+    }
+    var v = p.alpha * acc;
+    if (p.has_bias != 0u) {
+      v += bias[col];
+    }
+    C[p.c_offset + batch * p.m * p.ldc + r * p.ldc + col] = v;
+  }
+}

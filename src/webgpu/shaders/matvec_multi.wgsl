@@ -6,7 +6,9 @@
 //           columns numbered one after another across the three;
 //   MODE 1: out0 = silu(x @ W0^T) * (x @ W1^T) (the MLP's gate and up, as
 //           silu_gate.wgsl rounds it), W2 and out1/out2 unused.
-// One dispatch instead of three in both modes.
+// One dispatch instead of three in both modes. main_serial: the same with one
+// invocation per output column and no barrier, for small k (see
+// matvec.wgsl's main_serial for why).
 override MODE: u32 = 0u;
 
 struct Params {
@@ -121,6 +123,59 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
         o1[r * n + col] = v;
       } else {
         o2[r * n + col] = v;
+      }
+    }
+  }
+}
+
+const SERIAL_WG: u32 = 64u;
+
+@compute @workgroup_size(SERIAL_WG)
+fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let gcol = wg.x * SERIAL_WG + lid;
+  let k4 = p.k / 4u;
+  var which = 0u;
+  var col = gcol;
+  var n = p.n0;
+  if (MODE == 0u) {
+    if (gcol >= p.n0 + p.n1 + p.n2) {
+      return;
+    }
+    if (col >= p.n0) {
+      col -= p.n0;
+      which = 1u;
+      n = p.n1;
+      if (col >= p.n1) {
+        col -= p.n1;
+        which = 2u;
+        n = p.n2;
+      }
+    }
+  } else if (gcol >= p.n0) {
+    return;
+  }
+  let base = col * k4;
+  for (var r = 0u; r < MAX_ROWS; r++) {
+    if (r < p.m) {
+      var a0 = 0.0;
+      var a1 = 0.0;
+      for (var i = 0u; i < k4; i++) {
+        let a = x[r * k4 + i];
+        if (MODE == 0u) {
+          a0 += dot(a, weight(which, base + i));
+        } else {
+          a0 += dot(a, w0[base + i]);
+          a1 += dot(a, w1[base + i]);
+        }
+      }
+      if (MODE == 1u) {
+        o0[r * n + col] = a0 / (1.0 + exp(-a0)) * a1;
+      } else if (which == 0u) {
+        o0[r * n + col] = a0;
+      } else if (which == 1u) {
+        o1[r * n + col] = a0;
+      } else {
+        o2[r * n + col] = a0;
       }
     }
   }

@@ -82,3 +82,35 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     }
   }
 }
+
+// main_serial, for small k (the host picks it): one invocation per output
+// column, its row of B in vec4s, no workgroup memory and no barrier (see
+// matvec.wgsl's main_serial for why).
+const SERIAL_WG: u32 = 64u;
+
+@compute @workgroup_size(SERIAL_WG)
+fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let batch = wg.z;
+  let col = wg.x * SERIAL_WG + lid;
+  if (col >= p.n) {
+    return;
+  }
+  let a_base = (p.a_offset + batch * p.a_batch_stride) / 4u;
+  let b_base = (batch * p.b_batch_stride + col * p.ldb) / 4u;
+  let k4 = p.k / 4u;
+  for (var r = 0u; r < MAX_ROWS; r++) {
+    if (r >= p.m) {
+      break;
+    }
+    let a_row = a_base + r * (p.lda / 4u);
+    var acc = 0.0;
+    for (var i = 0u; i < k4; i++) {
+      acc += dot(A[a_row + i], B[b_base + i]);
+    }
+    var v = p.alpha * acc;
+    if (p.has_bias != 0u) {
+      v += bias[col];
+    }
+    C[p.c_offset + batch * p.m * p.ldc + r * p.ldc + col] = v;
+  }
+}

@@ -1,7 +1,10 @@
 // Shared snippet (no entry point) of the kernels that give one workgroup of
 // WG invocations to each row (the norms, softmax and its backward): the row
 // index and workgroup-wide sums and maxima, returned to every invocation.
-const WG: u32 = 256u;
+// WG is set per launch (row_workgroup in webgpu/launch.h): the row length
+// rounded up to a power of two, at most 256. Lanes past the row would only add
+// zeros (or the lowest value) to the trees, so the results do not depend on it.
+override WG: u32 = 256u;
 var<workgroup> red: array<vec2f, WG>;
 
 // The row this workgroup normalises (grids are 2D past the per-dim limit).
