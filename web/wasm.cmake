@@ -11,6 +11,8 @@ list(APPEND FORGE_SOURCES "${CMAKE_SOURCE_DIR}/src/webgpu/dawn/wgsl_bindings.cpp
 list(FILTER FORGE_SOURCES EXCLUDE REGEX "/src/text/(regex_onig|unicode_icu)\\.cpp$")
 file(GLOB FORGE_WEB_LIB_SOURCES CONFIGURE_DEPENDS web/src/lib/*.cpp)  # the library's browser parts
 file(GLOB FORGE_WEB_SOURCES CONFIGURE_DEPENDS web/src/*.cpp)          # the embind module
+# Model folders in Hugging Face's layout, written as the CLI writes them (the page's download).
+list(APPEND FORGE_WEB_SOURCES "${CMAKE_SOURCE_DIR}/tools/forge/hf_model_out.cpp")
 
 # nlohmann/json is header-only: its headers from the host, nothing else of /usr/include.
 set(FORGE_WEB_INCLUDE "${CMAKE_BINARY_DIR}/host_include")
@@ -31,7 +33,7 @@ forge_embed_shaders(forge "${CMAKE_SOURCE_DIR}/src/webgpu/shaders")
 
 add_executable(forge_web ${FORGE_WEB_SOURCES})
 set_target_properties(forge_web PROPERTIES OUTPUT_NAME forge_wasm SUFFIX ".js")
-target_include_directories(forge_web PRIVATE src)
+target_include_directories(forge_web PRIVATE src tools/forge)
 target_link_libraries(forge_web PRIVATE forge)
 # Asyncify lets the C++ code wait on the page's promises (fetches, GPU read
 # backs) as if they were blocking calls.
