@@ -22,7 +22,8 @@ fi
 if [[ ! -d node_modules/playwright-core ]]; then
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 fi
-[[ -x build/forge ]] || { echo "test-web.sh: build/forge is missing (run scripts/setup.sh)" >&2; exit 1; }
+# The native CLI the page is checked against (FORGE_BIN: another build's).
+[[ -x ${FORGE_BIN:-build/forge} ]] || { echo "test-web.sh: ${FORGE_BIN:-build/forge} is missing (run scripts/setup.sh)" >&2; exit 1; }
 
 scripts/web.sh --build-only
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
