@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The builds beside the main one, run by scripts/test.sh after the main suite
 # (so by CI): the unit and parity tests under AddressSanitizer +
-# UndefinedBehaviorSanitizer (preset asan), and the CPU-only build (preset
-# cpu-only) with its tests. Each step prints its wall time. Expects
+# UndefinedBehaviorSanitizer (preset asan), the CPU-only build (preset
+# cpu-only) with its tests, and the browser build with its tests in headless
+# Chromium (scripts/test-web.sh). Each step prints its wall time. Expects
 # scripts/setup.sh to have run (the main build fills ccache, which the
 # CPU-only build then reads: same files, same flags).
 set -euo pipefail
@@ -43,3 +44,7 @@ step "asan tests" build-asan/tests/forge_tests --gtest_brief=1 --gtest_filter="-
 # Without WebGPU: the CPU backend alone must build and pass its tests.
 step "cpu-only build" bash -c 'cmake --preset cpu-only >/dev/null && cmake --build build-cpu --target forge_tests'
 step "cpu-only tests" ctest --test-dir build-cpu -j 2 --output-on-failure --timeout 900
+
+# The browser: the wasm build (preset wasm, em++ through ccache) and the page
+# in headless Chromium against the native CLI (tests/web).
+step "browser build and tests" scripts/test-web.sh

@@ -20,7 +20,7 @@ while (($#)); do
   esac
 done
 
-WEB_APT_PACKAGES=(emscripten nodejs cmake ninja-build nlohmann-json3-dev)
+WEB_APT_PACKAGES=(emscripten nodejs cmake ninja-build nlohmann-json3-dev ccache)
 missing=()
 for p in "${WEB_APT_PACKAGES[@]}"; do
   if [[ $p == nodejs ]] && command -v node >/dev/null 2>&1; then continue; fi
@@ -34,10 +34,15 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Debian's Emscripten finds its JavaScript dependencies (acorn) there.
+# Debian's Emscripten finds its JavaScript dependencies (acorn) there. Its
+# system libraries (libc, libc++, ...) come prebuilt in its frozen cache
+# (/usr/share/emscripten/cache): nothing is built there on first use.
 export NODE_PATH=/usr/share/nodejs
+# em++ through ccache (as the native builds): a rebuild of unchanged sources
+# is all hits, leaving the link (Asyncify's pass over the module) as the cost.
+source scripts/ccache-env.sh
 start=$SECONDS
-cmake --preset wasm >/dev/null
+cmake --preset wasm -DCMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-}" >/dev/null
 cmake --build build-wasm --target forge_web
 echo "web.sh: wasm build took $((SECONDS - start)) s;" \
      "forge_wasm.wasm $(stat -c %s build-wasm/forge_wasm.wasm) bytes, forge_wasm.js $(stat -c %s build-wasm/forge_wasm.js) bytes"

@@ -1,5 +1,7 @@
-// The page over forge.js: load a model, generate with streaming text, a
-// simple chat, fixed-batch fine-tuning with a loss chart. window.forge is the
+// The page over forge.js: load a model (served, a URL or a folder from disk;
+// cached), generate with streaming text, a chat through the model's chat
+// template, fixed-batch fine-tuning (full or LoRA) with a loss chart, pause
+// and resume, and the result downloaded as safetensors. window.forge is the
 // module itself (the API tests and other pages use); window.forgePage holds
 // the page's state for tests.
 import * as forge from "./forge.js";
@@ -13,8 +15,11 @@ function showError(e) {
   $("error").textContent = page.lastError ? `Error: ${page.lastError}` : "";
 }
 
-function setBusy(busy) {
-  for (const id of ["load", "generate", "train", "chat-send"]) $(id).disabled = busy || (id !== "load" && !page.model);
+function setBusy(busy, training = false) {
+  for (const id of ["load", "model-files", "generate", "train", "chat-send", "download-adapter", "download-model"])
+    $(id).disabled = busy || (!["load", "model-files"].includes(id) && !page.model);
+  $("pause").disabled = !training;
+  $("resume").disabled = busy || !page.paused;
 }
 
 // Token ids from "1 2 3" (or "1, 2, 3"); null when the text is not ids.
@@ -46,7 +51,8 @@ async function listModels() {
   }
 }
 
-async function loadModel() {
+// files: a FileList from the folder picker; otherwise the URL or served model.
+async function loadModel(files = null) {
   showError(null);
   setBusy(true);
   const url = $("model-url").value.trim() || $("model-list").value;
@@ -54,14 +60,18 @@ async function loadModel() {
   try {
     if (page.model) await page.model.close();
     page.model = null;
-    const m = await forge.load(url, {
-      device: $("device").value,
-      onProgress: ({loaded, total}) => {
-        $("model-info").textContent = `downloading ${(loaded / 1048576).toFixed(1)}` +
-                                      (total ? ` of ${(total / 1048576).toFixed(1)} MiB` : " MiB");
-      },
-    });
+    page.paused = false;
+    page.cachedBytes = 0;
+    const onProgress = ({loaded, total, cached}) => {
+      if (cached) page.cachedBytes += loaded;
+      $("model-info").textContent = `${cached ? "from the cache" : files ? "reading" : "downloading"} ` +
+                                    `${(loaded / 1048576).toFixed(1)}` + (total ? ` of ${(total / 1048576).toFixed(1)} MiB` : " MiB");
+    };
+    const device = $("device").value;
+    const m = files ? await forge.loadFiles(files, {device, onProgress}) : await forge.load(url, {device, onProgress});
     page.model = m;
+    chat.length = 0;
+    renderChat();
     const i = m.info;
     $("model-info").textContent = `${i.architecture} · ${(i.parameters / 1e6).toFixed(2)}M parameters · ` +
                                   `${i.weights} · on ${i.device} · loaded in ${((performance.now() - start) / 1000).toFixed(2)} s`;
@@ -114,7 +124,9 @@ async function generate() {
   }
 }
 
-// A chat without a template engine in the page: the turns as plain text.
+// The chat: the conversation rendered by the model's own chat template (the
+// native Jinja engine in the wasm build), the reply streamed until its end
+// token.
 const chat = [];
 async function sendChat() {
   const text = $("chat-input").value.trim();
@@ -122,17 +134,21 @@ async function sendChat() {
   showError(null);
   setBusy(true);
   try {
+    if (!page.model.info.chatTemplate) throw new Error("[chat] the model has no chat template (tokenizer_config.json)");
     if (!page.model.info.tokenizer) throw new Error("[chat] the model has no tokenizer.json");
     chat.push({role: "user", content: text});
-    const prompt = chat.map((m) => `${m.role}: ${m.content}`).join("\n") + "\nassistant:";
-    const div = document.createElement("div");
     renderChat();
+    const prompt = await page.model.chatPrompt(chat);
+    const div = document.createElement("div");
     div.className = "msg assistant";
     $("chat").appendChild(div);
-    const r = await page.model.generate({...samplingArgs(), prompt, onToken: (_, piece) => (div.textContent += piece)});
-    chat.push({role: "assistant", content: r.text.split("\nuser:")[0].trim()});
+    const r = await page.model.generate({...samplingArgs(), promptIds: prompt.ids,
+                                         onToken: (_, piece) => (div.textContent += piece)});
+    chat.push({role: "assistant", content: r.text.trim()});
+    page.lastChat = {prompt: prompt.text, promptIds: prompt.ids, ids: r.ids, text: r.text};
     $("chat-input").value = "";
   } catch (e) {
+    if (chat.at(-1)?.role === "user") chat.pop();
     showError(e);
   } finally {
     renderChat();
@@ -166,22 +182,32 @@ function drawLosses(losses) {
   g.stroke();
 }
 
-async function train() {
+const losses = [];
+async function train(resume = false) {
   showError(null);
-  setBusy(true);
+  setBusy(true, true);
   try {
-    const text = $("train-text").value;
-    const ids = parseIds(text) || (await page.model.encode(text));
-    const losses = [];
+    if (!resume) {
+      const text = $("train-text").value;
+      page.trainIds = [parseIds(text) || (await page.model.encode(text))];
+      losses.length = 0;
+    }
+    const lora = $("lora").checked ? {rank: Number($("lora-rank").value)} : null;
     const r = await page.model.train({
-      inputIds: [ids], steps: Number($("steps").value), lr: Number($("lr").value), weightDecay: Number($("wd").value),
+      inputIds: page.trainIds, steps: Number($("steps").value) - (resume ? page.stepsDone : 0), lr: Number($("lr").value),
+      weightDecay: Number($("wd").value), lora, resume,
       onStep: ({step, loss}) => {
         losses.push(loss);
         drawLosses(losses);
         $("train-stats").textContent = `step ${step + 1}: loss ${loss.toFixed(4)}`;
+        page.onTrainStep?.(step + 1);  // tests: clicks Pause at a chosen step
       },
     });
-    $("train-stats").textContent = `loss ${r.losses[0].toFixed(4)} → ${r.losses.at(-1).toFixed(4)} · ` +
+    page.stepsDone = r.stepsDone;
+    page.paused = r.paused;
+    page.lastTrain = {losses: losses.slice(), paused: r.paused};
+    $("train-stats").textContent = `${r.paused ? `paused after step ${r.stepsDone} · ` : ""}` +
+                                   `loss ${losses[0].toFixed(4)} → ${losses.at(-1).toFixed(4)} · ` +
                                    `${(r.stepSeconds * 1000).toFixed(0)} ms a step on ${page.model.device}`;
   } catch (e) {
     showError(e);
@@ -190,9 +216,41 @@ async function train() {
   }
 }
 
-$("load").onclick = loadModel;
+// The trained result, one download per file (the folder native forge reads).
+async function download(kind) {
+  showError(null);
+  setBusy(true);
+  try {
+    const files = await page.model.export({kind});
+    for (const [name, bytes] of Object.entries(files)) {
+      const a = document.createElement("a");
+      a.href = URL.createObjectURL(new Blob([bytes]));
+      a.download = name;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+    }
+    page.lastDownload = Object.keys(files);
+  } catch (e) {
+    showError(e);
+  } finally {
+    setBusy(false);
+  }
+}
+
+$("load").onclick = () => loadModel();
+$("model-files").onchange = (e) => e.target.files.length && loadModel(e.target.files);
+$("clear-cache").onclick = async () => {
+  await forge.clearCache();
+  $("model-info").textContent = "cache cleared";
+};
 $("generate").onclick = generate;
-$("train").onclick = train;
+$("train").onclick = () => train(false);
+$("pause").onclick = () => page.model?.pause();
+$("resume").onclick = () => train(true);
+$("download-adapter").onclick = () => download("adapter");
+$("download-model").onclick = () => download("model");
 $("chat-send").onclick = sendChat;
 $("chat-input").onkeydown = (e) => e.key === "Enter" && sendChat();
 

@@ -6,8 +6,10 @@
 //   const {logits, loss} = await m.eval([[1, 2, 3, 4]]);
 //   const {losses} = await m.train({inputIds: [[1, 2, 3, 4]], steps: 10, lr: 1e-3, weightDecay: 0.01});
 //
-// A model is fetched file by file (config.json, the safetensors, and
-// tokenizer.json when there is one) into the module's in-memory file system.
+// A model is fetched file by file (config.json, the safetensors, the
+// tokenizer and chat template when there are) into the module's in-memory
+// file system, through the Cache API (a second load stays off the network),
+// or read from the user's disk (loadFiles).
 // device "webgpu" falls back to "cpu" (the wasm kernels) when the browser has
 // no WebGPU adapter; the model's `device` and `fallback` say which ran.
 // Calls run one at a time (the wasm stack suspends on the page's promises).
@@ -28,7 +30,7 @@ function wasm() {
     modulePromise = createForgeModule().then((M) => {
       M.forgeDisableWebGPU = settings.disableWebGPU;
       M.forgeOnToken = (h, id, text) => (tokenHooks.get(h) ? tokenHooks.get(h)(id, text) : true);
-      M.forgeOnStep = (h, step, loss, gradNorm) => stepHooks.get(h)?.({step, loss, gradNorm});
+      M.forgeOnStep = (h, step, loss, gradNorm) => (stepHooks.get(h) ? stepHooks.get(h)({step, loss, gradNorm}) : true);
       return M;
     });
   }
@@ -49,7 +51,29 @@ async function call(M, name, types, args) {
   return reply;
 }
 
-async function fetchBytes(url, onProgress) {
+// Model files are kept in the Cache API (cache "forge-models", by URL), so a
+// second load of a folder does not touch the network; clearCache() empties it.
+const CACHE = "forge-models";
+
+async function openCache() {
+  try {
+    return typeof caches === "undefined" ? null : await caches.open(CACHE);
+  } catch {
+    return null;  // an opaque origin or a browser without the Cache API: no cache
+  }
+}
+
+export async function clearCache() {
+  if (typeof caches !== "undefined") await caches.delete(CACHE);
+}
+
+async function fetchBytes(url, onProgress, cache = null) {
+  const hit = cache && (await cache.match(url));
+  if (hit) {
+    const bytes = new Uint8Array(await hit.arrayBuffer());
+    onProgress?.({url, loaded: bytes.length, total: bytes.length, cached: true});
+    return bytes;
+  }
   const r = await fetch(url);
   if (!r.ok) {
     const e = new Error(`[load] ${url}: HTTP ${r.status}`);
@@ -57,23 +81,49 @@ async function fetchBytes(url, onProgress) {
     throw e;
   }
   const total = Number(r.headers.get("content-length")) || 0;
-  if (!r.body || !onProgress) return new Uint8Array(await r.arrayBuffer());
-  const parts = [];
-  let got = 0;
-  for (const reader = r.body.getReader();;) {
-    const {done, value} = await reader.read();
-    if (done) break;
-    parts.push(value);
-    got += value.length;
-    onProgress({url, loaded: got, total});
+  let out;
+  if (!r.body || !onProgress) {
+    out = new Uint8Array(await r.arrayBuffer());
+  } else {
+    const parts = [];
+    let got = 0;
+    for (const reader = r.body.getReader();;) {
+      const {done, value} = await reader.read();
+      if (done) break;
+      parts.push(value);
+      got += value.length;
+      onProgress({url, loaded: got, total, cached: false});
+    }
+    out = new Uint8Array(got);
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
   }
-  const out = new Uint8Array(got);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
+  if (cache) {
+    try {
+      await cache.put(url, new Response(out, {headers: {"content-type": "application/octet-stream"}}));
+    } catch {
+      // a full quota: the model still loads, uncached
+    }
   }
   return out;
+}
+
+// A 404 marker the cache keeps too, so an absent optional file is not asked
+// for again: an empty body under "URL?forge-absent" (the cache ignores a
+// fragment, so a "#" key would be the file's own).
+async function fetchOptional(url, cache) {
+  const absent = url + "?forge-absent";
+  if (cache && (await cache.match(absent))) return null;
+  try {
+    return await fetchBytes(url, null, cache);
+  } catch (e) {
+    if (e.status !== 404) throw e;
+    if (cache) await cache.put(absent, new Response(new Uint8Array(0))).catch(() => {});
+    return null;
+  }
 }
 
 // Why the page cannot have WebGPU, in the browser's terms (null: it can).
@@ -97,28 +147,54 @@ export function adapter() {
   });
 }
 
-// Loads the Hugging Face model folder at `url` (config.json + model.safetensors
-// or a sharded index, tokenizer.json optional) on `device`.
-export async function load(url, {device = "webgpu", onProgress} = {}) {
-  const base = url.endsWith("/") ? url : url + "/";
+// The files a model folder may hold beside its weights.
+const OPTIONAL = ["tokenizer.json", "tokenizer_config.json", "generation_config.json", "chat_template.jinja",
+                  "special_tokens_map.json"];
+
+// Loads the Hugging Face (or MLX) model folder at `url` (config.json +
+// model.safetensors or a sharded index, tokenizer and chat template optional)
+// on `device`. {cache: false} neither reads nor fills the Cache API.
+export async function load(url, {device = "webgpu", onProgress, cache = true} = {}) {
+  const base = new URL(url.endsWith("/") ? url : url + "/", location.href).href;
+  const store = cache ? await openCache() : null;
   const files = {};
-  files["config.json"] = await fetchBytes(base + "config.json");
-  try {
-    const index = await fetchBytes(base + "model.safetensors.index.json");
+  files["config.json"] = await fetchBytes(base + "config.json", null, store);
+  const index = await fetchOptional(base + "model.safetensors.index.json", store);
+  if (index) {
     files["model.safetensors.index.json"] = index;
     const shards = new Set(Object.values(JSON.parse(new TextDecoder().decode(index)).weight_map));
-    for (const s of shards) files[s] = await fetchBytes(base + s, onProgress);
-  } catch (e) {
-    if (e.status !== 404) throw e;
-    files["model.safetensors"] = await fetchBytes(base + "model.safetensors", onProgress);
+    for (const s of shards) files[s] = await fetchBytes(base + s, onProgress, store);
+  } else {
+    files["model.safetensors"] = await fetchBytes(base + "model.safetensors", onProgress, store);
   }
-  for (const optional of ["tokenizer.json", "tokenizer_config.json", "generation_config.json"]) {
-    try {
-      files[optional] = await fetchBytes(base + optional);
-    } catch (e) {
-      if (e.status !== 404) throw e;
-    }
+  for (const name of OPTIONAL) {
+    const bytes = await fetchOptional(base + name, store);
+    if (bytes) files[name] = bytes;
   }
+  return open(files, device);
+}
+
+// Loads a model folder from the user's disk: `files` is what an <input
+// type="file" webkitdirectory> gives (a FileList or File[]; paths below the
+// picked folder are dropped, so MLX and Hugging Face folders both work).
+export async function loadFiles(files, {device = "webgpu", onProgress} = {}) {
+  const wanted = /^(config\.json|.*\.safetensors|model\.safetensors\.index\.json|tokenizer\.json|tokenizer_config\.json|generation_config\.json|chat_template\.jinja|special_tokens_map\.json)$/;
+  const list = Array.from(files);
+  const total = list.reduce((n, f) => n + (wanted.test(f.name) ? f.size : 0), 0);
+  const out = {};
+  let loaded = 0;
+  for (const f of list) {
+    if (!wanted.test(f.name)) continue;
+    out[f.name] = new Uint8Array(await f.arrayBuffer());
+    loaded += f.size;
+    onProgress?.({url: f.name, loaded, total, cached: false});
+  }
+  if (!out["config.json"]) throw new Error("[load] the folder has no config.json (pick a Hugging Face or MLX model folder)");
+  return open(out, device);
+}
+
+// files {name: bytes} -> a Model on `device` (WebGPU falling back to the CPU).
+function open(files, device) {
   return serial(async (M) => {
     const dir = `/models/${nextDir++}`;
     M.FS.mkdirTree(dir);
@@ -131,20 +207,41 @@ export async function load(url, {device = "webgpu", onProgress} = {}) {
         device = "cpu";
       }
     }
+    // The weights are on the device now; the small files stay for exports.
+    const weights = Object.keys(files).filter((n) => n.endsWith(".safetensors"));
     try {
       const reply = await call(M, "forge_open", ["string"], [JSON.stringify({dir, device})]);
-      return new Model(reply.handle, reply.info, device, fallback);
+      return new Model(reply.handle, reply.info, device, fallback, dir);
+    } catch (e) {
+      removeTree(M, dir);
+      throw e;
     } finally {
-      // The model holds its weights; the files are not needed any more.
-      for (const name of Object.keys(files)) M.FS.unlink(`${dir}/${name}`);
-      M.FS.rmdir(dir);
+      for (const name of weights) if (M.FS.analyzePath(`${dir}/${name}`).exists) M.FS.unlink(`${dir}/${name}`);
     }
   });
 }
 
+function removeTree(M, dir) {
+  if (!M.FS.analyzePath(dir).exists) return;
+  for (const name of M.FS.readdir(dir)) {
+    if (name === "." || name === "..") continue;
+    const p = `${dir}/${name}`;
+    if (M.FS.isDir(M.FS.stat(p).mode)) removeTree(M, p);
+    else M.FS.unlink(p);
+  }
+  M.FS.rmdir(dir);
+}
+
+// The op parity rows (matmul, softmax, layernorm, rms_norm, attention) on the
+// page's WebGPU against its CPU path: [{op, shape, maxAbs, maxRef, size}].
+export function opParity() {
+  return serial(async (M) => (await call(M, "forge_op_parity", [], [])).results);
+}
+
 export class Model {
-  constructor(handle, info, device, fallback) {
+  constructor(handle, info, device, fallback, dir) {
     this.handle = handle;
+    this.dir = dir;          // its small files in the module's file system
     this.info = info;        // family, vocabSize, contextLength, parameters, tokenizer, ...
     this.device = device;    // "webgpu" or "cpu": where it runs
     this.fallback = fallback;  // why WebGPU was not used, or null
@@ -183,18 +280,56 @@ export class Model {
   }
 
   // As `forge train --fixed-batch`: `steps` AdamW steps on inputIds [B][T]
-  // -> {losses, gradNorms, stepSeconds}; onStep({step, loss, gradNorm}).
-  train({inputIds, steps = 10, lr = 1e-3, weightDecay = 0.01, onStep} = {}) {
+  // -> {losses, gradNorms, stepSeconds, paused, stepsDone}; onStep({step,
+  // loss, gradNorm}). lora {rank, alpha, targets, rslora, seed} trains a
+  // fresh adapter (the base frozen) as `--lora-rank` does. pause() (or onStep
+  // returning false) stops after the current step with paused: true;
+  // train({inputIds, steps, resume: true}) continues that run (same optimizer
+  // state), so pausing does not change the losses.
+  train({inputIds, steps = 10, lr = 1e-3, weightDecay = 0.01, lora, resume = false, onStep} = {}) {
     return serial(async (M) => {
       const ids = Array.from(inputIds, (r) => (typeof r === "number" ? r : Array.from(r)));
-      if (onStep) stepHooks.set(this.handle, onStep);
+      this.pauseRequested = false;
+      stepHooks.set(this.handle, (s) => onStep?.(s) !== false && !this.pauseRequested);
       try {
-        const args = JSON.stringify({inputIds: ids, steps, lr, weightDecay});
+        const args = JSON.stringify({inputIds: ids, steps, lr, weightDecay, lora: lora || null, resume});
         return await call(M, "forge_train", ["number", "string"], [this.handle, args]);
       } finally {
         stepHooks.delete(this.handle);
       }
     });
+  }
+
+  // Asks a running train() to stop after its current step.
+  pause() {
+    this.pauseRequested = true;
+  }
+
+  // The trained result as files {name: Uint8Array}: kind "adapter" (a LoRA
+  // adapter, PEFT layout: adapter_config.json, adapter_model.safetensors) or
+  // "model" (a Llama-family model, Hugging Face layout, f32), as native
+  // `forge train --fixed-batch --out` writes them.
+  export({kind = "adapter"} = {}) {
+    return serial(async (M) => {
+      const dir = `/export/${nextDir++}`;
+      M.FS.mkdirTree(dir);
+      try {
+        const reply = await call(M, "forge_export", ["number", "string"], [this.handle, JSON.stringify({kind, dir})]);
+        const files = {};
+        for (const name of reply.files) files[name] = M.FS.readFile(`${dir}/${name}`);
+        return files;
+      } finally {
+        removeTree(M, dir);
+      }
+    });
+  }
+
+  // messages [{role, content}] through the model's chat template -> {text,
+  // ids} (ids when it has a tokenizer: what generate({promptIds}) takes);
+  // extra: the template's other variables (tools, date_string, ...).
+  chatPrompt(messages, {addGenerationPrompt = true, extra = {}} = {}) {
+    return serial(async (M) => call(M, "forge_chat_prompt", ["number", "string"],
+                                    [this.handle, JSON.stringify({messages, addGenerationPrompt, extra})]));
   }
 
   encode(text) {
@@ -207,6 +342,10 @@ export class Model {
   }
 
   close() {
-    return serial(async (M) => call(M, "forge_close", ["number"], [this.handle]));
+    return serial(async (M) => {
+      const r = await call(M, "forge_close", ["number"], [this.handle]);
+      removeTree(M, this.dir);
+      return r;
+    });
   }
 }

@@ -15,12 +15,15 @@
 #include <string>
 #include <vector>
 
+#include "forge/chat_template.h"
 #include "forge/error.h"
 #include "forge/generate.h"
+#include "forge/lora.h"
 #include "forge/model.h"
 #include "forge/tokenizer.h"
 #include "forge/train_fixed.h"
 #include "gpu/runtime.h"
+#include "hf_model_out.h"
 
 using nlohmann::json;
 
@@ -29,8 +32,15 @@ namespace forge::web {
 namespace {
 
 struct Loaded {
+  std::string dir;  // the folder's files but its weights (config, tokenizer, template), for exports
   std::unique_ptr<CausalLM> model;
   std::optional<Tokenizer> tokenizer;
+  std::optional<ChatTemplate> chat;
+  std::string chat_missing;  // why there is no chat template
+  // The trainer of the last train() call (its AdamW state), which a resumed
+  // call continues; declared after the model it refers to.
+  std::unique_ptr<FixedBatchTrainer> trainer;
+  int64_t trained_steps = 0;
 };
 
 std::map<int, Loaded> g_models;
@@ -42,8 +52,9 @@ std::vector<float> g_logits;  // eval's logits, read by forge.js from the heap
 EM_JS(int, forge_js_on_token, (int handle, unsigned id, const char* text), {
   return Module.forgeOnToken ? (Module.forgeOnToken(handle, id, UTF8ToString(text)) === false ? 0 : 1) : 1;
 });
-EM_JS(void, forge_js_on_step, (int handle, int step, double loss, double grad_norm), {
-  if (Module.forgeOnStep) Module.forgeOnStep(handle, step, loss, grad_norm);
+// Returns 0 when the page asks to pause.
+EM_JS(int, forge_js_on_step, (int handle, int step, double loss, double grad_norm), {
+  return Module.forgeOnStep ? (Module.forgeOnStep(handle, step, loss, grad_norm) === false ? 0 : 1) : 1;
 });
 
 template <class F>
@@ -95,7 +106,8 @@ json model_info(const Loaded& s) {
   json out{{"family", i.family},           {"architecture", i.architecture}, {"vocabSize", i.vocab_size},
            {"contextLength", i.context_length}, {"layers", i.layers},        {"parameters", i.parameters},
            {"weights", i.weights},         {"device", s.model->device().name()},
-           {"tokenizer", s.tokenizer.has_value()}};
+           {"tokenizer", s.tokenizer.has_value()}, {"chatTemplate", s.chat.has_value()},
+           {"loraTargets", s.model->info().family == "gpt2" ? json::array() : json(lora_target_names(*s.model))}};
   return out;
 }
 
@@ -120,8 +132,14 @@ EMSCRIPTEN_KEEPALIVE const char* forge_open(const char* args) {
     const std::filesystem::path dir = a.at("dir").get<std::string>();
     const Device dev = Device::from_name(a.value("device", "cpu"));
     Loaded s;
+    s.dir = dir.string();
     if (std::filesystem::exists(dir / "tokenizer.json")) s.tokenizer = Tokenizer::from_dir(dir);
     s.model = load_model(dir, dev);
+    try {
+      s.chat = ChatTemplate::from_model_dir(dir.string());
+    } catch (const Error& e) {  // no template, or one that does not parse: the model still generates
+      s.chat_missing = e.what();
+    }
     const int h = g_next_handle++;
     json info = model_info(s);
     g_models.emplace(h, std::move(s));
@@ -222,8 +240,13 @@ EMSCRIPTEN_KEEPALIVE const char* forge_eval(int handle, const char* args) {
 EMSCRIPTEN_KEEPALIVE float* forge_logits_ptr() { return g_logits.data(); }
 EMSCRIPTEN_KEEPALIVE size_t forge_logits_len() { return g_logits.size(); }
 
-// {"inputIds": [B][T], "steps", "lr", "weightDecay"} -> {"losses",
-// "gradNorms", "stepSeconds"}, as `forge train --fixed-batch`.
+// {"inputIds": [B][T], "steps", "lr", "weightDecay", "lora": {"rank",
+// "alpha", "targets", "rslora", "seed"}, "resume"} -> {"losses", "gradNorms",
+// "stepSeconds", "paused", "stepsDone"}, as `forge train --fixed-batch`
+// (with --lora-rank: a fresh adapter, PEFT's initialisation from `seed`, the
+// CLI's default 1234). Module.forgeOnStep returning false pauses after that
+// step; "resume": true continues the same trainer (its AdamW moments and step
+// count), so a paused run ends where an uninterrupted one does.
 EMSCRIPTEN_KEEPALIVE const char* forge_train(int handle, const char* args) {
   return guarded([&] {
     Loaded& s = loaded(handle);
@@ -231,17 +254,84 @@ EMSCRIPTEN_KEEPALIVE const char* forge_train(int handle, const char* args) {
     const Tensor ids = ids_tensor(a.at("inputIds"), *s.model, "train");
     const int64_t steps = a.value("steps", int64_t(10));
     if (steps < 1) throw ValueError("[train] steps must be >= 1, got " + std::to_string(steps));
-    FixedBatchTrainer trainer(*s.model, fixed_batch_config(a.value("lr", 1e-3), a.value("weightDecay", 0.01), steps));
+    const bool resume = a.value("resume", false);
+    if (resume && !s.trainer) throw ValueError("[train] nothing to resume: this model has not trained yet");
+    if (!resume) {
+      s.trainer.reset();
+      s.trained_steps = 0;
+      if (a.contains("lora") && !a["lora"].is_null()) {
+        if (attached_adapter(*s.model)) throw ValueError("[train] the model already has a LoRA adapter; load it again");
+        const json& l = a["lora"];
+        LoraConfig c;
+        c.rank = l.value("rank", int64_t(8));
+        c.alpha = l.value("alpha", 2.0 * double(c.rank));
+        if (l.contains("targets")) c.targets = l["targets"].get<std::vector<std::string>>();
+        c.rslora = l.value("rslora", false);
+        attach_new_adapter(*s.model, c, l.value("seed", uint64_t(1234)));
+      }
+      s.trainer = std::make_unique<FixedBatchTrainer>(
+          *s.model, fixed_batch_config(a.value("lr", 1e-3), a.value("weightDecay", 0.01), steps));
+    }
     json losses = json::array(), norms = json::array();
+    bool paused = false;
     const double start = now_s();
-    for (int64_t i = 0; i < steps; ++i) {
-      const TrainStepResult r = trainer.step(ids);
+    int64_t done = 0;
+    while (done < steps && !paused) {
+      const TrainStepResult r = s.trainer->step(ids);
       losses.push_back(r.loss);
       norms.push_back(r.grad_norm);
-      forge_js_on_step(handle, int(i), r.loss, r.grad_norm);
-      emscripten_sleep(0);  // the page's loss chart
+      ++done;
+      paused = !forge_js_on_step(handle, int(s.trained_steps++), r.loss, r.grad_norm) && done < steps;
+      emscripten_sleep(0);  // the page's loss chart and its Pause button
     }
-    return json{{"losses", losses}, {"gradNorms", norms}, {"stepSeconds", (now_s() - start) / double(steps)}};
+    return json{{"losses", losses}, {"gradNorms", norms}, {"stepSeconds", (now_s() - start) / double(done)},
+                {"paused", paused}, {"stepsDone", s.trained_steps}};
+  });
+}
+
+// {"kind": "adapter" | "model", "dir"} -> {"files": [names]}: the attached
+// LoRA adapter in PEFT's layout (adapter_config.json,
+// adapter_model.safetensors), or the Llama-family model in Hugging Face's
+// (config.json, model.safetensors f32, the tokenizer files), written to
+// `dir` of the in-memory file system for forge.js to hand to the page.
+EMSCRIPTEN_KEEPALIVE const char* forge_export(int handle, const char* args) {
+  return guarded([&] {
+    Loaded& s = loaded(handle);
+    const json a = json::parse(args);
+    const std::string kind = a.value("kind", "adapter");
+    const std::filesystem::path dir = a.at("dir").get<std::string>();
+    const bool lora = attached_adapter(*s.model).has_value();
+    if (kind == "adapter") {
+      if (!lora) throw ValueError("[export] the model has no LoRA adapter: train with LoRA first, or export the model");
+      save_adapter(*s.model, dir, s.model->info().architecture);
+    } else if (kind == "model") {
+      if (lora) throw ValueError("[export] the model trains a LoRA adapter: export the adapter (forge merge folds it in)");
+      if (s.model->info().family == "gpt2")
+        throw ValueError("[export] the page writes Llama-family models; GPT-2 trains natively into a checkpoint");
+      cli::write_hf_model(dir, s.dir, s.trainer ? s.trainer->llama()->host_weights() : model_weights(*s.model));
+    } else {
+      throw ValueError("[export] kind must be \"adapter\" or \"model\", got \"" + kind + "\"");
+    }
+    json files = json::array();
+    for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
+    return json{{"files", files}};
+  });
+}
+
+// {"messages": [{"role", "content"}...], "addGenerationPrompt", "extra": {...
+// variables: tools, date_string, enable_thinking}} -> {"text",
+// "ids"}: the conversation through the model's chat template, and its ids as
+// `forge chat` encodes them (no special tokens added: the template has them).
+EMSCRIPTEN_KEEPALIVE const char* forge_chat_prompt(int handle, const char* args) {
+  return guarded([&] {
+    Loaded& s = loaded(handle);
+    if (!s.chat) throw IoError("[chat] " + s.chat_missing);
+    const nlohmann::ordered_json a = nlohmann::ordered_json::parse(args);
+    const std::string text = s.chat->render(a.at("messages"), a.value("addGenerationPrompt", true),
+                                            a.value("extra", nlohmann::ordered_json::object()));
+    json out{{"text", text}};
+    if (s.tokenizer) out["ids"] = s.tokenizer->encode(text, /*add_special_tokens=*/false);
+    return out;
   });
 }
 
