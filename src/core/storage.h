@@ -20,6 +20,14 @@ struct HostBytes {
 struct Storage {
   Device device;
   std::variant<HostBytes, std::shared_ptr<gpu::Buffer>> data;
+  uint64_t bytes = 0;  // as asked for (buffers may be larger)
+  // Set once the bytes were moved into a larger storage (a flat training
+  // buffer, Tensor::move_storage_into): they live in `home` from byte `base`
+  // on and `data` is released. `home` itself is never moved.
+  std::shared_ptr<Storage> home;
+  uint64_t base = 0;
+  // Where the bytes are now: *this or *home.
+  const Storage& holder() const { return home ? *home : *this; }
 
   static std::shared_ptr<Storage> allocate(const Device& device, size_t bytes);
 };
