@@ -121,7 +121,7 @@ const gpu::Buffer& Tensor::buffer() const {
   return **buf;
 }
 
-uint64_t Tensor::byte_offset() const { return (storage_ ? storage_->base : 0) + offset_; }
+uint64_t Tensor::byte_offset() const { return (storage_ ? storage_->offset_in_holder() : 0) + offset_; }
 
 uint64_t Tensor::storage_bytes() const {
   if (!storage_) throw Error("[tensor] undefined tensor");
@@ -132,23 +132,21 @@ void Tensor::move_storage_into(const Tensor& flat, uint64_t at) const {
   if (!storage_ || !flat.storage_) throw Error("[move_storage_into] undefined tensor");
   if (!(device() == flat.device()))
     throw DeviceError("[move_storage_into] " + describe() + " into " + flat.describe() + " on another device");
+  for (const Storage* s = flat.storage_.get(); s; s = s->home.get())
+    if (s == storage_.get()) throw ValueError("[move_storage_into] " + describe() + " into its own storage");
   const uint64_t bytes = (storage_->bytes + 3) / 4 * 4;
-  if (at % 256 || at + bytes > flat.nbytes())
+  if ((flat.byte_offset() + at) % 256 || at + bytes > flat.nbytes())
     throw ShapeError("[move_storage_into] " + std::to_string(bytes) + " bytes at byte " + std::to_string(at) +
                      " do not fit " + flat.describe() + " (or the offset is not a multiple of 256)");
-  if (flat.storage_ == storage_ || flat.storage_->home == storage_)
-    throw ValueError("[move_storage_into] " + describe() + " into its own storage");
-  const std::shared_ptr<Storage> home = flat.storage_->home ? flat.storage_->home : flat.storage_;
-  const uint64_t base = flat.byte_offset() + at;
   Tensor whole = *this;  // the storage from its first byte
   whole.offset_ = 0;
   if (device().is_cpu()) {
     if (bytes) std::memcpy(static_cast<std::byte*>(flat.raw_data()) + at, whole.raw_data(), storage_->bytes);
   } else if (bytes) {
-    device().runtime().copy(whole.buffer(), whole.byte_offset(), flat.buffer(), base, bytes);
+    device().runtime().copy(whole.buffer(), whole.byte_offset(), flat.buffer(), flat.byte_offset() + at, bytes);
   }
-  storage_->home = home;
-  storage_->base = base;
+  storage_->home = flat.storage_;
+  storage_->base = flat.offset_ + at;
   if (device().is_cpu()) storage_->data = HostBytes{};
   else storage_->data = std::shared_ptr<gpu::Buffer>();
 }

@@ -134,6 +134,30 @@ TEST(FlatAdamW, BadOperandsAreErrors) {
   expect_error<ValueError>("adamw_flat", [&] { adamw_flat(w, g, m, v, seg_table({{0, 8, 1}}, cpu), bad); });
 }
 
+// ---- Storages moved into flat buffers ----------------------------------------
+
+// Every handle follows a moved storage, views included, also when the flat
+// buffer it went into moves in turn; a storage cannot move into itself.
+TEST(FlatAdamW, MovedStoragesKeepTheirHandles) {
+  for (const Device& d : test_devices()) {
+    Tensor a = random_tensor({2, 64}, 1).to(d);
+    const std::vector<float> values = a.to_vector<float>();
+    Tensor row1 = a.slice_rows(1, 2);
+    Tensor page = Tensor::zeros({256}, DType::F32, d), bigger = Tensor::zeros({1024}, DType::F32, d);
+    a.move_storage_into(page, 256);
+    EXPECT_EQ(a.to_vector<float>(), values) << d.name();
+    EXPECT_EQ(a.byte_offset(), 256u);
+    const std::vector<float> in_page = page.to_vector<float>();
+    EXPECT_EQ(std::vector<float>(in_page.begin() + 64, in_page.begin() + 192), values);
+    page.move_storage_into(bigger, 2048);
+    EXPECT_EQ(row1.to_vector<float>(), std::vector<float>(values.begin() + 64, values.end())) << d.name();
+    gradient_scale(row1, 2.0f);  // in place through the view, into `bigger`
+    EXPECT_EQ(bigger.to_vector<float>()[512 + 64 + 64], values[64] * 2.0f) << d.name();
+    expect_error<ValueError>("move_storage_into", [&] { bigger.move_storage_into(a, 0); });
+    expect_error<ShapeError>("move_storage_into", [&] { a.move_storage_into(Tensor::zeros({64}, DType::F32, d), 0); });
+  }
+}
+
 // ---- AdamW over flat pages ------------------------------------------------
 
 // Parameters as a model holds them: tensors of their own, two row slices of
