@@ -142,7 +142,7 @@ class Gpt2Trainer {
   // accumulation): the loss is the mean over all their target positions.
   Gpt2StepResult step(const std::vector<Gpt2MicroBatch>& micro);
 
-  int64_t steps_done() const { return step_; }
+  int64_t steps_done() const { return opt_.steps_done(); }
   const Gpt2TrainConfig& config() const { return config_; }
   const Gpt2Grads& last_grads() const { return grads_; }
   bool keep_grads = false;  // keep the last step's (unclipped) gradients for inspection
@@ -157,9 +157,9 @@ class Gpt2Trainer {
   const Gpt2& model_;
   Gpt2TrainConfig config_;
   Gpt2Weights w_;                 // shares storage with the model's weights
-  Gpt2Weights m_, v_;             // AdamW moments
+  AdamW opt_;                     // over w_ by name: flat weights, gradients and moments
+  Gpt2Weights m_, v_;             // AdamW moments: views of opt_'s, shaped as the weights
   Gpt2Grads grads_;
-  int64_t step_ = 0;
 };
 
 // Optimizer state and progress next to a checkpoint: DIR/optimizer.safetensors

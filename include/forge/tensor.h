@@ -101,7 +101,19 @@ class Tensor {
 
   // WebGPU storage access; throws DeviceError on the CPU.
   const gpu::Buffer& buffer() const;
-  uint64_t byte_offset() const { return offset_; }
+  uint64_t byte_offset() const;  // of this tensor's first byte in buffer()
+
+  // The storage this tensor shares with its copies and views: an identity
+  // for grouping handles, and its size in bytes.
+  const void* storage_id() const { return storage_.get(); }
+  uint64_t storage_bytes() const;
+  // Moves the whole storage (every handle sharing it, copies and views
+  // included) into `flat`, a tensor on the same device, from byte `at` of
+  // flat's data on: the bytes are copied there and every handle reads and
+  // writes there from then on (the old storage is released). `at` a
+  // multiple of 256; the storage rounded up to 4 bytes must fit. How the
+  // trainers gather parameters in flat buffers without touching the models.
+  void move_storage_into(const Tensor& flat, uint64_t at) const;
 
  private:
   void check_dtype(DType t, const char* what) const;

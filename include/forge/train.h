@@ -59,8 +59,14 @@ struct NamedTensor {
   Tensor value;  // a handle sharing the storage of the model's tensor
 };
 
-// AdamW over a fixed list of parameters, moments kept per parameter on the
-// parameters' device.
+struct FlatParams;  // src/models/common/flat_params.h
+
+// AdamW over a fixed list of parameters on one device. The parameters'
+// storages move into flat buffers (pages of up to one storage binding),
+// beside flat gradients and moments of the same layout, so that a step is
+// one norm reduction and one fused clip + update dispatch per page, not
+// several per tensor. Every handle to a parameter (the model's included)
+// follows its storage; ValueError when two parameters share elements.
 class AdamW {
  public:
   explicit AdamW(std::vector<NamedTensor> params, AdamWConfig config);
@@ -69,14 +75,19 @@ class AdamW {
     Tensor norm_sq;  // f32 [1] on the device: squared global norm before clipping
     double lr = 0;
   };
-  // One update from `grads` (aligned with the parameters): clips them in
-  // place when configured, then updates every parameter in place.
+  // One update from `grads` (aligned with the parameters, not changed):
+  // copied into the flat gradients, clipped there when configured, then
+  // every parameter updated in place.
   Update step(std::vector<Tensor>& grads);
+  // Flat buffers the last step's norm and update ran over (one per
+  // binding-limit page).
+  size_t pages() const;
 
   int64_t steps_done() const { return step_; }
   const AdamWConfig& config() const { return config_; }
-  // The moments per parameter, for checkpoints, and putting saved ones back
-  // (ShapeError naming the parameter when one does not fit).
+  // The moments per parameter (views into the flat moments), for
+  // checkpoints, and putting saved ones back (ShapeError naming the
+  // parameter when one does not fit).
   const std::vector<Tensor>& first_moments() const { return m_; }
   const std::vector<Tensor>& second_moments() const { return v_; }
   void restore(int64_t steps, const std::vector<Tensor>& m, const std::vector<Tensor>& v);
@@ -84,7 +95,8 @@ class AdamW {
 
  private:
   std::vector<NamedTensor> params_;
-  std::vector<Tensor> m_, v_;
+  std::shared_ptr<FlatParams> flat_;  // pages, and per parameter views of g, m, v
+  std::vector<Tensor> m_, v_;         // flat_'s views, shaped as the parameters
   AdamWConfig config_;
   int64_t step_ = 0;
 };

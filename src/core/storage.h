@@ -20,6 +20,16 @@ struct HostBytes {
 struct Storage {
   Device device;
   std::variant<HostBytes, std::shared_ptr<gpu::Buffer>> data;
+  uint64_t bytes = 0;  // as asked for (buffers may be larger)
+  // Set once the bytes were moved into another storage (a flat training
+  // buffer, Tensor::move_storage_into): they live in `home` from its byte
+  // `base` on and `data` is released. A home may move in turn: the chain
+  // ends at the storage holding the bytes.
+  std::shared_ptr<Storage> home;
+  uint64_t base = 0;
+  // The storage at the end of the chain, and this one's byte offset in it.
+  const Storage& holder() const { return home ? home->holder() : *this; }
+  uint64_t offset_in_holder() const { return home ? base + home->offset_in_holder() : 0; }
 
   static std::shared_ptr<Storage> allocate(const Device& device, size_t bytes);
 };

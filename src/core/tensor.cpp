@@ -15,11 +15,12 @@ std::shared_ptr<Storage> Storage::allocate(const Device& device, size_t bytes) {
     size_t rounded = (bytes + 63) / 64 * 64;
     auto* p = static_cast<std::byte*>(std::aligned_alloc(64, rounded ? rounded : 64));
     if (!p) throw Error("[tensor] out of host memory allocating " + std::to_string(bytes) + " bytes");
-    return std::make_shared<Storage>(Storage{device, HostBytes{std::unique_ptr<std::byte[], HostBytes::Free>(p), bytes}});
+    return std::make_shared<Storage>(
+        Storage{device, HostBytes{std::unique_ptr<std::byte[], HostBytes::Free>(p), bytes}, bytes});
   }
   // GPU buffers are padded to 4 bytes: copies and uploads move whole words.
   auto buf = device.runtime().allocate(std::max<uint64_t>(4, (bytes + 3) / 4 * 4));
-  return std::make_shared<Storage>(Storage{device, std::move(buf)});
+  return std::make_shared<Storage>(Storage{device, std::move(buf), bytes});
 }
 
 static void check_shape(const Shape& shape) {
@@ -108,16 +109,46 @@ void Tensor::check_dtype(DType t, const char* what) const {
 
 void* Tensor::raw_data() const {
   if (!storage_) throw Error("[tensor] undefined tensor");
-  auto* host = std::get_if<HostBytes>(&storage_->data);
+  auto* host = std::get_if<HostBytes>(&storage_->holder().data);
   if (!host) throw DeviceError("[tensor] host access to " + describe());
-  return host->bytes.get() + offset_;
+  return host->bytes.get() + byte_offset();
 }
 
 const gpu::Buffer& Tensor::buffer() const {
   if (!storage_) throw Error("[tensor] undefined tensor");
-  auto* buf = std::get_if<std::shared_ptr<gpu::Buffer>>(&storage_->data);
+  auto* buf = std::get_if<std::shared_ptr<gpu::Buffer>>(&storage_->holder().data);
   if (!buf) throw DeviceError("[tensor] GPU buffer of " + describe());
   return **buf;
+}
+
+uint64_t Tensor::byte_offset() const { return (storage_ ? storage_->offset_in_holder() : 0) + offset_; }
+
+uint64_t Tensor::storage_bytes() const {
+  if (!storage_) throw Error("[tensor] undefined tensor");
+  return storage_->bytes;
+}
+
+void Tensor::move_storage_into(const Tensor& flat, uint64_t at) const {
+  if (!storage_ || !flat.storage_) throw Error("[move_storage_into] undefined tensor");
+  if (!(device() == flat.device()))
+    throw DeviceError("[move_storage_into] " + describe() + " into " + flat.describe() + " on another device");
+  for (const Storage* s = flat.storage_.get(); s; s = s->home.get())
+    if (s == storage_.get()) throw ValueError("[move_storage_into] " + describe() + " into its own storage");
+  const uint64_t bytes = (storage_->bytes + 3) / 4 * 4;
+  if ((flat.byte_offset() + at) % 256 || at + bytes > flat.nbytes())
+    throw ShapeError("[move_storage_into] " + std::to_string(bytes) + " bytes at byte " + std::to_string(at) +
+                     " do not fit " + flat.describe() + " (or the offset is not a multiple of 256)");
+  Tensor whole = *this;  // the storage from its first byte
+  whole.offset_ = 0;
+  if (device().is_cpu()) {
+    if (bytes) std::memcpy(static_cast<std::byte*>(flat.raw_data()) + at, whole.raw_data(), storage_->bytes);
+  } else if (bytes) {
+    device().runtime().copy(whole.buffer(), whole.byte_offset(), flat.buffer(), flat.byte_offset() + at, bytes);
+  }
+  storage_->home = flat.storage_;
+  storage_->base = flat.offset_ + at;
+  if (device().is_cpu()) storage_->data = HostBytes{};
+  else storage_->data = std::shared_ptr<gpu::Buffer>();
 }
 
 void Tensor::read_bytes(void* dst) const {
@@ -128,11 +159,11 @@ void Tensor::read_bytes(void* dst) const {
     return;
   }
   size_t padded = (n + 3) / 4 * 4;
-  if (padded == n && offset_ % 4 == 0) {
-    device().runtime().download(buffer(), offset_, dst, n);
+  if (padded == n && byte_offset() % 4 == 0) {
+    device().runtime().download(buffer(), byte_offset(), dst, n);
   } else {
     std::vector<std::byte> tmp(padded);
-    device().runtime().download(buffer(), offset_, tmp.data(), padded);
+    device().runtime().download(buffer(), byte_offset(), tmp.data(), padded);
     std::memcpy(dst, tmp.data(), n);
   }
 }
@@ -185,7 +216,7 @@ Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
   Tensor t = *this;
   t.shape_[0] = end - begin;
   t.offset_ = offset_ + uint64_t(begin * row) * dtype_size(dtype_);
-  if (device().is_webgpu() && t.offset_ % device().runtime().limits().storage_offset_alignment != 0)
+  if (device().is_webgpu() && t.byte_offset() % device().runtime().limits().storage_offset_alignment != 0)
     throw DeviceError("[slice_rows] byte offset " + std::to_string(t.offset_) + " of " + describe() +
                       " is not a multiple of the device's storage offset alignment");
   return t;
@@ -204,19 +235,21 @@ void Tensor::copy_from(const Tensor& src) {
   } else if (src_cpu) {
     // Uploads move whole words: a tail of 1-3 bytes is merged with the bytes
     // that follow it in the buffer (read back first), so nothing else changes.
-    if (offset_ % 4) throw DeviceError("[copy_from] upload into " + describe() + " at an unaligned byte offset");
+    const uint64_t at = byte_offset();
+    if (at % 4) throw DeviceError("[copy_from] upload into " + describe() + " at an unaligned byte offset");
     size_t whole = n / 4 * 4;
     auto* bytes = static_cast<const std::byte*>(src.raw_data());
-    if (whole) device().runtime().upload(buffer(), offset_, bytes, whole);
+    if (whole) device().runtime().upload(buffer(), at, bytes, whole);
     if (whole < n) {
       std::byte word[4];
-      device().runtime().download(buffer(), offset_ + whole, word, 4);
+      device().runtime().download(buffer(), at + whole, word, 4);
       std::memcpy(word, bytes + whole, n - whole);
-      device().runtime().upload(buffer(), offset_ + whole, word, 4);
+      device().runtime().upload(buffer(), at + whole, word, 4);
     }
   } else if (src.device() == device()) {
-    if (n % 4 || offset_ % 4 || src.offset_ % 4) throw DeviceError("[copy_from] unaligned copy into " + describe());
-    device().runtime().copy(src.buffer(), src.offset_, buffer(), offset_, n);
+    if (n % 4 || byte_offset() % 4 || src.byte_offset() % 4)
+      throw DeviceError("[copy_from] unaligned copy into " + describe());
+    device().runtime().copy(src.buffer(), src.byte_offset(), buffer(), byte_offset(), n);
   } else {
     Tensor host = src.to(Device::cpu());
     copy_from(host);

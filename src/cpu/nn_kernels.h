@@ -31,6 +31,11 @@ double sumsq(const Tensor& x);
 
 void dropout(const Tensor& x, const DropoutPlan& plan, Tensor& y);
 void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWPlan& plan);
+// adamw_flat (forge/ops/train.h): segments u32 [S, 3] checked by the op;
+// grad scaled by clip (1: no clipping); `decay` of the plan where a segment
+// decays, 1 elsewhere.
+void adamw_flat(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const Tensor& segments,
+                const AdamWPlan& plan, float clip);
 
 // Word 0 of Philox4x32-10 for counter (lo, hi, 0, 0) and key (k0, k1): the
 // dropout random stream (mirrored by shaders/dropout.wgsl).

@@ -1,4 +1,5 @@
 // dropout (Philox4x32-10 counter-based mask) and the AdamW update.
+#include <algorithm>
 #include <cmath>
 
 #include "cpu/nn_kernels.h"
@@ -53,6 +54,46 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWP
       pp[i] = p - a.step_size * (mi / denom);
       pm[i] = mi;
       pv[i] = vi;
+    }
+  });
+}
+
+void adamw_flat(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const Tensor& segments,
+                const AdamWPlan& plan, float clip) {
+  float* pp = param.data<float>();
+  const float* pg = grad.data<float>();
+  float* pm = m.data<float>();
+  float* pv = v.data<float>();
+  const uint32_t* seg = segments.data<uint32_t>();  // [S, 3] (begin, end, decay)
+  const int64_t nseg = segments.dim(0);
+  // Each thread takes a range of elements and walks the segments meeting it.
+  parallel_for(param.numel(), 4, [&](int64_t lo, int64_t hi) {
+    int64_t s = 0;
+    {
+      int64_t a = 0, b = nseg;  // first segment whose end > lo
+      while (a < b) {
+        const int64_t mid = (a + b) / 2;
+        if (int64_t(seg[3 * mid + 1]) <= lo) a = mid + 1;
+        else b = mid;
+      }
+      s = a;
+    }
+    for (; s < nseg && int64_t(seg[3 * s]) < hi; ++s) {
+      const int64_t b = std::max<int64_t>(lo, seg[3 * s]), e = std::min<int64_t>(hi, seg[3 * s + 1]);
+      AdamWPlan a = plan;  // a local copy: the stores below cannot alias it, so the loop vectorizes
+      if (!seg[3 * s + 2]) a.decay = 1.0f;
+      const float c = clip;
+      // f32 throughout, in the order of adamw() above and shaders/adamw_flat.wgsl.
+      for (int64_t i = b; i < e; ++i) {
+        float g = pg[i] * c;
+        float p = pp[i] * a.decay;
+        float mi = a.beta1 * pm[i] + a.one_minus_beta1 * g;
+        float vi = a.beta2 * pv[i] + a.one_minus_beta2 * (g * g);
+        float denom = std::sqrt(vi) / a.sqrt_bias_c2 + a.eps;
+        pp[i] = p - a.step_size * (mi / denom);
+        pm[i] = mi;
+        pv[i] = vi;
+      }
     }
   });
 }

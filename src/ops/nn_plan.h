@@ -3,6 +3,7 @@
 // backends so that they apply the same f32 values.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace forge {
 
@@ -23,5 +24,10 @@ struct AdamWPlan {
   float sqrt_bias_c2 = 1.0f;  // sqrt(1 - beta2^step)
   float eps = 1e-8f;
 };
+
+// The f32 scalars of an AdamW step, validated (ValueError prefixed "[op]"
+// and followed by `what`, the operands) and computed in double.
+AdamWPlan adamw_plan(const char* op, double lr, double beta1, double beta2, double eps, double weight_decay,
+                     int64_t step, const std::string& what);
 
 }  // namespace forge

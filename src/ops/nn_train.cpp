@@ -37,8 +37,16 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, double lr, d
   if (grad.shape() != param.shape() || m.shape() != param.shape() || v.shape() != param.shape())
     throw ShapeError("[adamw] shapes differ: " +
                      check::operands({{"param", &param}, {"grad", &grad}, {"m", &m}, {"v", &v}}));
-  auto bad = [&](const std::string& what) {
-    throw ValueError("[adamw] " + what + " (param " + param.describe() + ")");
+  const AdamWPlan plan = adamw_plan(op, lr, beta1, beta2, eps, weight_decay, step, "param " + param.describe());
+  if (param.numel() == 0) return;
+  if (param.device().is_cpu()) cpu::adamw(param, grad, m, v, plan);
+  else webgpu::adamw(param, grad, m, v, plan);
+}
+
+AdamWPlan adamw_plan(const char* op, double lr, double beta1, double beta2, double eps, double weight_decay,
+                     int64_t step, const std::string& what) {
+  auto bad = [&](const std::string& problem) {
+    throw ValueError(std::string("[") + op + "] " + problem + " (" + what + ")");
   };
   if (step < 1) bad("step must be >= 1 (1-based), got " + std::to_string(step));
   if (!(beta1 >= 0 && beta1 < 1)) bad("beta1 must be in [0, 1), got " + std::to_string(beta1));
@@ -46,7 +54,6 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, double lr, d
   if (!(lr >= 0)) bad("lr must be non-negative, got " + std::to_string(lr));
   if (!(eps >= 0)) bad("eps must be non-negative, got " + std::to_string(eps));
   if (!(weight_decay >= 0)) bad("weight_decay must be non-negative, got " + std::to_string(weight_decay));
-
   AdamWPlan plan;
   double bias_c1 = 1.0 - std::pow(beta1, double(step));
   double bias_c2 = 1.0 - std::pow(beta2, double(step));
@@ -58,9 +65,7 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, double lr, d
   plan.step_size = float(lr / bias_c1);
   plan.sqrt_bias_c2 = float(std::sqrt(bias_c2));
   plan.eps = float(eps);
-  if (param.numel() == 0) return;
-  if (param.device().is_cpu()) cpu::adamw(param, grad, m, v, plan);
-  else webgpu::adamw(param, grad, m, v, plan);
+  return plan;
 }
 
 }  // namespace forge

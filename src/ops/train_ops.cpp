@@ -6,6 +6,7 @@
 #include "cpu/train_kernels.h"
 #include "gpu/runtime.h"
 #include "ops/check.h"
+#include "webgpu/nn_kernels.h"
 #include "webgpu/train_kernels.h"
 
 namespace forge {
@@ -73,10 +74,18 @@ Tensor cross_entropy_loss_backward(const Tensor& logits, const Tensor& targets, 
 
 Tensor gradient_norm_squared(const std::vector<Tensor>& grads) {
   if (grads.empty()) throw ValueError("[gradient_norm_squared] no tensors");
-  Tensor total;
   for (const Tensor& g : grads) {
     check::same_device("gradient_norm_squared", {&grads.front(), &g});
     check::dtype("gradient_norm_squared", "grad", g, DType::F32);
+  }
+  if (grads.front().device().is_webgpu()) {
+    // One partial pass per tensor into shared partial sums, one final pass.
+    Tensor out = Tensor::empty({1}, DType::F32, grads.front().device());
+    webgpu::sumsq_many(grads, out);
+    return out;
+  }
+  Tensor total;
+  for (const Tensor& g : grads) {
     Tensor s = sumsq_tensor(g);
     total = total.defined() ? add(total, s) : s;
   }

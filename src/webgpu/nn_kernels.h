@@ -5,6 +5,7 @@
 // that no binding exceeds the device's storage binding limit.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "forge/ops/nn.h"
 #include "ops/nn_plan.h"
@@ -30,5 +31,12 @@ void sumsq(const Tensor& x, Tensor& out);
 
 void dropout(const Tensor& x, const DropoutPlan& plan, Tensor& y);
 void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWPlan& plan);
+// adamw_flat (shaders/adamw_flat.wgsl): norm_sq undefined or max_norm 0:
+// no clipping.
+void adamw_flat(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const Tensor& segments,
+                const AdamWPlan& plan, const Tensor& norm_sq, float max_norm);
+// Sum of squares of all the tensors' elements into out [1]: one partial pass
+// per tensor (per binding chunk) into shared partial sums, one final pass.
+void sumsq_many(const std::vector<Tensor>& xs, Tensor& out);
 
 }  // namespace forge::webgpu

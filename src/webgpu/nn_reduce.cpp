@@ -56,20 +56,25 @@ void sum_rows(const Tensor& x, int64_t rows, int64_t cols, Tensor& out) {
          grid_1d((uint64_t(cols) + 255) / 256, rt.limits()));
 }
 
-void sumsq(const Tensor& x, Tensor& out) {
+void sumsq(const Tensor& x, Tensor& out) { sumsq_many({x}, out); }
+
+void sumsq_many(const std::vector<Tensor>& xs, Tensor& out) {
   const Device& dev = out.device();
   const gpu::Runtime& rt = dev.runtime();
-  uint64_t n = uint64_t(x.numel());
+  uint64_t n = 0;
+  for (const Tensor& x : xs) n = std::max<uint64_t>(n, uint64_t(x.numel()));
   uint64_t groups = std::clamp<uint64_t>(n / kValuesPerGroup, 1, kMaxSqGroups);
   groups = std::max<uint64_t>(1, std::min(groups, rt.binding_limit() / 4));
   Tensor partials = groups == 1 ? out : Tensor::empty({int64_t(groups)}, DType::F32, dev);
   bool first_chunk = true;
-  for_each_row_chunk(rt, "sumsq", int64_t(n), 4, [&](int64_t first, int64_t count) {
-    ReduceParams p{uint32_t(count), 1, uint32_t(groups), first_chunk ? 0u : 1u};
-    launch(dev, "sumsq", kSqPartial, p, {arg(x, uint64_t(first) * 4, uint64_t(count) * 4), arg(partials)},
-           {uint32_t(groups), 1, 1});
-    first_chunk = false;
-  });
+  for (const Tensor& x : xs)
+    for_each_row_chunk(rt, "sumsq", x.numel(), 4, [&](int64_t first, int64_t count) {
+      ReduceParams p{uint32_t(count), 1, uint32_t(groups), first_chunk ? 0u : 1u};
+      launch(dev, "sumsq", kSqPartial, p, {arg(x, uint64_t(first) * 4, uint64_t(count) * 4), arg(partials)},
+             {uint32_t(groups), 1, 1});
+      first_chunk = false;
+    });
+  if (first_chunk) dev.runtime().clear(out.buffer(), out.byte_offset(), 4);  // nothing to sum
   if (groups == 1) return;
   ReduceParams p{0, 1, uint32_t(groups), 0};
   launch(dev, "sumsq", kSqFinal, p, {arg(partials), arg(out)}, {1, 1, 1});

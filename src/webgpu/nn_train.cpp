@@ -11,6 +11,7 @@ namespace {
 
 const ComposedKernel kDropout{"dropout", {shaders::philox, shaders::dropout}};
 const gpu::Kernel kAdamW{"adamw", shaders::adamw};
+const gpu::Kernel kAdamWFlat{"adamw_flat", shaders::adamw_flat};
 
 struct DropoutParams {
   uint32_t count;
@@ -28,6 +29,13 @@ struct AdamWParams {
   uint32_t pad[3];
 };
 static_assert(sizeof(AdamWParams) == 48);
+
+struct AdamWFlatParams {
+  uint32_t count, base, nseg, clip;
+  float max_norm, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, step_size, sqrt_bias_c2, eps;
+  uint32_t pad[3];
+};
+static_assert(sizeof(AdamWFlatParams) == 64);
 
 }  // namespace
 
@@ -50,6 +58,23 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWP
     uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
     launch(dev, "adamw", kAdamW, p,
            {arg(param, off, bytes), arg(grad, off, bytes), arg(m, off, bytes), arg(v, off, bytes)},
+           grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()));
+  });
+}
+
+void adamw_flat(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const Tensor& segments,
+                const AdamWPlan& a, const Tensor& norm_sq, float max_norm) {
+  const Device& dev = param.device();
+  const bool clip = norm_sq.defined() && max_norm > 0;
+  // One dispatch per binding-limit chunk; segments index the whole buffer.
+  for_each_row_chunk(dev.runtime(), "adamw_flat", param.numel(), 4, [&](int64_t first, int64_t count) {
+    AdamWFlatParams p{uint32_t(count), uint32_t(first), uint32_t(segments.dim(0)), clip ? 1u : 0u,
+                      clip ? max_norm : 0.0f, a.decay, a.beta1, a.one_minus_beta1, a.beta2, a.one_minus_beta2,
+                      a.step_size, a.sqrt_bias_c2, a.eps, {}};
+    uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
+    launch(dev, "adamw_flat", kAdamWFlat, p,
+           {arg(param, off, bytes), arg(grad, off, bytes), arg(m, off, bytes), arg(v, off, bytes), arg(segments),
+            arg(clip ? norm_sq : segments)},  // unread without clipping
            grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()));
   });
 }

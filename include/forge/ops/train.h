@@ -27,6 +27,21 @@ struct AdamParams {
 // adamw() of nn.h with its scalars in one struct: w, m, v updated IN PLACE.
 void adamw_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const AdamParams& p);
 
+// AdamW over a flat buffer holding many parameters, in one dispatch per
+// binding-limit chunk: w, g, m, v f32 [n] (one layout), w, m, v updated IN
+// PLACE. segments u32 [S, 3], rows (begin, end, decay): the parameters'
+// element ranges, sorted and disjoint within [0, n). Elements of a segment
+// get adamw()'s update with p's scalars, weight decay only where decay = 1
+// (p.weight_decay, else none); elements outside every segment (padding,
+// bytes of frozen tensors) are left alone. With max_norm > 0 the gradient is
+// first scaled by clip_grad_by_norm's factor min(1, max_norm / (sqrt(
+// norm_sq[0]) + 1e-6)), norm_sq f32 [1] on the device read by the kernel (no
+// sync point); g itself is not changed. ShapeError / ValueError for bad
+// operands (segments are checked on the CPU; on WebGPU the kernel never
+// leaves [0, n)).
+void adamw_flat(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& segments, const AdamParams& p,
+                const Tensor& norm_sq = Tensor(), float max_norm = 0.0f);
+
 // ---- Losses ------------------------------------------------------------------------
 
 // pred, target [..] -> [..]: 0.5 * (pred - target)^2, unreduced.

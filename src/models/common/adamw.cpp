@@ -4,6 +4,7 @@
 
 #include "forge/ops.h"
 #include "forge/train.h"
+#include "models/common/flat_params.h"
 
 namespace forge {
 
@@ -18,13 +19,15 @@ double LrSchedule::at(int64_t step) const {
 
 AdamW::AdamW(std::vector<NamedTensor> params, AdamWConfig config)
     : params_(std::move(params)), config_(std::move(config)) {
-  for (const NamedTensor& p : params_) {
-    if (p.value.dtype() != DType::F32)
-      throw DTypeError("[adamw] parameter '" + p.name + "' must be f32, got " + p.value.describe());
-    m_.push_back(Tensor::zeros(p.value.shape(), DType::F32, p.value.device()));
-    v_.push_back(Tensor::zeros(p.value.shape(), DType::F32, p.value.device()));
-  }
+  std::vector<bool> decay;
+  for (const NamedTensor& p : params_)
+    decay.push_back(!config_.decays || (p.value.defined() && config_.decays(p.name, p.value.shape())));
+  flat_ = std::make_shared<FlatParams>(flatten_params(params_, decay, "[adamw]"));
+  m_ = flat_->m;
+  v_ = flat_->v;
 }
+
+size_t AdamW::pages() const { return flat_->pages.size(); }
 
 void AdamW::restore(int64_t steps, const std::vector<Tensor>& m, const std::vector<Tensor>& v) {
   if (m.size() != params_.size() || v.size() != params_.size())
@@ -35,8 +38,8 @@ void AdamW::restore(int64_t steps, const std::vector<Tensor>& m, const std::vect
       throw ShapeError("[adamw] saved moments of '" + params_[i].name + "' are " + shape_str(m[i].shape()) +
                        ", the parameter is " + shape_str(params_[i].value.shape()));
   for (size_t i = 0; i < params_.size(); ++i) {
-    m_[i] = m[i].to(params_[i].value.device());
-    v_[i] = v[i].to(params_[i].value.device());
+    m_[i].copy_from(m[i]);  // into the flat moments
+    v_[i].copy_from(v[i]);
   }
   step_ = steps;
 }
@@ -45,20 +48,34 @@ AdamW::Update AdamW::step(std::vector<Tensor>& grads) {
   if (grads.size() != params_.size())
     throw ValueError("[adamw] " + std::to_string(grads.size()) + " gradients for " + std::to_string(params_.size()) +
                      " parameters");
-  for (size_t i = 0; i < grads.size(); ++i)
+  for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined()) throw ValueError("[adamw] no gradient for '" + params_[i].name + "'");
+    if (grads[i].shape() != params_[i].value.shape())
+      throw ShapeError("[adamw] the gradient of '" + params_[i].name + "' is " + grads[i].describe() +
+                       ", the parameter " + params_[i].value.describe());
+  }
+  if (params_.empty()) throw ValueError("[adamw] no parameters to update");
+  // Into the flat gradients (device copies; a gradient already there stays).
+  for (size_t i = 0; i < grads.size(); ++i) {
+    Tensor& dst = flat_->g[i];
+    if (grads[i].storage_id() == dst.storage_id() && grads[i].byte_offset() == dst.byte_offset()) continue;
+    dst.copy_from(grads[i]);
+  }
+  std::vector<Tensor> flat_g;
+  for (const FlatPage& pg : flat_->pages) flat_g.push_back(pg.g);
   Update u;
-  u.norm_sq = gradient_norm_squared(grads);  // [1], on the device
-  if (config_.grad_clip > 0)
-    for (Tensor& g : grads) clip_grad_by_norm(g, u.norm_sq, config_.grad_clip);
+  u.norm_sq = gradient_norm_squared(flat_g);  // [1], on the device; the gaps are zero
   u.lr = config_.schedule.at(step_);
   ++step_;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor& w = params_[i].value;
-    const bool decay = !config_.decays || config_.decays(params_[i].name, w.shape());
-    adamw(w, grads[i], m_[i], v_[i], u.lr, config_.beta1, config_.beta2, config_.eps,
-          decay ? config_.weight_decay : 0.0, step_);
-  }
+  AdamParams a;
+  a.lr = u.lr;
+  a.beta1 = config_.beta1;
+  a.beta2 = config_.beta2;
+  a.eps = config_.eps;
+  a.weight_decay = config_.weight_decay;
+  a.step = step_;
+  for (FlatPage& pg : flat_->pages)  // the clip factor is read on the device
+    adamw_flat(pg.w, pg.g, pg.m, pg.v, pg.segments, a, u.norm_sq, config_.grad_clip > 0 ? config_.grad_clip : 0.0f);
   return u;
 }
 

@@ -40,16 +40,42 @@ std::vector<std::pair<std::string, Tensor*>> gpt2_named_params(Gpt2Weights& w) {
 
 bool gpt2_decay_matrices(const std::string&, const Shape& shape) { return shape.size() >= 2; }
 
-Gpt2Trainer::Gpt2Trainer(const Gpt2& model, Gpt2TrainConfig config) : model_(model), config_(std::move(config)) {
-  w_ = model.weights();  // handles sharing the model's storage
-  m_ = w_;
-  v_ = w_;
-  auto mp = gpt2_named_params(m_), vp = gpt2_named_params(v_);
-  for (size_t i = 0; i < mp.size(); ++i) {
-    *mp[i].second = Tensor::zeros(mp[i].second->shape(), DType::F32, model.device());
-    *vp[i].second = Tensor::zeros(vp[i].second->shape(), DType::F32, model.device());
-  }
+namespace {
+
+std::vector<NamedTensor> named(Gpt2Weights& w) {
+  std::vector<NamedTensor> out;
+  for (auto& [name, t] : gpt2_named_params(w)) out.push_back({name, *t});
+  return out;
 }
+
+AdamWConfig adamw_config(const Gpt2TrainConfig& c) {
+  AdamWConfig a;
+  a.schedule = c.schedule;
+  a.beta1 = c.beta1;
+  a.beta2 = c.beta2;
+  a.eps = c.eps;
+  a.weight_decay = c.weight_decay;
+  a.decays = c.decays;
+  a.grad_clip = c.grad_clip;
+  return a;
+}
+
+// w with each tensor replaced by `views`' in gpt2_named_params order.
+Gpt2Weights with_tensors(Gpt2Weights w, const std::vector<Tensor>& views) {
+  auto named = gpt2_named_params(w);
+  for (size_t i = 0; i < named.size(); ++i) *named[i].second = views[i];
+  return w;
+}
+
+}  // namespace
+
+Gpt2Trainer::Gpt2Trainer(const Gpt2& model, Gpt2TrainConfig config)
+    : model_(model),
+      config_(std::move(config)),
+      w_(model.weights()),  // handles sharing the model's storage
+      opt_(named(w_), adamw_config(config_)),
+      m_(with_tensors(w_, opt_.first_moments())),
+      v_(with_tensors(w_, opt_.second_moments())) {}
 
 Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
   if (micro.empty()) throw ValueError("[gpt2_train] a step needs at least one micro-batch");
@@ -62,7 +88,7 @@ Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
   grads_.clear();
   Tensor loss_sum;
   for (size_t i = 0; i < micro.size(); ++i) {
-    const uint64_t key = gpt2::derive_key(config_.seed, kDropout, uint64_t(step_), uint64_t(i));
+    const uint64_t key = gpt2::derive_key(config_.seed, kDropout, uint64_t(opt_.steps_done()), uint64_t(i));
     Tensor loss;
     {
       Gpt2Activations acts = gpt2_forward_train(model_, micro[i].ids, config_.dropout, key);
@@ -71,37 +97,19 @@ Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
     loss_sum = loss_sum.defined() ? add(loss_sum, loss) : loss;
   }
 
-  auto gp = gpt2_named_params(grads_.g);
-  std::vector<Tensor> all;
-  for (auto& [name, t] : gp) all.push_back(*t);
-  Tensor norm_sq = gradient_norm_squared(all);  // [1], on the device
+  std::vector<Tensor> g;
+  for (auto& [name, t] : gpt2_named_params(grads_.g)) g.push_back(*t);
+  const AdamW::Update u = opt_.step(g);  // g itself stays unclipped
   // Loss sum and squared norm side by side: one read back per step.
   Tensor out = Tensor::zeros({2}, DType::F32, model_.device());
   copy_tensor(loss_sum, out, 0);
-  copy_tensor(norm_sq, out, 1);
-  Gpt2Grads kept;
-  if (keep_grads) {
-    kept.g = grads_.g;
-    for (auto& [name, t] : gpt2_named_params(kept.g)) *t = t->clone();
-  }
-  if (config_.grad_clip > 0)
-    for (auto& [name, t] : gp) clip_grad_by_norm(*t, norm_sq, config_.grad_clip);
-
-  const double lr = config_.schedule.at(step_);
-  ++step_;
-  auto wp = gpt2_named_params(w_), mp = gpt2_named_params(m_), vp = gpt2_named_params(v_);
-  for (size_t i = 0; i < wp.size(); ++i) {
-    const bool decay = !config_.decays || config_.decays(wp[i].first, wp[i].second->shape());
-    adamw(*wp[i].second, *gp[i].second, *mp[i].second, *vp[i].second, lr, config_.beta1, config_.beta2,
-          config_.eps, decay ? config_.weight_decay : 0.0, step_);
-  }
+  copy_tensor(u.norm_sq, out, 1);
   const std::vector<float> host = out.to_vector<float>();
-  if (keep_grads) grads_ = std::move(kept);
-  else grads_.clear();
+  if (!keep_grads) grads_.clear();
   Gpt2StepResult r;
   r.loss = float(double(host[0]) / double(targets));
   r.grad_norm = std::sqrt(host[1]);
-  r.lr = lr;
+  r.lr = u.lr;
   return r;
 }
 
@@ -142,10 +150,13 @@ std::vector<Gpt2HostTensor> Gpt2Trainer::host_state() const {
 void Gpt2Trainer::load_state(const std::vector<Gpt2HostTensor>& state, int64_t steps_done) {
   std::map<std::string, const Gpt2HostTensor*> by;
   for (const auto& t : state) by[t.name] = &t;
-  for (auto [prefix, w] : {std::pair<const char*, Gpt2Weights*>{"m.", &m_}, {"v.", &v_}}) {
+  std::vector<Tensor> moments[2];
+  for (int k = 0; k < 2; ++k) {
+    const char* prefix = k == 0 ? "m." : "v.";
+    Gpt2Weights shapes = w_;
     // A chunked wte takes consecutive row blocks of the whole saved table.
     std::map<std::string, int64_t> rows_taken;
-    for (auto& [name, t] : gpt2_named_params(*w)) {
+    for (auto& [name, t] : gpt2_named_params(shapes)) {
       auto it = by.find(prefix + name);
       if (it == by.end()) throw ValueError("[gpt2_train] optimizer state has no '" + std::string(prefix) + name + "'");
       const Gpt2HostTensor& saved = *it->second;
@@ -157,11 +168,11 @@ void Gpt2Trainer::load_state(const std::vector<Gpt2HostTensor>& state, int64_t s
                          ", the model needs " + shape_str(want));
       const int64_t row_size = t->numel() / t->dim(0);
       const auto first = saved.values.begin() + row0 * row_size;
-      *t = Tensor::from_vector(std::vector<float>(first, first + t->numel()), t->shape(), model_.device());
+      moments[k].push_back(Tensor::from_vector(std::vector<float>(first, first + t->numel()), t->shape()));
       row0 += t->dim(0);
     }
   }
-  step_ = steps_done;
+  opt_.restore(steps_done, moments[0], moments[1]);  // into the flat moments m_, v_ view
 }
 
 }  // namespace forge
