@@ -23,16 +23,16 @@ std::vector<std::pair<std::string, Tensor*>> gpt2_named_params(Gpt2Weights& w) {
     Gpt2Block& b = w.h[l];
     out.insert(out.end(), {{p + "ln_1.weight", &b.ln_1_w},
                            {p + "ln_1.bias", &b.ln_1_b},
-                           {p + "attn.c_attn.weight", &b.attn_w},
-                           {p + "attn.c_attn.bias", &b.attn_b},
-                           {p + "attn.c_proj.weight", &b.attn_proj_w},
-                           {p + "attn.c_proj.bias", &b.attn_proj_b},
+                           {p + "attn.c_attn.weight", &b.c_attn.w},
+                           {p + "attn.c_attn.bias", &b.c_attn.bias},
+                           {p + "attn.c_proj.weight", &b.attn_proj.w},
+                           {p + "attn.c_proj.bias", &b.attn_proj.bias},
                            {p + "ln_2.weight", &b.ln_2_w},
                            {p + "ln_2.bias", &b.ln_2_b},
-                           {p + "mlp.c_fc.weight", &b.fc_w},
-                           {p + "mlp.c_fc.bias", &b.fc_b},
-                           {p + "mlp.c_proj.weight", &b.mlp_proj_w},
-                           {p + "mlp.c_proj.bias", &b.mlp_proj_b}});
+                           {p + "mlp.c_fc.weight", &b.fc.w},
+                           {p + "mlp.c_fc.bias", &b.fc.bias},
+                           {p + "mlp.c_proj.weight", &b.mlp_proj.w},
+                           {p + "mlp.c_proj.bias", &b.mlp_proj.bias}});
   }
   out.insert(out.end(), {{"ln_f.weight", &w.ln_f_w}, {"ln_f.bias", &w.ln_f_b}});
   return out;
@@ -40,11 +40,21 @@ std::vector<std::pair<std::string, Tensor*>> gpt2_named_params(Gpt2Weights& w) {
 
 bool gpt2_decay_matrices(const std::string&, const Shape& shape) { return shape.size() >= 2; }
 
-Gpt2Trainer::Gpt2Trainer(const Gpt2& model, Gpt2TrainConfig config) : model_(model), config_(std::move(config)) {
+std::vector<std::pair<std::string, Tensor*>> Gpt2Trainer::named(Gpt2Weights& w) const {
+  return lora_ ? gpt2::lora_named(w) : gpt2_named_params(w);
+}
+
+Gpt2Trainer::Gpt2Trainer(const Gpt2& model, Gpt2TrainConfig config)
+    : model_(model), config_(std::move(config)), lora_(model.adapter().has_value()) {
   w_ = model.weights();  // handles sharing the model's storage
+  bool quantized = w_.wte_q.quant.has_value();
+  for (const Gpt2Block& b : w_.h) quantized = quantized || b.c_attn.quant || b.attn_proj.quant || b.fc.quant || b.mlp_proj.quant;
+  if (quantized && !lora_)
+    throw ValueError("[gpt2_train] full fine-tuning needs dense weights; this model is quantized (train a LoRA "
+                     "adapter over it, or train the dense model)");
   m_ = w_;
   v_ = w_;
-  auto mp = gpt2_named_params(m_), vp = gpt2_named_params(v_);
+  auto mp = named(m_), vp = named(v_);
   for (size_t i = 0; i < mp.size(); ++i) {
     *mp[i].second = Tensor::zeros(mp[i].second->shape(), DType::F32, model.device());
     *vp[i].second = Tensor::zeros(vp[i].second->shape(), DType::F32, model.device());
@@ -60,6 +70,7 @@ Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
   const float scale = float(1.0 / double(targets));
 
   grads_.clear();
+  grads_.lora_only = lora_;
   Tensor loss_sum;
   for (size_t i = 0; i < micro.size(); ++i) {
     const uint64_t key = gpt2::derive_key(config_.seed, kDropout, uint64_t(step_), uint64_t(i));
@@ -71,7 +82,7 @@ Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
     loss_sum = loss_sum.defined() ? add(loss_sum, loss) : loss;
   }
 
-  auto gp = gpt2_named_params(grads_.g);
+  auto gp = named(grads_.g);
   std::vector<Tensor> all;
   for (auto& [name, t] : gp) all.push_back(*t);
   Tensor norm_sq = gradient_norm_squared(all);  // [1], on the device
@@ -82,14 +93,14 @@ Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
   Gpt2Grads kept;
   if (keep_grads) {
     kept.g = grads_.g;
-    for (auto& [name, t] : gpt2_named_params(kept.g)) *t = t->clone();
+    for (auto& [name, t] : named(kept.g)) *t = t->clone();
   }
   if (config_.grad_clip > 0)
     for (auto& [name, t] : gp) clip_grad_by_norm(*t, norm_sq, config_.grad_clip);
 
   const double lr = config_.schedule.at(step_);
   ++step_;
-  auto wp = gpt2_named_params(w_), mp = gpt2_named_params(m_), vp = gpt2_named_params(v_);
+  auto wp = named(w_), mp = named(m_), vp = named(v_);
   for (size_t i = 0; i < wp.size(); ++i) {
     const bool decay = !config_.decays || config_.decays(wp[i].first, wp[i].second->shape());
     adamw(*wp[i].second, *gp[i].second, *mp[i].second, *vp[i].second, lr, config_.beta1, config_.beta2,
@@ -109,9 +120,10 @@ namespace {
 
 // Appends the parameters of w to out as host tensors named prefix + name;
 // the row chunks of a chunked wte become one [V, C] tensor.
-void append_host(Gpt2Weights w, const std::string& prefix, std::vector<Gpt2HostTensor>& out) {
+void append_host(const std::vector<std::pair<std::string, Tensor*>>& named, const std::string& prefix,
+                 std::vector<Gpt2HostTensor>& out) {
   std::string last;
-  for (auto& [name, t] : gpt2_named_params(w)) {
+  for (auto& [name, t] : named) {
     std::vector<float> values = t->to_vector<float>();
     if (!out.empty() && name == last) {  // the next chunk of the same table
       Gpt2HostTensor& whole = out.back();
@@ -128,14 +140,16 @@ void append_host(Gpt2Weights w, const std::string& prefix, std::vector<Gpt2HostT
 
 std::vector<Gpt2HostTensor> Gpt2Trainer::host_weights() const {
   std::vector<Gpt2HostTensor> out;
-  append_host(w_, "", out);
+  Gpt2Weights w = w_;
+  append_host(named(w), "", out);
   return out;
 }
 
 std::vector<Gpt2HostTensor> Gpt2Trainer::host_state() const {
   std::vector<Gpt2HostTensor> out;
-  append_host(m_, "m.", out);
-  append_host(v_, "v.", out);
+  Gpt2Weights m = m_, v = v_;
+  append_host(named(m), "m.", out);
+  append_host(named(v), "v.", out);
   return out;
 }
 
@@ -145,7 +159,7 @@ void Gpt2Trainer::load_state(const std::vector<Gpt2HostTensor>& state, int64_t s
   for (auto [prefix, w] : {std::pair<const char*, Gpt2Weights*>{"m.", &m_}, {"v.", &v_}}) {
     // A chunked wte takes consecutive row blocks of the whole saved table.
     std::map<std::string, int64_t> rows_taken;
-    for (auto& [name, t] : gpt2_named_params(*w)) {
+    for (auto& [name, t] : named(*w)) {
       auto it = by.find(prefix + name);
       if (it == by.end()) throw ValueError("[gpt2_train] optimizer state has no '" + std::string(prefix) + name + "'");
       const Gpt2HostTensor& saved = *it->second;
