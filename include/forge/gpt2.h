@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "forge/generate.h"
+#include "forge/linear.h"
+#include "forge/lora.h"
 #include "forge/model.h"
 #include "forge/model_config.h"
 #include "forge/ops/gather.h"
@@ -30,18 +32,16 @@
 
 namespace forge {
 
-// One transformer block. C = n_embd, I = n_inner (4C by default).
+// One transformer block. C = n_embd, I = n_inner (4C by default). The four
+// projections are Linears (forge/linear.h): dense in Conv1D's [in, out] layout
+// as Hugging Face stores them, or MLX-quantized ([out, in] rows).
 struct Gpt2Block {
   Tensor ln_1_w, ln_1_b;          // [C]
-  Tensor attn_w;                  // [C, 3C] (Conv1D: [in, out]; q, k, v side by side)
-  Tensor attn_b;                  // [3C]
-  Tensor attn_proj_w;             // [C, C]
-  Tensor attn_proj_b;             // [C]
+  models::Linear c_attn;          // C -> 3C (q, k, v side by side), bias [3C]
+  models::Linear attn_proj;       // attn.c_proj: C -> C, bias [C]
   Tensor ln_2_w, ln_2_b;          // [C]
-  Tensor fc_w;                    // [C, I]
-  Tensor fc_b;                    // [I]
-  Tensor mlp_proj_w;              // [I, C]
-  Tensor mlp_proj_b;              // [C]
+  models::Linear fc;              // mlp.c_fc: C -> I, bias [I]
+  models::Linear mlp_proj;        // mlp.c_proj: I -> C, bias [C]
 };
 
 struct Gpt2Weights {
@@ -50,6 +50,9 @@ struct Gpt2Weights {
   // binding limit; the LM head runs over them (tied embeddings).
   std::vector<Tensor> wte;
   int64_t wte_chunk_rows = 0;
+  // A quantized token table instead (MLX [V, C] rows; wte then empty): rows
+  // dequantized on gather, the tied head reading the packed words.
+  models::Linear wte_q;
   Tensor wpe;                     // [P, C]
   std::vector<Gpt2Block> h;       // n_layer blocks
   Tensor ln_f_w, ln_f_b;          // [C]
@@ -81,6 +84,11 @@ class Gpt2 : public CausalLM {
 
   const Gpt2Config& config() const { return config_; }
   const Gpt2Weights& weights() const { return w_; }
+  // For the LoRA functions (forge/lora.h): the weights the adapters attach
+  // to, and the attached adapter's settings (nullopt: none).
+  Gpt2Weights& mutable_weights() { return w_; }
+  std::optional<LoraConfig>& adapter() { return adapter_; }
+  const std::optional<LoraConfig>& adapter() const { return adapter_; }
 
   // ids [B, T] (u32 or i32; or [T]) -> logits [B, T, V] (or [T, V]). When
   // `hidden` is given it receives L + 1 tensors [B, T, C]: the embedding
@@ -102,6 +110,9 @@ class Gpt2 : public CausalLM {
   Tensor prefill_row(const Tensor& ids, KvCache& cache, int64_t row) const override;
   Tensor decode_rows(const Tensor& ids, KvCache& cache, const std::vector<int64_t>& pos) const override;
 
+  // ids [B, T] -> wte[ids] + wpe[pos + t], [B, T, C] (dense or quantized wte).
+  Tensor embed(const Tensor& ids, int64_t pos) const;
+
   // Mean next-token cross-entropy of logits [B, T, V] against ids [B, T]
   // (labels are ids shifted by one: B * (T - 1) positions), read back.
   static float loss(const Tensor& logits, const Tensor& ids);
@@ -116,11 +127,14 @@ class Gpt2 : public CausalLM {
   // The rest of block l after attention: x [B, T, C] its input, y [B * T, C]
   // the attention output (heads merged) -> the block's output [B, T, C].
   Tensor block_out(int64_t l, const Tensor& x, const Tensor& y) const;
-  // x [B, T, C] -> logits [B, T, V] over the chunked wte.
+  // ids [B, T] -> wte[ids], [B, T, C].
+  Tensor token_rows(const Tensor& ids) const;
+  // x [B, T, C] -> logits [B, T, V] over the (chunked or quantized) wte.
   Tensor lm_head(const Tensor& x) const;
 
   Gpt2Config config_;
   Gpt2Weights w_;
+  std::optional<LoraConfig> adapter_;
 };
 
 // GPT-2's initialisation: weights normal(0, 0.02) (wte, wpe included), biases

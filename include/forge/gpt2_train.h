@@ -68,8 +68,11 @@ struct Gpt2Activations {
 // Gradients, one tensor per parameter, shaped as Gpt2Weights (wte in the
 // model's row chunks).
 // Undefined tensors mean "no gradient yet" (a fresh step).
+// With lora_only the gradients are those of the attached LoRA adapters alone
+// (each Linear's lora.a and lora.b in g), the base frozen.
 struct Gpt2Grads {
   Gpt2Weights g;
+  bool lora_only = false;
   bool empty() const { return g.wpe.defined() == false; }
   void clear() { g = Gpt2Weights{}; }
 };
@@ -135,7 +138,9 @@ struct Gpt2StepResult {
 
 class Gpt2Trainer {
  public:
-  // `model` must outlive the trainer; its weights are updated in place.
+  // `model` must outlive the trainer; its weights are updated in place. With
+  // a LoRA adapter attached (forge/lora.h) only the adapter trains (the base
+  // may then be quantized).
   Gpt2Trainer(const Gpt2& model, Gpt2TrainConfig config);
 
   // One optimizer step over micro-batches of equal size (gradient
@@ -154,8 +159,13 @@ class Gpt2Trainer {
   void load_state(const std::vector<Gpt2HostTensor>& state, int64_t steps_done);
 
  private:
+  // The trained tensors of w (or of grads) by name: every parameter, or with
+  // an adapter attached its A and B alone by PEFT key.
+  std::vector<std::pair<std::string, Tensor*>> named(Gpt2Weights& w) const;
+
   const Gpt2& model_;
   Gpt2TrainConfig config_;
+  bool lora_ = false;             // an adapter is attached: it alone trains, the base frozen
   Gpt2Weights w_;                 // shares storage with the model's weights
   AdamW opt_;                     // over w_ by name: flat weights, gradients and moments
   Gpt2Weights m_, v_;             // AdamW moments: views of opt_'s, shaped as the weights

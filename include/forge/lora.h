@@ -1,5 +1,5 @@
-// LoRA adapters in PEFT's layout, attached to a Llama-family model (dense or
-// MLX-quantized base): every targeted Linear computes
+// LoRA adapters in PEFT's layout, attached to a GPT-2 or Llama-family model
+// (dense or MLX-quantized base): every targeted Linear computes
 // y = W x + scale * B (A x), scale = lora_alpha / r (lora_alpha / sqrt(r)
 // with rsLoRA).
 //
@@ -15,7 +15,8 @@
 // target_modules, use_rslora, ...) and DIR/adapter_model.safetensors with
 // base_model.model.<module>.lora_A.weight [r, in] and .lora_B.weight [out, r]
 // for every targeted module (<module> as transformers names it:
-// model.layers.N.self_attn.q_proj). Errors name the file, key and shapes.
+// model.layers.N.self_attn.q_proj, or transformer.h.N.attn.c_attn for GPT-2,
+// whose adapters PEFT marks fan_in_fan_out). Errors name the file, key and shapes.
 //
 // Threads: load_adapter, attach_new_adapter and merge_adapter change the
 // model's weights: no other thread may use the model meanwhile (forge/model.h).
@@ -40,6 +41,10 @@ struct LoraConfig {
   // o_proj, gate_proj, up_proj, down_proj).
   std::vector<std::string> targets = {"q_proj", "k_proj", "v_proj", "o_proj"};
   bool rslora = false;
+  // PEFT's flag for modules whose weight is stored [in, out] (GPT-2's
+  // Conv1D): set for GPT-2 adapters. lora_A and lora_B keep their [r, in] and
+  // [out, r] shapes either way; only merging into the base transposes.
+  bool fan_in_fan_out = false;
   double scaling() const;  // alpha / rank, or alpha / sqrt(rank) with rsLoRA
 };
 
@@ -50,7 +55,7 @@ std::vector<std::string> lora_target_names(const CausalLM& model);
 // DIR/adapter_config.json. IoError when it is missing, not JSON (or holds a
 // key twice) or a field has the wrong JSON type ("r": 2.5); ValueError
 // naming the field for a value out of range or a setting forge does not
-// implement (DoRA, per-module rank patterns, fan_in_fan_out, trained biases).
+// implement (DoRA, per-module rank patterns, trained biases).
 LoraConfig read_adapter_config(const std::filesystem::path& dir);
 
 // Attaches the adapter in DIR to `model`, replacing one attached before.
@@ -83,8 +88,9 @@ void save_adapter(const CausalLM& model, const std::filesystem::path& dir, const
 // is dense). ValueError when none is attached.
 void merge_adapter(CausalLM& model);
 
-// Every weight of a dense Llama-family model by Hugging Face name, f32 on
-// the host (what a merged model's model.safetensors holds).
+// Every weight of a dense GPT-2 or Llama-family model by Hugging Face name,
+// f32 on the host (what a merged model's model.safetensors holds; GPT-2's
+// Conv1D weights [in, out] as its checkpoints hold them).
 std::vector<HostTensor> model_weights(const CausalLM& model);
 
 }  // namespace forge

@@ -23,9 +23,10 @@ struct QuantizedMatrix {
 // spec or `in` not a multiple of group_size.
 QuantizedMatrix quantize_affine(std::span<const float> w, int64_t out, int64_t in, const QuantSpec& spec);
 
-// Reads the model folder `src` (a Llama-family model with dense weights),
-// quantizes every Linear and the token embedding (and an untied lm_head) with
-// `spec`, and writes an MLX-layout folder to `dst`: weights u32, scales and
+// Reads the model folder `src` (a GPT-2 or Llama-family model with dense
+// weights), quantizes every Linear and the token embedding (and an untied
+// lm_head) with `spec` (GPT-2's Conv1D weights, [in, out] in the file, become
+// MLX's [out, in] rows), and writes an MLX-layout folder to `dst`: weights u32, scales and
 // biases in the model's 16-bit dtype (bf16 for f32 models), norms unchanged,
 // "quantization" in config.json, tokenizer and generation files copied. dst
 // is written whole or not at all. Returns the bytes of the new weights file.

@@ -16,11 +16,11 @@ std::shared_ptr<Storage> Storage::allocate(const Device& device, size_t bytes) {
     auto* p = static_cast<std::byte*>(std::aligned_alloc(64, rounded ? rounded : 64));
     if (!p) throw Error("[tensor] out of host memory allocating " + std::to_string(bytes) + " bytes");
     return std::make_shared<Storage>(
-        Storage{device, HostBytes{std::unique_ptr<std::byte[], HostBytes::Free>(p), bytes}, bytes});
+        Storage{device, HostBytes{std::unique_ptr<std::byte[], HostBytes::Free>(p), bytes}, bytes, nullptr, 0});
   }
   // GPU buffers are padded to 4 bytes: copies and uploads move whole words.
   auto buf = device.runtime().allocate(std::max<uint64_t>(4, (bytes + 3) / 4 * 4));
-  return std::make_shared<Storage>(Storage{device, std::move(buf), bytes});
+  return std::make_shared<Storage>(Storage{device, std::move(buf), bytes, nullptr, 0});
 }
 
 static void check_shape(const Shape& shape) {

@@ -47,14 +47,13 @@ class WeightChecker {
 
   // A matrix applied as x @ W^T with W [out, in]: float, or MLX-quantized when
   // "<base>.scales" exists (u32 weight [out, in*bits/32], scales/biases [out, in/group]).
-  void linear(const std::string& base, int64_t out, int64_t in) {
-    if (!has(base + ".scales")) return dense(base + ".weight", {out, in});
+  // conv1d: a dense weight stored [in, out] (GPT-2's Conv1D); quantized it is
+  // MLX's [out, in] rows all the same.
+  void linear(const std::string& base, int64_t out, int64_t in, bool conv1d = false) {
+    if (!has(base + ".scales")) return dense(base + ".weight", conv1d ? Shape{in, out} : Shape{out, in});
     if (!cfg_.quantization)
       throw IoError("[weights] tensor '" + full(base + ".scales") +
                     "' marks a quantized weight but the config has no 'quantization' in " + source_);
-    if (cfg_.arch != Arch::Llama)
-      throw IoError("[weights] quantized " + std::string(arch_name(cfg_.arch)) + " weight '" + full(base + ".weight") +
-                    "' is not supported in " + source_);
     const std::optional<QuantSpec> spec = cfg_.quantization->for_module(full(base));
     if (!spec)
       throw IoError("[weights] tensor '" + full(base + ".scales") + "' marks a quantized weight but the config's " +
@@ -125,22 +124,22 @@ class WeightChecker {
 void check_gpt2(const Gpt2Config& c, WeightChecker& k) {
   const int64_t C = c.n_embd, I = c.n_inner;
   k.choose_prefix({"transformer.", ""}, "wte.weight");
-  k.dense("wte.weight", {c.vocab_size, C});
+  k.linear("wte", c.vocab_size, C);  // [V, C], quantized like a Linear by MLX
   k.dense("wpe.weight", {c.n_positions, C});
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string h = "h." + std::to_string(l) + ".";
-    // Conv1D weights are [in, out].
     for (const char* ln : {"ln_1", "ln_2"}) {
       k.dense(h + ln + ".weight", {C});
       k.dense(h + ln + ".bias", {C});
     }
-    k.dense(h + "attn.c_attn.weight", {C, 3 * C});
+    // Conv1D weights are [in, out] when dense.
+    k.linear(h + "attn.c_attn", 3 * C, C, true);
     k.dense(h + "attn.c_attn.bias", {3 * C});
-    k.dense(h + "attn.c_proj.weight", {C, C});
+    k.linear(h + "attn.c_proj", C, C, true);
     k.dense(h + "attn.c_proj.bias", {C});
-    k.dense(h + "mlp.c_fc.weight", {C, I});
+    k.linear(h + "mlp.c_fc", I, C, true);
     k.dense(h + "mlp.c_fc.bias", {I});
-    k.dense(h + "mlp.c_proj.weight", {I, C});
+    k.linear(h + "mlp.c_proj", C, I, true);
     k.dense(h + "mlp.c_proj.bias", {C});
   }
   k.dense("ln_f.weight", {C});

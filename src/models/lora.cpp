@@ -1,5 +1,6 @@
 // LoRA adapters (forge/lora.h): PEFT's files to and from the LoraWeights of
-// a model's Linears (models/common/weights.h), which apply the delta.
+// a model's Linears (models/common/weights.h), which apply the delta; GPT-2's
+// and the Llama family's alike.
 #include "forge/lora.h"
 
 #include <algorithm>
@@ -8,8 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "forge/gpt2_train.h"
 #include "forge/ops.h"
 #include "forge/safetensors.h"
+#include "models/gpt2/build.h"
 #include "models/lora_files.h"
 #include "models/llama/llama.h"
 #include "models/llama/train.h"
@@ -27,22 +30,28 @@ namespace {
 
 constexpr const char* kPrefix = "base_model.model.";
 
-LlamaModel& as_llama(CausalLM& model) {
-  auto* m = dynamic_cast<LlamaModel*>(&model);
-  if (!m)
-    throw ValueError("[lora] adapters attach to the Llama family (llama, qwen2, mistral); this model is " +
-                     model.info().family);
-  return *m;
-}
-const LlamaModel& as_llama(const CausalLM& model) { return as_llama(const_cast<CausalLM&>(model)); }
+// The Linears of a model that adapters attach to, by transformers module
+// name, and where the model keeps its adapter's settings.
+struct Adaptable {
+  std::vector<std::pair<std::string, Linear*>> linears;
+  std::optional<LoraConfig>* adapter = nullptr;
+  bool conv1d = false;  // GPT-2: weights [in, out] (PEFT's fan_in_fan_out)
+};
 
-std::vector<std::pair<std::string, Linear*>> linears_of(CausalLM& model) {
-  return models::llama_linears(as_llama(model).mutable_layers());
+Adaptable adaptable(CausalLM& model) {
+  if (auto* m = dynamic_cast<LlamaModel*>(&model)) return {models::llama_linears(m->mutable_layers()), &m->adapter(), false};
+  if (auto* g = dynamic_cast<Gpt2*>(&model)) return {gpt2::linears(g->mutable_weights()), &g->adapter(), true};
+  throw ValueError("[lora] adapters attach to GPT-2 and the Llama family (llama, qwen2, mistral); this model is " +
+                   model.info().family);
 }
+Adaptable adaptable(const CausalLM& model) { return adaptable(const_cast<CausalLM&>(model)); }
+
+std::vector<std::pair<std::string, Linear*>> linears_of(CausalLM& model) { return adaptable(model).linears; }
 
 void detach(CausalLM& model) {
-  for (auto& [name, lin] : linears_of(model)) lin->lora = {};
-  as_llama(model).adapter().reset();
+  Adaptable a = adaptable(model);
+  for (auto& [name, lin] : a.linears) lin->lora = {};
+  a.adapter->reset();
 }
 
 void write_text_atomic(const fs::path& path, const std::string& text) {
@@ -80,6 +89,27 @@ void dequantize_base(LlamaModel& m) {
   }
 }
 
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// An adapter made for the other family (no target among the model's
+// modules) is said to be one, before the per-module checks.
+void check_family(const LoraConfig& c, const std::vector<std::string>& available, const std::string& family,
+                  const fs::path& dir) {
+  bool llama = true;
+  for (const std::string& t : c.targets) {
+    if (std::find(available.begin(), available.end(), t) != available.end()) return;
+    llama = llama && t.size() > 5 && t.compare(t.size() - 5, 5, "_proj") == 0;
+  }
+  if (c.targets.empty()) return;  // check_config says so
+  throw ValueError("[lora] the adapter in '" + dir.string() + "' targets " + joined(c.targets) + ", modules of " +
+                   (llama ? "the Llama family" : "another model family") + "; this " + family + " model has " +
+                   joined(available));
+}
+
 }  // namespace
 
 std::vector<std::string> lora_target_names(const CausalLM& model) {
@@ -92,8 +122,16 @@ std::vector<std::string> lora_target_names(const CausalLM& model) {
 }
 
 void load_adapter(CausalLM& model, const fs::path& dir) {
-  const LoraConfig c = read_adapter_config(dir);
-  auto linears = linears_of(model);
+  LoraConfig c = read_adapter_config(dir);
+  const Adaptable target = adaptable(model);
+  // PEFT sets the flag for Conv1D itself (warning when a config says false),
+  // so GPT-2 takes either; on an nn.Linear it would mean transposed weights.
+  if (c.fan_in_fan_out && !target.conv1d)
+    throw ValueError("[lora] fan_in_fan_out in " + (dir / "adapter_config.json").string() +
+                     " is for Conv1D modules (GPT-2); this " + model.info().family + " model's are nn.Linear");
+  c.fan_in_fan_out = target.conv1d;
+  check_family(c, lora_target_names(model), model.info().family, dir);
+  auto linears = target.linears;
   std::vector<lora::Module> modules;
   for (auto& [name, lin] : linears) modules.push_back({name, lin->in, lin->out});
   // Every tensor read and checked before any is attached.
@@ -109,14 +147,17 @@ void load_adapter(CausalLM& model, const fs::path& dir) {
   }
   detach(model);
   for (auto& [lin, w] : staged) lin->lora = w;
-  as_llama(model).adapter() = c;
+  *target.adapter = c;
 }
 
-void attach_new_adapter(CausalLM& model, const LoraConfig& c, uint64_t seed) {
-  check_config(c, lora_target_names(model), "");
+void attach_new_adapter(CausalLM& model, const LoraConfig& config, uint64_t seed) {
+  check_config(config, lora_target_names(model), "");
   detach(model);
+  const Adaptable target = adaptable(model);
+  LoraConfig c = config;
+  c.fan_in_fan_out = target.conv1d;
   std::mt19937_64 rng(seed);
-  for (auto& [name, lin] : linears_of(model)) {
+  for (auto& [name, lin] : target.linears) {
     if (!targeted(c, name)) continue;
     const float bound = float(1.0 / std::sqrt(double(lin->in)));
     std::uniform_real_distribution<float> u(-bound, bound);
@@ -126,10 +167,10 @@ void attach_new_adapter(CausalLM& model, const LoraConfig& c, uint64_t seed) {
     lin->lora.b = Tensor::zeros({lin->out, c.rank}, DType::F32, model.device());
     lin->lora.scale = float(c.scaling());
   }
-  as_llama(model).adapter() = c;
+  *target.adapter = c;
 }
 
-std::optional<LoraConfig> attached_adapter(const CausalLM& model) { return as_llama(model).adapter(); }
+std::optional<LoraConfig> attached_adapter(const CausalLM& model) { return *adaptable(model).adapter; }
 
 std::vector<HostTensor> adapter_weights(const CausalLM& model) {
   if (!attached_adapter(model)) throw ValueError("[lora] the model has no adapter attached");
@@ -156,7 +197,7 @@ void save_adapter(const CausalLM& model, const fs::path& dir, const std::string&
                             {"lora_dropout", 0.0},
                             {"target_modules", c->targets},
                             {"bias", "none"},
-                            {"fan_in_fan_out", false},
+                            {"fan_in_fan_out", c->fan_in_fan_out},
                             {"use_rslora", c->rslora},
                             {"use_dora", false},
                             {"inference_mode", true},
@@ -167,19 +208,38 @@ void save_adapter(const CausalLM& model, const fs::path& dir, const std::string&
 
 void merge_adapter(CausalLM& model) {
   if (!attached_adapter(model)) throw ValueError("[lora] merge: the model has no adapter attached");
-  LlamaModel& m = as_llama(model);
-  if (m.embed().is_quantized() || m.layers().front().q.quant) dequantize_base(m);
+  if (auto* m = dynamic_cast<LlamaModel*>(&model))
+    if (m->embed().is_quantized() || m->layers().front().q.quant) dequantize_base(*m);
   for (auto& [name, lin] : linears_of(model)) {
     if (!lin->lora.defined()) continue;
-    MatmulOptions o;
-    o.alpha = lin->lora.scale;
-    lin->w = add(lin->w, matmul(lin->lora.b, lin->lora.a, o));  // [out, r] @ [r, in]
+    if (lin->quant)
+      throw ValueError("[lora] merge: '" + name + "' is quantized; merge into the dense GPT-2 model");
+    lin->w = add(lin->w, lin->lora_delta());  // in W's orientation ([in, out] for Conv1D)
   }
   detach(model);
 }
 
 std::vector<HostTensor> model_weights(const CausalLM& model) {
-  const LlamaModel& m = as_llama(model);
+  if (const auto* g = dynamic_cast<const Gpt2*>(&model)) {
+    Gpt2Weights w = g->weights();  // handles sharing the model's storage
+    std::vector<HostTensor> out;
+    std::string last;
+    for (auto& [name, t] : gpt2_named_params(w)) {
+      if (!t->defined()) throw ValueError("[lora] model_weights: '" + name + "' is quantized; GPT-2 is written dense");
+      std::vector<float> values = t->to_vector<float>();
+      if (!out.empty() && name == last) {  // the next row chunk of wte
+        out.back().shape[0] += t->dim(0);
+        out.back().values.insert(out.back().values.end(), values.begin(), values.end());
+        continue;
+      }
+      out.push_back({name, t->shape(), std::move(values)});
+      last = name;
+    }
+    return out;
+  }
+  const auto* llama = dynamic_cast<const LlamaModel*>(&model);
+  if (!llama) throw ValueError("[lora] model_weights: no writer for a " + model.info().family + " model");
+  const LlamaModel& m = *llama;
   models::LlamaParams p = models::llama_params(m);
   std::vector<HostTensor> out;
   std::string last;

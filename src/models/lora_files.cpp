@@ -59,8 +59,7 @@ LoraConfig read_adapter_config(const fs::path& dir) {
     c.targets.push_back(m.get<std::string>());
   }
   if (r.opt_boolean("use_dora").value_or(false)) throw ValueError("[lora] use_dora" + where + " (DoRA) is not supported");
-  if (r.opt_boolean("fan_in_fan_out").value_or(false))
-    throw ValueError("[lora] fan_in_fan_out" + where + " is not supported");
+  c.fan_in_fan_out = r.opt_boolean("fan_in_fan_out").value_or(false);  // checked against the model on load
   if (auto b = r.opt_string("bias"); b && *b != "none")
     throw ValueError("[lora] bias '" + *b + "'" + where + ": forge trains no biases (only 'none')");
   for (const char* key : {"rank_pattern", "alpha_pattern"})

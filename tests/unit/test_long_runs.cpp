@@ -55,6 +55,11 @@ constexpr bool kRssMeaningful = true;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kRssSlackMiB = 8.0;  // allocator and driver noise; a leak of 1 KiB per token is 20 MiB
+// On SwiftShader the driver's own heaps (its JIT, its worker threads) grow in
+// steps of 6-11 MiB that do not follow the run's length: +24 MiB over 150
+// training steps, +16 over 300, with the pool flat. There the pool's
+// high-water mark is the leak check that counts; RSS gets this bound.
+constexpr double kSoftwareRssSlackMiB = 40.0;
 constexpr int64_t kTokens = 20000;
 constexpr int kSteps = 500;
 // On SwiftShader (see the header comment): what CI's time allows.
@@ -107,7 +112,8 @@ struct Marks {
       std::printf("; GPU pool high-water %.3f MiB after warm-up, %.3f MiB at the end (in use %.3f, pooled %.3f)",
                   gpu_warm.peak / kMiB, gpu.peak / kMiB, gpu.in_use / kMiB, gpu.pooled / kMiB);
     std::printf("\n");
-    if (kRssMeaningful) EXPECT_LE(rss_max, rss_warm + kRssSlackMiB * kMiB) << what << " on " << dev.name();
+    const double slack = is_software(dev) ? kSoftwareRssSlackMiB : kRssSlackMiB;
+    if (kRssMeaningful) EXPECT_LE(rss_max, rss_warm + slack * kMiB) << what << " on " << dev.name();
     EXPECT_EQ(gpu.peak, gpu_warm.peak) << "the GPU pool grew: " << what << " on " << dev.name();
   }
 };

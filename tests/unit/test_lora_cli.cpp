@@ -268,3 +268,45 @@ TEST(LoraCli, ChatJsonlRun) {
                            dir.path);
   EXPECT_EQ(g.code, 0) << g.out;
 }
+
+// GPT-2 through the same commands: `--lora-rank` trains a fresh adapter over
+// c_attn (PEFT's default for GPT-2) and lowers the loss, `--adapter` keeps
+// training it where it stopped, `forge eval --adapter` gives the logits of
+// the merged model (whose checkpoint keeps the Conv1D layout).
+TEST(LoraCli, Gpt2FreshAdapterTrainsEvaluatesAndMerges) {
+  ScratchDir dir("lora_cli_gpt2");
+  const std::string model = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+  const std::string batch = (dir.path / "batch.safetensors").string();
+  {
+    const std::vector<int32_t> ids{3, 17, 400, 999, 5, 6, 7, 8, 42, 1, 2, 3, 4, 5, 6, 7};
+    write_safetensors(batch, {{"input_ids", StDType::I32, {2, 8}, std::as_bytes(std::span(ids))}});
+  }
+  const std::vector<std::string> train{"train", "--model", model, "--fixed-batch", batch, "--lr", "1e-2",
+                                       "--weight-decay", "0", "--json", "--device", "cpu"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> v = train;
+    v.insert(v.end(), extra.begin(), extra.end());
+    return v;
+  };
+  const CliRun r = run_cli(with({"--lora-rank", "4", "--steps", "5", "--out", (dir.path / "a").string()}), dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto losses = nlohmann::json::parse(lines_of(r.out).back())["losses"];
+  EXPECT_LT(losses.back().get<double>(), losses.front().get<double>() - 1e-2);
+  const LoraConfig c = read_adapter_config(dir.path / "a");
+  EXPECT_EQ(c.targets, std::vector<std::string>{"c_attn"});
+  EXPECT_TRUE(c.fan_in_fan_out);
+
+  const CliRun more = run_cli(with({"--adapter", (dir.path / "a").string(), "--steps", "1"}), dir.path);
+  ASSERT_EQ(more.code, 0) << more.out;
+  const double resumed = nlohmann::json::parse(lines_of(more.out).back())["losses"][0].get<double>();
+  EXPECT_LT(resumed, losses.back().get<double>()) << "the saved adapter is the trained one";
+
+  const CliRun e = run_cli({"eval", "--model", model, "--adapter", (dir.path / "a").string(), "--input", batch,
+                            "--output", (dir.path / "with.safetensors").string(), "--device", "cpu"},
+                           dir.path);
+  ASSERT_EQ(e.code, 0) << e.out;
+  const std::vector<float> with_adapter = logits_of(dir.path / "with.safetensors");
+  EXPECT_TRUE(all_close(merged_logits(dir, model, (dir.path / "a").string(), batch), with_adapter, 1e-4, 1e-4));
+  EXPECT_EQ(SafetensorsFile::open(dir.path / "merged" / "model.safetensors").get("h.0.attn.c_attn.weight").shape(),
+            (Shape{32, 96}));
+}

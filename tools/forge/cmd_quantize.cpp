@@ -1,5 +1,5 @@
 // forge quantize --model DIR --bits 2|4|8 [--group-size 64] --out DIR:
-// writes an MLX affine-quantized copy of a Llama-family model folder (weights
+// writes an MLX affine-quantized copy of a GPT-2 or Llama-family model folder (weights
 // u32, scales and biases 16-bit, "quantization" in config.json, tokenizer
 // files copied) that forge and mlx-lm load.
 #include <cstdio>

@@ -219,7 +219,9 @@ void run(TrainArgs a) {
   const RunTokenizer rt = load_tokenizer(a, found);
   const int64_t vocab = rt.tok.bpe ? int64_t(rt.tok.bpe->vocab_size()) : kByteVocabSize;
   const bool gpt2 = a.model.empty() || load_config(check_model_dir(a.model)).arch == Arch::Gpt2;
-  if (gpt2 && wants_lora(a)) throw UsageError("LoRA (--adapter, --lora-rank) trains the Llama family, not GPT-2");
+  if (gpt2 && wants_lora(a))
+    throw UsageError("LoRA (--adapter, --lora-rank) of GPT-2 trains with --fixed-batch; a run over --data trains "
+                     "adapters of the Llama family");
   std::unique_ptr<TrainModel> tm = gpt2 ? gpt2_train_model(a, found, dev, vocab) : llama_train_model(a, found, dev);
   if (a.seq == 0) a.seq = std::min<int64_t>(128, tm->context());
   if (a.seq > tm->context())

@@ -6,8 +6,8 @@
 // trained in f32) with LlamaTrainer, and --out gets the trained model in the
 // Hugging Face layout: config.json and model.safetensors (f32, same names).
 // With --adapter DIR or --lora-rank R (train_lora.h) only a LoRA adapter
-// trains, the base frozen (dense or MLX-quantized), and --out gets the
-// adapter in PEFT's layout.
+// trains, the base frozen (dense or MLX-quantized; GPT-2 or Llama family),
+// and --out gets the adapter in PEFT's layout.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -52,7 +52,6 @@ void run_fixed_batch(const TrainArgs& a) {
   const bool lora = wants_lora(a);
   auto model = load_model(check_model_dir(a.model), dev);
   auto* gpt2 = dynamic_cast<Gpt2*>(model.get());
-  if (lora && gpt2) throw UsageError("LoRA (--adapter, --lora-rank) trains the Llama family; " + a.model + " is a GPT-2");
   if (lora) attach_lora(a, *model);
   const Tensor ids = read_fixed_ids(a.fixed_batch, model->vocab_size());
   FixedBatchTrainer trainer(*model, make_train_config(a, true));  // the same flags, the same schedule
@@ -64,10 +63,11 @@ void run_fixed_batch(const TrainArgs& a) {
     losses.push_back(r.loss);
     std::fprintf(stderr, "step %lld loss %.6f grad_norm %.6f\n", (long long)s, r.loss, r.grad_norm);
   }
-  if (!a.out.empty() && gpt2)
+  if (!a.out.empty() && lora)
+    save_adapter(*model, a.out, a.model);
+  else if (!a.out.empty() && gpt2)
     save_train_checkpoint(std::filesystem::path(a.out) / "checkpoint", *gpt2, *trainer.gpt2(),
                           {.settings = train_settings_json(a)});
-  else if (!a.out.empty() && lora) save_adapter(*model, a.out, a.model);
   else if (!a.out.empty()) write_hf_model(a.out, a.model, trainer.llama()->host_weights());
   std::printf("%s\n", nlohmann::json{{"losses", losses}, {"grad_norm0", grad_norm0}}.dump().c_str());
 }

@@ -30,10 +30,13 @@ void attach_lora(const TrainArgs& a, CausalLM& model) {
   c.alpha = a.lora_alpha > 0 ? a.lora_alpha : 2.0 * double(a.lora_rank);
   c.rslora = a.rslora;
   c.targets.clear();
+  // GPT-2's modules have other names: PEFT's default for it is c_attn.
+  const std::string targets =
+      !a.given.count("--lora-targets") && model.info().family == "gpt2" ? std::string("c_attn") : a.lora_targets;
   size_t at = 0;
-  while (at <= a.lora_targets.size()) {
-    const size_t comma = std::min(a.lora_targets.find(',', at), a.lora_targets.size());
-    const std::string t = a.lora_targets.substr(at, comma - at);
+  while (at <= targets.size()) {
+    const size_t comma = std::min(targets.find(',', at), targets.size());
+    const std::string t = targets.substr(at, comma - at);
     if (!t.empty()) c.targets.push_back(t);
     at = comma + 1;
   }

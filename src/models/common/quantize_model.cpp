@@ -1,8 +1,9 @@
-// quantize_model: a dense Llama-family folder -> an MLX affine-quantized one.
+// quantize_model: a dense GPT-2 or Llama-family folder -> an MLX affine-quantized one.
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 #include <unistd.h>
 
 #include "forge/error.h"
@@ -16,17 +17,33 @@ namespace {
 
 namespace fs = std::filesystem;
 
+bool ends_with(const std::string& name, const std::string& suffix) {
+  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 // Whether a tensor is a matrix MLX quantizes: a Linear weight or the token
-// embedding ([out, in], applied as x @ W^T or gathered by row).
-bool quantizable(const std::string& name, const TensorInfo& t) {
+// embedding ([out, in], applied as x @ W^T or gathered by row; GPT-2's
+// Conv1D weights are [in, out], see conv1d_weight).
+bool quantizable(Arch arch, const std::string& name, const TensorInfo& t) {
   if (t.shape.size() != 2) return false;
-  auto ends = [&](const char* s) {
-    const std::string suffix = s;
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  for (const char* s : {"_proj.weight", "embed_tokens.weight"})
-    if (ends(s)) return true;
-  return name == "lm_head.weight";
+  const std::vector<const char*> suffixes =
+      arch == Arch::Gpt2 ? std::vector<const char*>{".c_attn.weight", ".c_proj.weight", ".c_fc.weight", "wte.weight"}
+                         : std::vector<const char*>{"_proj.weight", "embed_tokens.weight"};
+  for (const char* s : suffixes)
+    if (ends_with(name, s)) return true;
+  return arch != Arch::Gpt2 && name == "lm_head.weight";
+}
+
+// GPT-2's Conv1D weights, stored [in, out]: quantized as MLX stores every
+// Linear, [out, in] rows with groups along the input.
+bool conv1d_weight(Arch arch, const std::string& name) { return arch == Arch::Gpt2 && !ends_with(name, "wte.weight"); }
+
+// values [rows, cols] -> [cols, rows].
+std::vector<float> transposed(const std::vector<float>& v, int64_t rows, int64_t cols) {
+  std::vector<float> out(v.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[size_t(c * rows + r)] = v[size_t(r * cols + c)];
+  return out;
 }
 
 nlohmann::json read_json(const fs::path& p) {
@@ -50,9 +67,6 @@ uint64_t quantize_model(const fs::path& src, const fs::path& dst, const QuantSpe
   if (fs::exists(dst) && !(fs::is_directory(dst) && fs::is_empty(dst)))
     throw IoError("[quantize] output '" + dst.string() + "' already exists and is not an empty folder");
   ModelConfig mc = load_config(src);
-  if (mc.arch != Arch::Llama)
-    throw ValueError("[quantize] only Llama-family models (llama, qwen2, mistral) can be quantized; " + src.string() +
-                     " is " + arch_name(mc.arch));
   if (mc.quantization) throw ValueError("[quantize] " + src.string() + " is already quantized");
   Checkpoint ckpt = Checkpoint::open(src);
   check_weights(mc, ckpt.tensors(), src.string());
@@ -68,14 +82,17 @@ uint64_t quantize_model(const fs::path& src, const fs::path& dst, const QuantSpe
   nlohmann::json overrides = nlohmann::json::object();
   for (const TensorInfo& t : ckpt.tensors()) {
     TensorView v = ckpt.get(t.name);
-    if (!quantizable(t.name, t) || t.shape[1] % spec.group_size != 0) {
-      if (quantizable(t.name, t))  // too narrow for the group: left dense, and said so
+    const bool conv1d = conv1d_weight(mc.arch, t.name);
+    const bool wanted = quantizable(mc.arch, t.name, t);
+    const int64_t out = wanted ? t.shape[conv1d ? 1 : 0] : 0, in = wanted ? t.shape[conv1d ? 0 : 1] : 0;
+    if (!wanted || in % spec.group_size != 0) {
+      if (wanted)  // too narrow for the group: left dense, and said so
         overrides[t.name.substr(0, t.name.size() - std::string(".weight").size())] = false;
       put(t.name, t.dtype, t.shape, v.bytes.data(), v.bytes.size());
       continue;
     }
-    const int64_t out = t.shape[0], in = t.shape[1], groups = in / spec.group_size;
-    QuantizedMatrix q = quantize_affine(v.to_f32(), out, in, spec);
+    const int64_t groups = in / spec.group_size;
+    QuantizedMatrix q = quantize_affine(conv1d ? transposed(v.to_f32(), in, out) : v.to_f32(), out, in, spec);
     const std::string base = t.name.substr(0, t.name.size() - std::string(".weight").size());
     put(t.name, StDType::U32, {out, in * spec.bits / 32}, q.words.data(), q.words.size() * 4);
     for (auto [suffix, values] : {std::pair{".scales", &q.scales}, std::pair{".biases", &q.biases}}) {

@@ -54,6 +54,10 @@ Tensor Linear::operator()(const Tensor& x) const {
   Tensor y;
   if (quant && rows < kDequantizeRows) {
     y = quantized_matmul(x2, q, scales, biases, quant->bits, quant->group_size, b);
+  } else if (!quant && conv1d) {
+    MatmulOptions o;
+    o.bias = b;
+    y = matmul(x2, w, o);  // w [in, out]
   } else {
     MatmulOptions o;
     o.transpose_b = true;
@@ -75,9 +79,22 @@ Tensor Linear::dense_weight() const {
   return quant ? affine_dequantize(q, scales, biases, quant->bits, quant->group_size) : w;
 }
 
+Tensor Linear::lora_delta() const {
+  if (!lora.defined()) throw ValueError("[linear] lora_delta: no adapter attached");
+  MatmulOptions o;
+  o.alpha = lora.scale;
+  if (conv1d && !quant) {
+    // (B A)^T = A^T B^T: [in, r] @ [r, out].
+    o.transpose_a = true;
+    o.transpose_b = true;
+    return matmul(lora.a, lora.b, o);
+  }
+  return matmul(lora.b, lora.a, o);  // [out, r] @ [r, in]
+}
+
 namespace {
 // Dense, without a bias or an adapter: what the fused decode kernels take.
-bool plain(const Linear& l) { return !l.quant && !l.bias.defined() && !l.lora.defined(); }
+bool plain(const Linear& l) { return !l.quant && !l.conv1d && !l.bias.defined() && !l.lora.defined(); }
 }  // namespace
 
 std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor& x) {
@@ -99,7 +116,8 @@ Tensor silu_gate_of(const Linear& gate, const Linear& up, const Tensor& x) {
 }
 
 Linear Linear::load(const TensorSource& src, const std::string& base, int64_t out, int64_t in, bool with_bias,
-                    const std::optional<QuantizationConfig>& quant, const Device& device, DeviceTally& tally) {
+                    const std::optional<QuantizationConfig>& quant, const Device& device, DeviceTally& tally,
+                    bool conv1d) {
   Linear l;
   l.in = in;
   l.out = out;
@@ -111,6 +129,7 @@ Linear Linear::load(const TensorSource& src, const std::string& base, int64_t ou
     l.biases = load_raw(src, base + ".biases", device, tally);
   } else {
     l.w = load_dense(src, base + ".weight", device, tally);
+    l.conv1d = conv1d;
   }
   if (with_bias) l.bias = load_dense(src, base + ".bias", device, tally);
   return l;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "forge/linear.h"
 #include "forge/model_config.h"
 #include "forge/safetensors.h"
 #include "forge/tensor.h"
@@ -39,35 +40,12 @@ Tensor load_dense(const TensorSource& src, const std::string& name, const Device
 // A tensor uploaded with its file dtype unchanged (u32 words, 16-bit scales).
 Tensor load_raw(const TensorSource& src, const std::string& name, const Device& device, DeviceTally& tally);
 
-// A LoRA delta on a Linear (PEFT's layout): y += scale * (x @ A^T) @ B^T.
-struct LoraWeights {
-  Tensor a;          // [r, in]  (lora_A)
-  Tensor b;          // [out, r] (lora_B)
-  float scale = 0;   // lora_alpha / r, or lora_alpha / sqrt(r) with rsLoRA
-  bool defined() const { return a.defined(); }
-};
-
-// y = x @ W^T (+ b) (+ the LoRA delta when one is attached): W [out, in]
-// dense f32, or MLX affine-quantized (u32 words [out, in * bits / 32],
-// scales and biases [out, in / group_size] in the checkpoint's float dtype).
-struct Linear {
-  int64_t in = 0, out = 0;
-  Tensor w;                         // dense [out, in]
-  Tensor q, scales, biases;         // quantized
-  std::optional<QuantSpec> quant;   // set when quantized
-  Tensor bias;                      // [out] or undefined
-  LoraWeights lora;                 // attached adapter, or undefined
-
-  // x [.., in] -> [.., out].
-  Tensor operator()(const Tensor& x) const;
-  // W as dense f32 [out, in] (dequantized when quantized; the delta excluded).
-  Tensor dense_weight() const;
-
-  // "<base>.weight" (+ "<base>.scales"/".biases" when quantized, "<base>.bias"
-  // when with_bias) from `src`; `quant` is the module's format from the config.
-  static Linear load(const TensorSource& src, const std::string& base, int64_t out, int64_t in, bool with_bias,
-                     const std::optional<QuantizationConfig>& quant, const Device& device, DeviceTally& tally);
-};
+// The gradients of a Linear from its input x [N, in] and output gradient
+// dy [N, out] into g (those of W, in W's stored orientation, and b; or with
+// lora_only those of its LoRA A and B alone, the base frozen and possibly
+// quantized); returns dx [N, in]. With y = x W^T + s (x A^T) B^T and
+// u = x A^T: dB = s dy^T u, du = s dy B, dA = du^T x, dx = dy W + du A.
+Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Linear& g, bool lora_only);
 
 // Linears that read the same x [.., in], as {l(x) for l in ls}: one dispatch
 // for a decode step where all are dense without a bias or adapter

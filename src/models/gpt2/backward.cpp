@@ -20,6 +20,7 @@
 
 #include "forge/gpt2_train.h"
 #include "models/common/train_head.h"
+#include "models/common/weights.h"
 #include "models/gpt2/train_util.h"
 
 namespace forge {
@@ -45,43 +46,54 @@ MatmulOptions tb() {
   return o;
 }
 
+// The output table as row chunks: the model's own, or a quantized wte
+// dequantized (a LoRA step over a quantized base; the table is frozen).
+std::vector<Tensor> head_table(const Gpt2& model) {
+  const Gpt2Weights& w = model.weights();
+  if (!w.wte_q.quant) return w.wte;
+  return split_rows_for_binding(w.wte_q.dense_weight(), model.device());
+}
+
 // The LM head and cross-entropy over the rows of lnf [N, C] that have a
 // target (the tied wte as the output table). Returns the NLL sum [1]; with
-// `grads`, also adds grad_scale times its gradient into grads->g.wte and
-// returns dlnf [N, C] through *dlnf.
+// `grads`, also adds grad_scale times its gradient into grads->g.wte (unless
+// only LoRA adapters train) and returns dlnf [N, C] through *dlnf.
 Tensor head(const Gpt2& model, const Tensor& lnf, const std::vector<int32_t>& targets, float grad_scale,
             Gpt2Grads* grads, Tensor* dlnf, int64_t head_rows) {
-  return lm_head_nll(model.weights().wte, model.config().vocab_size, lnf, targets, grad_scale,
-                     grads ? &grads->g.wte : nullptr, dlnf, head_rows, "[gpt2_train]");
+  std::vector<Tensor>* dtable = grads && !grads->lora_only ? &grads->g.wte : nullptr;
+  return lm_head_nll(head_table(model), model.config().vocab_size, lnf, targets, grad_scale, dtable, dlnf, head_rows,
+                     "[gpt2_train]");
 }
 
 // One block's backward: dx [B, T, C] is the gradient of its output; returns
-// the gradient of its input.
+// the gradient of its input. Linears through linear_backward (Conv1D's
+// [in, out] gradients; with lora_only their adapters' alone, and no layer
+// norm gradients).
 Tensor block_backward(const Gpt2Config& c, const Gpt2Block& b, const Gpt2BlockActs& s, const Gpt2Dropout& p,
-                      const Tensor& dx, Gpt2Block& g) {
+                      const Tensor& dx, Gpt2Block& g, bool lora_only) {
   const int64_t B = dx.dim(0), T = dx.dim(1), C = c.n_embd, nh = c.n_head, hd = C / nh, N = B * T;
   const float eps = float(c.layer_norm_epsilon);
+  auto ln_acc = [&](Tensor& slot, const Tensor& grad) {
+    if (!lora_only) acc(slot, grad);
+  };
 
-  // MLP: x2 = x1 + drop(gelu(ln2 @ fc_w + fc_b) @ mlp_proj_w + mlp_proj_b)
-  Tensor dmlp = maybe_dropout(dx.reshape({N, C}), p.resid, s.seed_resid2);  // [N, C]
-  acc(g.mlp_proj_w, matmul(s.fc_gelu, dmlp, ta()));                          // [I, C]
-  acc(g.mlp_proj_b, sum_rows(dmlp));
-  Tensor dfc = gelu_bwd(s.fc, matmul(dmlp, b.mlp_proj_w, tb()));  // [N, I]
-  acc(g.fc_w, matmul(s.ln2, dfc, ta()));                         // [C, I]
-  acc(g.fc_b, sum_rows(dfc));
-  LayerNormGrads l2 = layernorm_bwd(s.x1, b.ln_2_w, matmul(dfc, b.fc_w, tb()).reshape({B, T, C}), eps);
-  acc(g.ln_2_w, l2.dgamma);
-  acc(g.ln_2_b, l2.dbeta);
+  // MLP: x2 = x1 + drop(mlp_proj(gelu(fc(ln2))))
+  Tensor dmlp = maybe_dropout(dx.reshape({N, C}), p.resid, s.seed_resid2);                               // [N, C]
+  Tensor dfc = gelu_bwd(s.fc, models::linear_backward(b.mlp_proj, s.fc_gelu, dmlp, g.mlp_proj, lora_only));  // [N, I]
+  Tensor dln2 = models::linear_backward(b.fc, s.ln2, dfc, g.fc, lora_only);                                // [N, C]
+  LayerNormGrads l2 = layernorm_bwd(s.x1, b.ln_2_w, dln2.reshape({B, T, C}), eps);
+  ln_acc(g.ln_2_w, l2.dgamma);
+  ln_acc(g.ln_2_b, l2.dbeta);
   Tensor dx1 = add(dx, l2.dx);  // [B, T, C]
 
-  // Attention: x1 = x_in + drop(merge(drop(softmax(q k^T / sqrt(hd))) v) @ proj_w + proj_b)
+  // Attention: x1 = x_in + drop(attn_proj(merge(drop(softmax(q k^T / sqrt(hd))) v)))
   Tensor dproj = maybe_dropout(dx1.reshape({N, C}), p.resid, s.seed_resid1);  // [N, C]
-  acc(g.attn_proj_w, matmul(s.y, dproj, ta()));                               // [C, C]
-  acc(g.attn_proj_b, sum_rows(dproj));
-  Tensor dy = unmerge_heads(matmul(dproj, b.attn_proj_w, tb()).reshape({B, T, C}), nh).reshape({B * nh, T, hd});
-  Tensor dv = matmul(s.att_d, dy, ta());                                                 // [B * nh, T, hd]
-  Tensor datt = maybe_dropout(matmul(dy, s.v, tb()), p.attn, s.seed_attn);               // [B * nh, T, T]
-  Tensor dpre = softmax_bwd(s.att, datt);                                                // [B * nh, T, T]
+  Tensor dy = unmerge_heads(models::linear_backward(b.attn_proj, s.y, dproj, g.attn_proj, lora_only).reshape({B, T, C}),
+                            nh)
+                  .reshape({B * nh, T, hd});
+  Tensor dv = matmul(s.att_d, dy, ta());                                    // [B * nh, T, hd]
+  Tensor datt = maybe_dropout(matmul(dy, s.v, tb()), p.attn, s.seed_attn);  // [B * nh, T, T]
+  Tensor dpre = softmax_bwd(s.att, datt);                                   // [B * nh, T, T]
   MatmulOptions sc;
   sc.alpha = float(1.0 / std::sqrt(double(hd)));
   Tensor dq = matmul(dpre, s.k, sc);  // [B * nh, T, hd]
@@ -89,11 +101,10 @@ Tensor block_backward(const Gpt2Config& c, const Gpt2Block& b, const Gpt2BlockAc
   Tensor dk = matmul(dpre, s.q, sc);  // [B * nh, T, hd]
   const Shape hs{B, nh, T, hd};
   Tensor dqkv = unsplit_heads(dq.reshape(hs), dk.reshape(hs), dv.reshape(hs)).reshape({N, 3 * C});
-  acc(g.attn_w, matmul(s.ln1, dqkv, ta()));  // [C, 3C]
-  acc(g.attn_b, sum_rows(dqkv));
-  LayerNormGrads l1 = layernorm_bwd(s.x_in, b.ln_1_w, matmul(dqkv, b.attn_w, tb()).reshape({B, T, C}), eps);
-  acc(g.ln_1_w, l1.dgamma);
-  acc(g.ln_1_b, l1.dbeta);
+  Tensor dln1 = models::linear_backward(b.c_attn, s.ln1, dqkv, g.c_attn, lora_only);  // [N, C]
+  LayerNormGrads l1 = layernorm_bwd(s.x_in, b.ln_1_w, dln1.reshape({B, T, C}), eps);
+  ln_acc(g.ln_1_w, l1.dgamma);
+  ln_acc(g.ln_1_b, l1.dbeta);
   return add(dx1, l1.dx);
 }
 
@@ -108,14 +119,16 @@ Tensor gpt2_backward(const Gpt2& model, const Gpt2Activations& a, const std::vec
   Gpt2Weights& g = grads.g;
   if (g.h.empty()) g.h.resize(size_t(c.n_layer));
 
+  const bool lora_only = grads.lora_only;
   Tensor dlnf;
   Tensor loss = head(model, a.lnf, targets, grad_scale, &grads, &dlnf, head_rows);
   LayerNormGrads lf = layernorm_bwd(a.x_out, w.ln_f_w, dlnf.reshape({B, T, C}), float(c.layer_norm_epsilon));
-  acc(g.ln_f_w, lf.dgamma);
-  acc(g.ln_f_b, lf.dbeta);
   Tensor dx = lf.dx;  // [B, T, C]
   for (int64_t l = c.n_layer - 1; l >= 0; --l)
-    dx = block_backward(c, w.h[size_t(l)], a.h[size_t(l)], a.dropout, dx, g.h[size_t(l)]);
+    dx = block_backward(c, w.h[size_t(l)], a.h[size_t(l)], a.dropout, dx, g.h[size_t(l)], lora_only);
+  if (lora_only) return loss;  // layer norms and embeddings frozen
+  acc(g.ln_f_w, lf.dgamma);
+  acc(g.ln_f_b, lf.dbeta);
 
   // Embeddings: x0 = drop(wte[ids] + wpe[t]).
   Tensor dx0 = maybe_dropout(dx.reshape({N, C}), a.dropout.embd, a.seed_embd).reshape({B, T, C});

@@ -13,20 +13,13 @@ namespace {
 
 std::string S(int64_t v) { return std::to_string(v); }
 
-// Conv1D: x [N, in] @ w [in, out] + b [out] -> [N, out].
-Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b) {
-  MatmulOptions o;
-  o.bias = &b;
-  return matmul(x, w, o);
-}
-
 }  // namespace
 
 QKV Gpt2::block_in(int64_t l, const Tensor& x) const {
   const Gpt2Block& b = w_.h[size_t(l)];
   const int64_t B = x.dim(0), T = x.dim(1), C = config_.n_embd;
   Tensor h = layernorm(x, b.ln_1_w, b.ln_1_b, float(config_.layer_norm_epsilon)).reshape({B * T, C});
-  return split_heads(conv1d(h, b.attn_w, b.attn_b).reshape({B, T, 3 * C}), config_.n_head);
+  return split_heads(b.c_attn(h).reshape({B, T, 3 * C}), config_.n_head);
 }
 
 Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
@@ -63,11 +56,11 @@ Tensor Gpt2::block_out(int64_t l, const Tensor& x, const Tensor& y) const {
   const Gpt2Block& b = w_.h[size_t(l)];
   const int64_t B = x.dim(0), T = x.dim(1), C = config_.n_embd;
   const float eps = float(config_.layer_norm_epsilon);
-  Tensor x1 = add(x, conv1d(y, b.attn_proj_w, b.attn_proj_b).reshape({B, T, C}));
+  Tensor x1 = add(x, b.attn_proj(y).reshape({B, T, C}));
 
   Tensor m = layernorm(x1, b.ln_2_w, b.ln_2_b, eps).reshape({B * T, C});
-  m = gelu(conv1d(m, b.fc_w, b.fc_b));
-  return add(x1, conv1d(m, b.mlp_proj_w, b.mlp_proj_b).reshape({B, T, C}));
+  m = gelu(b.fc(m));
+  return add(x1, b.mlp_proj(m).reshape({B, T, C}));
 }
 
 Tensor Gpt2::lm_head(const Tensor& x) const {
@@ -76,7 +69,26 @@ Tensor Gpt2::lm_head(const Tensor& x) const {
   Tensor h = layernorm(x, w_.ln_f_w, w_.ln_f_b, float(config_.layer_norm_epsilon)).reshape({rows, C});
   Shape out = x.shape();
   out.back() = config_.vocab_size;
+  const models::Linear& q = w_.wte_q;
+  // A vocabulary-sized table is not dequantized whole: the product reads the packed words.
+  if (q.quant) return quantized_matmul(h, q.q, q.scales, q.biases, q.quant->bits, q.quant->group_size).reshape(out);
   return matmul_chunked_transb(h, w_.wte).reshape(out);
+}
+
+Tensor Gpt2::embed(const Tensor& ids, int64_t pos) const {
+  if (!w_.wte_q.quant) return embedding_chunked(ids, w_.wte, w_.wte_chunk_rows, &w_.wpe, pos);
+  const models::Linear& q = w_.wte_q;
+  const int64_t B = ids.dim(0), T = ids.dim(1);
+  std::vector<uint32_t> at(size_t(B * T));
+  for (int64_t i = 0; i < B * T; ++i) at[size_t(i)] = uint32_t(pos + i % T);
+  return add(affine_embedding(ids, q.q, q.scales, q.biases, q.quant->bits, q.quant->group_size),
+             embedding(Tensor::from_vector(at, {B, T}), w_.wpe));
+}
+
+Tensor Gpt2::token_rows(const Tensor& ids) const {
+  const models::Linear& q = w_.wte_q;
+  if (q.quant) return affine_embedding(ids, q.q, q.scales, q.biases, q.quant->bits, q.quant->group_size);
+  return embedding_chunked(ids, w_.wte, w_.wte_chunk_rows);
 }
 
 Tensor Gpt2::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) const {
@@ -86,7 +98,7 @@ Tensor Gpt2::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) const {
   if (T > config_.n_positions)
     throw ValueError("[gpt2] sequence of " + S(T) + " tokens exceeds the context length n_positions = " +
                      S(config_.n_positions));
-  Tensor x = embedding_chunked(ids, w_.wte, w_.wte_chunk_rows, &w_.wpe, 0);  // [B, T, C]
+  Tensor x = embed(ids, 0);  // [B, T, C]
   if (hidden) hidden->assign(1, x);
   for (int64_t l = 0; l < config_.n_layer; ++l) {
     x = block(l, x, nullptr);
@@ -115,7 +127,7 @@ Tensor Gpt2::forward_cached(const Tensor& ids_in, KvCache& cache) const {
   if (cache.len + T > cache.capacity)
     throw ValueError("[gpt2] positions " + S(cache.len) + ".." + S(cache.len + T - 1) + " exceed the cache capacity " +
                      S(cache.capacity));
-  Tensor x = embedding_chunked(ids, w_.wte, w_.wte_chunk_rows, &w_.wpe, cache.len);  // [B, T, C]
+  Tensor x = embed(ids, cache.len);  // [B, T, C]
   for (int64_t l = 0; l < config_.n_layer; ++l) x = block(l, x, &cache);
   cache.len += T;
   return lm_head(models::last_positions(x.reshape({B * T, C}), B, T));  // [B, V]

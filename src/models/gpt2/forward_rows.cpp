@@ -66,7 +66,7 @@ Tensor Gpt2::decode_rows(const Tensor& ids_in, KvCache& cache, const std::vector
     at[size_t(i)] = uint32_t(pos[size_t(i)]);
   }
   // [n, 1, C]: each row's token at its own position.
-  Tensor x = add(embedding_chunked(ids_in.reshape({n, 1}), w_.wte, w_.wte_chunk_rows),
+  Tensor x = add(token_rows(ids_in.reshape({n, 1})),
                  embedding(Tensor::from_vector(at, {n, 1}), w_.wpe));
   const Tensor mask = models::row_mask(pos, cap, 0, device_);  // [n, 1, 1, cap]
   for (int64_t l = 0; l < config_.n_layer; ++l) {

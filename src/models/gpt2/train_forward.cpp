@@ -8,7 +8,6 @@
 
 namespace forge {
 
-using gpt2::conv1d;
 using gpt2::derive_key;
 
 namespace {
@@ -59,7 +58,7 @@ Gpt2Activations gpt2_forward_train(const Gpt2& model, const Tensor& ids_in, cons
   const float eps = float(c.layer_norm_epsilon);
 
   a.seed_embd = derive_key(seed, kEmbd);
-  Tensor x = maybe_dropout(embedding_chunked(a.ids, w.wte, w.wte_chunk_rows, &w.wpe, 0), dropout.embd,
+  Tensor x = maybe_dropout(model.embed(a.ids, 0), dropout.embd,
                            a.seed_embd);  // [B, T, C]
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const Gpt2Block& b = w.h[size_t(l)];
@@ -69,7 +68,7 @@ Gpt2Activations gpt2_forward_train(const Gpt2& model, const Tensor& ids_in, cons
     s.seed_resid2 = derive_key(seed, kResid2, uint64_t(l));
     s.x_in = x;
     s.ln1 = layernorm(x, b.ln_1_w, b.ln_1_b, eps).reshape({N, C});
-    QKV qkv = split_heads(conv1d(s.ln1, b.attn_w, b.attn_b).reshape({B, T, 3 * C}), nh);
+    QKV qkv = split_heads(b.c_attn(s.ln1).reshape({B, T, 3 * C}), nh);
     s.q = qkv.q.reshape({B * nh, T, hd});
     s.k = qkv.k.reshape({B * nh, T, hd});
     s.v = qkv.v.reshape({B * nh, T, hd});
@@ -82,12 +81,12 @@ Gpt2Activations gpt2_forward_train(const Gpt2& model, const Tensor& ids_in, cons
     s.att = softmax(matmul(s.q, s.k, qk), so);  // [B * nh, T, T]
     s.att_d = maybe_dropout(s.att, dropout.attn, s.seed_attn);
     s.y = merge_heads(matmul(s.att_d, s.v).reshape({B, nh, T, hd})).reshape({N, C});
-    Tensor proj = maybe_dropout(conv1d(s.y, b.attn_proj_w, b.attn_proj_b), dropout.resid, s.seed_resid1);
+    Tensor proj = maybe_dropout(b.attn_proj(s.y), dropout.resid, s.seed_resid1);
     s.x1 = add(x, proj.reshape({B, T, C}));
     s.ln2 = layernorm(s.x1, b.ln_2_w, b.ln_2_b, eps).reshape({N, C});
-    s.fc = conv1d(s.ln2, b.fc_w, b.fc_b);
+    s.fc = b.fc(s.ln2);
     s.fc_gelu = gelu(s.fc);
-    Tensor mlp = maybe_dropout(conv1d(s.fc_gelu, b.mlp_proj_w, b.mlp_proj_b), dropout.resid, s.seed_resid2);
+    Tensor mlp = maybe_dropout(b.mlp_proj(s.fc_gelu), dropout.resid, s.seed_resid2);
     x = add(s.x1, mlp.reshape({B, T, C}));
     a.h.push_back(std::move(s));
   }

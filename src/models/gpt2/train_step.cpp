@@ -23,16 +23,16 @@ std::vector<std::pair<std::string, Tensor*>> gpt2_named_params(Gpt2Weights& w) {
     Gpt2Block& b = w.h[l];
     out.insert(out.end(), {{p + "ln_1.weight", &b.ln_1_w},
                            {p + "ln_1.bias", &b.ln_1_b},
-                           {p + "attn.c_attn.weight", &b.attn_w},
-                           {p + "attn.c_attn.bias", &b.attn_b},
-                           {p + "attn.c_proj.weight", &b.attn_proj_w},
-                           {p + "attn.c_proj.bias", &b.attn_proj_b},
+                           {p + "attn.c_attn.weight", &b.c_attn.w},
+                           {p + "attn.c_attn.bias", &b.c_attn.bias},
+                           {p + "attn.c_proj.weight", &b.attn_proj.w},
+                           {p + "attn.c_proj.bias", &b.attn_proj.bias},
                            {p + "ln_2.weight", &b.ln_2_w},
                            {p + "ln_2.bias", &b.ln_2_b},
-                           {p + "mlp.c_fc.weight", &b.fc_w},
-                           {p + "mlp.c_fc.bias", &b.fc_b},
-                           {p + "mlp.c_proj.weight", &b.mlp_proj_w},
-                           {p + "mlp.c_proj.bias", &b.mlp_proj_b}});
+                           {p + "mlp.c_fc.weight", &b.fc.w},
+                           {p + "mlp.c_fc.bias", &b.fc.bias},
+                           {p + "mlp.c_proj.weight", &b.mlp_proj.w},
+                           {p + "mlp.c_proj.bias", &b.mlp_proj.bias}});
   }
   out.insert(out.end(), {{"ln_f.weight", &w.ln_f_w}, {"ln_f.bias", &w.ln_f_b}});
   return out;
@@ -42,10 +42,27 @@ bool gpt2_decay_matrices(const std::string&, const Shape& shape) { return shape.
 
 namespace {
 
-std::vector<NamedTensor> named(Gpt2Weights& w) {
+// The trained tensors of w by name: every parameter, or with an adapter
+// attached its A and B alone by PEFT key.
+std::vector<std::pair<std::string, Tensor*>> trained(Gpt2Weights& w, bool lora) {
+  return lora ? gpt2::lora_named(w) : gpt2_named_params(w);
+}
+
+std::vector<NamedTensor> named_tensors(Gpt2Weights& w, bool lora) {
   std::vector<NamedTensor> out;
-  for (auto& [name, t] : gpt2_named_params(w)) out.push_back({name, *t});
+  for (auto& [name, t] : trained(w, lora)) out.push_back({name, *t});
   return out;
+}
+
+// The model's weights, checked trainable: a quantized base trains only an adapter.
+Gpt2Weights trainable_weights(const Gpt2& model, bool lora) {
+  Gpt2Weights w = model.weights();  // handles sharing the model's storage
+  bool quantized = w.wte_q.quant.has_value();
+  for (const Gpt2Block& b : w.h) quantized = quantized || b.c_attn.quant || b.attn_proj.quant || b.fc.quant || b.mlp_proj.quant;
+  if (quantized && !lora)
+    throw ValueError("[gpt2_train] full fine-tuning needs dense weights; this model is quantized (train a LoRA "
+                     "adapter over it, or train the dense model)");
+  return w;
 }
 
 AdamWConfig adamw_config(const Gpt2TrainConfig& c) {
@@ -60,22 +77,25 @@ AdamWConfig adamw_config(const Gpt2TrainConfig& c) {
   return a;
 }
 
-// w with each tensor replaced by `views`' in gpt2_named_params order.
-Gpt2Weights with_tensors(Gpt2Weights w, const std::vector<Tensor>& views) {
-  auto named = gpt2_named_params(w);
+// w with each trained tensor replaced by `views`' in trained() order.
+Gpt2Weights with_tensors(Gpt2Weights w, bool lora, const std::vector<Tensor>& views) {
+  auto named = trained(w, lora);
   for (size_t i = 0; i < named.size(); ++i) *named[i].second = views[i];
   return w;
 }
 
 }  // namespace
 
+std::vector<std::pair<std::string, Tensor*>> Gpt2Trainer::named(Gpt2Weights& w) const { return trained(w, lora_); }
+
 Gpt2Trainer::Gpt2Trainer(const Gpt2& model, Gpt2TrainConfig config)
     : model_(model),
       config_(std::move(config)),
-      w_(model.weights()),  // handles sharing the model's storage
-      opt_(named(w_), adamw_config(config_)),
-      m_(with_tensors(w_, opt_.first_moments())),
-      v_(with_tensors(w_, opt_.second_moments())) {}
+      lora_(model.adapter().has_value()),
+      w_(trainable_weights(model, lora_)),
+      opt_(named_tensors(w_, lora_), adamw_config(config_)),
+      m_(with_tensors(w_, lora_, opt_.first_moments())),
+      v_(with_tensors(w_, lora_, opt_.second_moments())) {}
 
 Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
   if (micro.empty()) throw ValueError("[gpt2_train] a step needs at least one micro-batch");
@@ -86,6 +106,7 @@ Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
   const float scale = float(1.0 / double(targets));
 
   grads_.clear();
+  grads_.lora_only = lora_;
   Tensor loss_sum;
   for (size_t i = 0; i < micro.size(); ++i) {
     const uint64_t key = gpt2::derive_key(config_.seed, kDropout, uint64_t(opt_.steps_done()), uint64_t(i));
@@ -98,7 +119,7 @@ Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
   }
 
   std::vector<Tensor> g;
-  for (auto& [name, t] : gpt2_named_params(grads_.g)) g.push_back(*t);
+  for (auto& [name, t] : named(grads_.g)) g.push_back(*t);
   const AdamW::Update u = opt_.step(g);  // g itself stays unclipped
   // Loss sum and squared norm side by side: one read back per step.
   Tensor out = Tensor::zeros({2}, DType::F32, model_.device());
@@ -117,9 +138,10 @@ namespace {
 
 // Appends the parameters of w to out as host tensors named prefix + name;
 // the row chunks of a chunked wte become one [V, C] tensor.
-void append_host(Gpt2Weights w, const std::string& prefix, std::vector<Gpt2HostTensor>& out) {
+void append_host(const std::vector<std::pair<std::string, Tensor*>>& named, const std::string& prefix,
+                 std::vector<Gpt2HostTensor>& out) {
   std::string last;
-  for (auto& [name, t] : gpt2_named_params(w)) {
+  for (auto& [name, t] : named) {
     std::vector<float> values = t->to_vector<float>();
     if (!out.empty() && name == last) {  // the next chunk of the same table
       Gpt2HostTensor& whole = out.back();
@@ -136,14 +158,16 @@ void append_host(Gpt2Weights w, const std::string& prefix, std::vector<Gpt2HostT
 
 std::vector<Gpt2HostTensor> Gpt2Trainer::host_weights() const {
   std::vector<Gpt2HostTensor> out;
-  append_host(w_, "", out);
+  Gpt2Weights w = w_;
+  append_host(named(w), "", out);
   return out;
 }
 
 std::vector<Gpt2HostTensor> Gpt2Trainer::host_state() const {
   std::vector<Gpt2HostTensor> out;
-  append_host(m_, "m.", out);
-  append_host(v_, "v.", out);
+  Gpt2Weights m = m_, v = v_;
+  append_host(named(m), "m.", out);
+  append_host(named(v), "v.", out);
   return out;
 }
 
@@ -156,7 +180,7 @@ void Gpt2Trainer::load_state(const std::vector<Gpt2HostTensor>& state, int64_t s
     Gpt2Weights shapes = w_;
     // A chunked wte takes consecutive row blocks of the whole saved table.
     std::map<std::string, int64_t> rows_taken;
-    for (auto& [name, t] : gpt2_named_params(shapes)) {
+    for (auto& [name, t] : named(shapes)) {
       auto it = by.find(prefix + name);
       if (it == by.end()) throw ValueError("[gpt2_train] optimizer state has no '" + std::string(prefix) + name + "'");
       const Gpt2HostTensor& saved = *it->second;

@@ -9,26 +9,6 @@ namespace forge::models {
 
 namespace {
 
-// The gradients of a Linear from its input x [N, in] and output gradient
-// dy [N, out] into g (those of W and b, or with lora_only those of its LoRA
-// A and B); returns dx [N, in]. With y = x W^T + s (x A^T) B^T and u = x A^T:
-// dB = s dy^T u, du = s dy B, dA = du^T x, dx = dy W + du A.
-Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Linear& g, bool lora_only) {
-  if (!lora_only) {
-    accumulate_grad(g.w, matmul_tn(dy, x));  // [out, in]
-    if (lin.bias.defined()) accumulate_grad(g.bias, sum_rows(dy));
-  }
-  Tensor dx = matmul_nn(dy, lin.dense_weight());
-  if (!lin.lora.defined()) return dx;
-  const Tensor u = matmul_nt(x, lin.lora.a);                    // [N, r], recomputed
-  const Tensor du = scale(matmul_nn(dy, lin.lora.b), lin.lora.scale);  // [N, r]
-  if (lora_only) {
-    accumulate_grad(g.lora.b, scale(matmul_tn(dy, u), lin.lora.scale));  // [out, r]
-    accumulate_grad(g.lora.a, matmul_tn(du, x));                         // [r, in]
-  }
-  return add(dx, matmul_nn(du, lin.lora.a));
-}
-
 // One block's backward: dx [B, T, H] is the gradient of its output; returns
 // the gradient of its input.
 Tensor block_backward(const LlamaConfig& c, int64_t l, const LlamaLayer& y, const LlamaActs& a, const Tensor& dx,

@@ -1,0 +1,63 @@
+// The linear layer every model family builds its blocks from: dense or MLX
+// affine-quantized weights, an optional bias and an optional LoRA delta.
+// Public because GPT-2's weights (forge/gpt2.h) hold it; the loading side
+// (named tensors of a checkpoint) lives with the model code.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "forge/model_config.h"
+#include "forge/tensor.h"
+
+namespace forge::models {
+
+struct TensorSource;
+struct DeviceTally;
+
+// A LoRA delta on a Linear (PEFT's layout): y += scale * (x @ A^T) @ B^T.
+struct LoraWeights {
+  Tensor a;          // [r, in]  (lora_A)
+  Tensor b;          // [out, r] (lora_B)
+  float scale = 0;   // lora_alpha / r, or lora_alpha / sqrt(r) with rsLoRA
+  bool defined() const { return a.defined(); }
+};
+
+// y = x @ W^T (+ b) (+ the LoRA delta when one is attached): W [out, in]
+// dense f32, or MLX affine-quantized (u32 words [out, in * bits / 32],
+// scales and biases [out, in / group_size] in the checkpoint's float dtype).
+//
+// GPT-2's Conv1D keeps its dense weight as the checkpoint stores it, [in, out]
+// (conv1d = true, y = x @ w): its trainer, optimizer state, gradients and
+// checkpoints are all in that layout (Hugging Face's), so a transpose at load
+// would need one back at every save, resume and gradient read, and the plain
+// product it takes is the one GPT-2 ran before. Quantized weights are always
+// MLX's [out, in] rows (groups run along the input), whatever the family.
+struct Linear {
+  int64_t in = 0, out = 0;
+  Tensor w;                         // dense [out, in], or [in, out] when conv1d
+  bool conv1d = false;              // w stored [in, out]
+  Tensor q, scales, biases;         // quantized
+  std::optional<QuantSpec> quant;   // set when quantized
+  Tensor bias;                      // [out] or undefined
+  LoraWeights lora;                 // attached adapter, or undefined
+
+  // x [.., in] -> [.., out].
+  Tensor operator()(const Tensor& x) const;
+  // W as dense f32 in the stored orientation ([out, in], or [in, out] when
+  // conv1d; dequantized when quantized; the delta excluded).
+  Tensor dense_weight() const;
+  // The LoRA delta scale * B @ A in W's orientation ([out, in], or its
+  // transpose when conv1d); the adapter must be attached.
+  Tensor lora_delta() const;
+
+  // "<base>.weight" (+ "<base>.scales"/".biases" when quantized, "<base>.bias"
+  // when with_bias) from `src`; `quant` is the module's format from the config.
+  // With conv1d a dense weight is read as [in, out] (a quantized one is always
+  // [out, in] rows).
+  static Linear load(const TensorSource& src, const std::string& base, int64_t out, int64_t in, bool with_bias,
+                     const std::optional<QuantizationConfig>& quant, const Device& device, DeviceTally& tally,
+                     bool conv1d = false);
+};
+
+}  // namespace forge::models
