@@ -37,24 +37,30 @@ void dropout(const Tensor& x, const DropoutPlan& plan, Tensor& y) {
   });
 }
 
+namespace {
+
+// One AdamW update, f32 throughout, in the order shaders/adamw_update.wgsl
+// evaluates it; g as used (clipped or not).
+inline void adamw_element(float& param, float g, float& m, float& v, const AdamWPlan& a) {
+  const float p = param * a.decay;
+  const float mi = a.beta1 * m + a.one_minus_beta1 * g;
+  const float vi = a.beta2 * v + a.one_minus_beta2 * (g * g);
+  const float denom = std::sqrt(vi) / a.sqrt_bias_c2 + a.eps;
+  param = p - a.step_size * (mi / denom);
+  m = mi;
+  v = vi;
+}
+
+}  // namespace
+
 void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWPlan& plan) {
   float* pp = param.data<float>();
   const float* pg = grad.data<float>();
   float* pm = m.data<float>();
   float* pv = v.data<float>();
-  // f32 throughout, in the order shaders/adamw.wgsl evaluates it.
   parallel_for(param.numel(), 4, [&](int64_t lo, int64_t hi) {
     const AdamWPlan a = plan;  // a local copy: the stores below cannot alias it, so the loop vectorizes
-    for (int64_t i = lo; i < hi; ++i) {
-      float g = pg[i];
-      float p = pp[i] * a.decay;
-      float mi = a.beta1 * pm[i] + a.one_minus_beta1 * g;
-      float vi = a.beta2 * pv[i] + a.one_minus_beta2 * (g * g);
-      float denom = std::sqrt(vi) / a.sqrt_bias_c2 + a.eps;
-      pp[i] = p - a.step_size * (mi / denom);
-      pm[i] = mi;
-      pv[i] = vi;
-    }
+    for (int64_t i = lo; i < hi; ++i) adamw_element(pp[i], pg[i], pm[i], pv[i], a);
   });
 }
 
@@ -83,17 +89,7 @@ void adamw_flat(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const T
       AdamWPlan a = plan;  // a local copy: the stores below cannot alias it, so the loop vectorizes
       if (!seg[3 * s + 2]) a.decay = 1.0f;
       const float c = clip;
-      // f32 throughout, in the order of adamw() above and shaders/adamw_flat.wgsl.
-      for (int64_t i = b; i < e; ++i) {
-        float g = pg[i] * c;
-        float p = pp[i] * a.decay;
-        float mi = a.beta1 * pm[i] + a.one_minus_beta1 * g;
-        float vi = a.beta2 * pv[i] + a.one_minus_beta2 * (g * g);
-        float denom = std::sqrt(vi) / a.sqrt_bias_c2 + a.eps;
-        pp[i] = p - a.step_size * (mi / denom);
-        pm[i] = mi;
-        pv[i] = vi;
-      }
+      for (int64_t i = b; i < e; ++i) adamw_element(pp[i], pg[i] * c, pm[i], pv[i], a);
     }
   });
 }

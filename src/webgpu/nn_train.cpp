@@ -10,8 +10,8 @@ namespace forge::webgpu {
 namespace {
 
 const ComposedKernel kDropout{"dropout", {shaders::philox, shaders::dropout}};
-const gpu::Kernel kAdamW{"adamw", shaders::adamw};
-const gpu::Kernel kAdamWFlat{"adamw_flat", shaders::adamw_flat};
+const ComposedKernel kAdamW{"adamw", {shaders::adamw_update, shaders::adamw}};
+const ComposedKernel kAdamWFlat{"adamw_flat", {shaders::adamw_update, shaders::adamw_flat}};
 
 struct DropoutParams {
   uint32_t count;
@@ -56,7 +56,7 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWP
     AdamWParams p{uint32_t(count), a.decay,     a.beta1,        a.one_minus_beta1, a.beta2, a.one_minus_beta2,
                   a.step_size,     a.sqrt_bias_c2, a.eps,       {}};
     uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
-    launch(dev, "adamw", kAdamW, p,
+    launch(dev, "adamw", kAdamW.kernel(), p,
            {arg(param, off, bytes), arg(grad, off, bytes), arg(m, off, bytes), arg(v, off, bytes)},
            grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()));
   });
@@ -72,7 +72,7 @@ void adamw_flat(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const T
                       clip ? max_norm : 0.0f, a.decay, a.beta1, a.one_minus_beta1, a.beta2, a.one_minus_beta2,
                       a.step_size, a.sqrt_bias_c2, a.eps, {}};
     uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
-    launch(dev, "adamw_flat", kAdamWFlat, p,
+    launch(dev, "adamw_flat", kAdamWFlat.kernel(), p,
            {arg(param, off, bytes), arg(grad, off, bytes), arg(m, off, bytes), arg(v, off, bytes), arg(segments),
             arg(clip ? norm_sq : segments)},  // unread without clipping
            grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()));

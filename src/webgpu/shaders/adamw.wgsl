@@ -1,6 +1,6 @@
 // One AdamW step in place, elementwise. The scalars come from the host
-// (computed in double, src/ops/nn_train.cpp); the f32 formula and its order
-// match the CPU kernel (src/cpu/nn_train.cpp).
+// (computed in double, src/ops/nn_train.cpp); the update is adamw_update.wgsl's
+// (prepended by the host).
 struct Params {
   count: u32,
   decay: f32,  // 1 - lr * weight_decay
@@ -29,12 +29,5 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (i >= p.count) {
     return;
   }
-  let g = grad[i];
-  let decayed = param[i] * p.decay;
-  let mi = p.beta1 * m[i] + p.one_minus_beta1 * g;
-  let vi = p.beta2 * v[i] + p.one_minus_beta2 * (g * g);
-  let denom = sqrt(vi) / p.sqrt_bias_c2 + p.eps;
-  param[i] = decayed - p.step_size * (mi / denom);
-  m[i] = mi;
-  v[i] = vi;
+  adamw_update(i, grad[i], p.decay);
 }

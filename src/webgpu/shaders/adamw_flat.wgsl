@@ -3,8 +3,8 @@
 // updated when a segment (begin, end, decay) holds it, found by binary
 // search; elements outside every segment are left alone. With clip = 1 the
 // gradient is first scaled by clip_grad_by_norm's factor from the squared
-// norm on the device. The f32 formula and its order match adamw.wgsl and the
-// CPU kernel (src/cpu/nn_train.cpp).
+// norm on the device. The update is adamw_update.wgsl's (prepended by the
+// host), as in adamw.wgsl.
 struct Params {
   count: u32,  // elements in this chunk
   base: u32,   // index of the chunk's first element in the buffer
@@ -59,12 +59,5 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (p.clip != 0u) {
     coef = min(1.0, p.max_norm / (sqrt(norm_sq[0]) + 1e-6));
   }
-  let g = grad[i] * coef;
-  let decayed = param[i] * decay;
-  let mi = p.beta1 * m[i] + p.one_minus_beta1 * g;
-  let vi = p.beta2 * v[i] + p.one_minus_beta2 * (g * g);
-  let denom = sqrt(vi) / p.sqrt_bias_c2 + p.eps;
-  param[i] = decayed - p.step_size * (mi / denom);
-  m[i] = mi;
-  v[i] = vi;
+  adamw_update(i, grad[i] * coef, decay);
 }
