@@ -195,9 +195,9 @@ void kv_append_rows(Tensor& cache, const Tensor& src, int64_t row0, const std::v
   if (cache.device().is_webgpu() && t == 1 && n > 1) {
     // A decode step of n rows: one dispatch instead of n copies (a batch of
     // 32 sequences made these copies a third of a SmolLM2-360M step).
+    if ((B * cap) >> 32) throw ValueError("[kv_append_rows] a cache of " + S(B * cap) + " positions exceeds u32 slots");
     std::vector<uint32_t> slots(static_cast<size_t>(n));  // rows of the cache as [B * cap, D]
     for (int64_t i = 0; i < n; ++i) slots[size_t(i)] = uint32_t((row0 + i) * cap + at[size_t(i)]);
-    if ((B * cap) >> 32) throw ValueError("[kv_append_rows] a cache of " + S(B * cap) + " positions exceeds u32 slots");
     Tensor rows = cache.reshape({B * cap, D});
     webgpu::scatter_set_rows(op, rows, Tensor::from_vector(slots, {n}, cache.device()), src.reshape({n, D}),
                              RowsPlan{n, D, B * cap});
