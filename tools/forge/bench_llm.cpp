@@ -84,6 +84,8 @@ void run(const std::string& device, const std::string& model_dir, const std::str
     // A model folder as it is, or random weights of the preset's shapes.
     auto model = model_dir.empty() ? random_model(config, 1, d, dense) : load_model(model_folder(model_dir), d);
     const std::string name = model_dir.empty() ? arch : model_dir;
+    if (!batch_rows.empty() && !model->has_row_decode())
+      throw ValueError("[bench llm] --rows: " + name + " has no batched (per-row) decode");
     prefill = std::min(prefill, model->context_length() - 1);
     nlohmann::json r{{"device", d.name()}, {"arch", name}, {"dtype", model_dir.empty() ? dtype : ""},
                      {"weights", model->info().weights},
@@ -120,8 +122,6 @@ void run(const std::string& device, const std::string& model_dir, const std::str
         r["prefill_kernels"] = kernel_table(rt.kernel_times(), 1.0);
       }
     }
-    if (!batch_rows.empty() && !model->has_row_decode())
-      throw ValueError("[bench llm] --rows: " + name + " has no batched (per-row) decode");
     for (int64_t n : batch_rows) {
       nlohmann::json b = batched_decode(*model, n, decode_tokens);
       if (!json)
