@@ -40,6 +40,7 @@
 #include "cli_util.h"
 #include "command.h"
 #include "devices.h"
+#include "profile.h"
 #include "interrupt.h"
 #include "train_checkpoint.h"
 #include "train_data.h"
@@ -373,6 +374,8 @@ void run(TrainArgs a) {
                                        {"device", dev.name()}}
                             .dump()
                             .c_str());
+  std::fflush(stdout);
+  print_profile(dev, "the training run (with its evaluations)");
 }
 
 void add_options(CLI::App& sub, TrainArgs& a) {
@@ -428,6 +431,7 @@ void add_options(CLI::App& sub, TrainArgs& a) {
                  0);
   sub.add_option("--seed", a.seed, "Seed of initialisation, batches, dropout and samples");
   add_device_option(sub, a.device);
+  add_profile_flag(sub);
   sub.add_flag("--json", a.json, "Print a JSON summary as the last line of stdout");
 }
 
