@@ -6,7 +6,7 @@
 // finished, and read back (waiting for the batch) right after its submit.
 //
 // A device without timestamp queries (SwiftShader, many browsers' adapters)
-// is profiled by the host's clock: each dispatch is submitted alone after the
+// (or with $FORGE_PROFILE=host) is profiled by the host's clock: each dispatch is submitted alone after the
 // queue has drained and waited for, and the round trip of an empty submit,
 // measured when profiling starts, is taken off. Much slower than a plain run,
 // and coarser, but it ranks the kernels where nothing else can.
@@ -21,6 +21,11 @@
 namespace forge::webgpu {
 
 bool DawnRuntime::wants_profile() { return gpu::profiling_requested(); }
+
+bool DawnRuntime::wants_host_clock() {
+  const char* env = std::getenv("FORGE_PROFILE");
+  return env && std::strcmp(env, "host") == 0;
+}
 
 namespace {
 using Clock = std::chrono::steady_clock;

@@ -85,7 +85,7 @@ void DawnRuntime::open_device(bool disable_robustness) {
 
   const char* enabled[] = {"disable_robustness"};
   // Profiling wants the timestamps as the device wrote them, not rounded.
-  const bool profile = wants_profile() && info_.timestamp_query;
+  const bool profile = wants_profile() && info_.timestamp_query && !wants_host_clock();
   const char* disabled[] = {"timestamp_quantization"};
   WGPUDawnTogglesDescriptor toggles{};
   toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;

@@ -171,7 +171,8 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
     std::vector<const char*> ops;           // and their ops
     std::vector<gpu::KernelTime> totals;
   };
-  static bool wants_profile();  // $FORGE_PROFILE set and not "0"
+  static bool wants_profile();     // --profile, or $FORGE_PROFILE set and not "0"
+  static bool wants_host_clock();  // $FORGE_PROFILE=host: the host clock even where timestamps exist
   static constexpr uint32_t kProfileSlots = 2048;  // timed dispatches per batch
   void start_profiling(Lock& lock, bool timestamps);
   void begin_profiled_pass(const gpu::Dispatch& d);
