@@ -70,7 +70,7 @@ TEST(ProfileCli, GenerateOnWebGpuPrintsAKernelTableByEitherClock) {
   }
 }
 
-TEST(ProfileCli, TrainFixedBatchTablesAStepAndTheCpuSaysSo) {
+TEST(ProfileCli, TrainFixedBatchOnWebGpuTablesAStepAndTheCpuSaysSo) {
   ScratchDir dir("profile_train");
   const std::string ids = kGpt2 + "/reference.safetensors";  // holds input_ids
   ASSERT_TRUE(fs::exists(ids)) << ids;
