@@ -2,8 +2,8 @@
 // and adapter files every family shares: a fresh adapter over c_attn lowers
 // the loss and its checkpoint is PEFT's layout (fan_in_fan_out) beside the
 // optimizer state; the run resumed after --stop-at logs exactly the losses of
-// an uninterrupted one (CPU); --adapter trains it further; JSONL text trains
-// too; over an MLX 4-bit base forge eval/generate --adapter apply it and
+// an uninterrupted one (CPU); --adapter trains it further; JSONL text and
+// chat JSONL train too; over an MLX 4-bit base forge eval/generate --adapter apply it and
 // forge merge gives a dense model with the same logits; the WebGPU run
 // follows the CPU's losses.
 #include <gtest/gtest.h>
@@ -227,4 +227,47 @@ TEST(Gpt2LoraDataCli, WebGpuFollowsTheCpu) {
   const std::string adapter = (dir.path / "gpu" / "checkpoint").string();
   EXPECT_TRUE(all_close(eval_logits(dir, q4, adapter, batch, "webgpu", "gpu.safetensors"),
                         eval_logits(dir, q4, adapter, batch, "cpu", "cpu.safetensors"), 1e-3, 1e-3));
+}
+
+// Chat JSONL on GPT-2: the conversations rendered with the folder's chat
+// template (GPT-2's tokenizer, a ChatML template), the loss on the
+// assistant's tokens only; forge generate --chat then applies the adapter.
+TEST(Gpt2LoraDataCli, ChatJsonlRun) {
+  ScratchDir dir("gpt2_lora_chat");
+  const std::string data = FORGE_TEST_DATA;
+  const fs::path model = dir.path / "model";
+  fs::create_directories(model);
+  for (const char* f : {"config.json", "model.safetensors"})
+    fs::copy_file(data + "/gpt2-vocab50257/" + f, model / f);
+  fs::copy_file(data + "/tokenizer-gpt2/tokenizer.json", model / "tokenizer.json");
+  const auto tj = nlohmann::json::parse(std::ifstream(data + "/chat-templates/smollm2.json"));
+  std::ofstream(model / "tokenizer_config.json")
+      << nlohmann::json{{"chat_template", tj["template"]}, {"bos_token", "<|endoftext|>"},
+                        {"eos_token", "<|endoftext|>"}}
+             .dump();
+  {
+    std::ofstream d(dir.path / "chats.jsonl");
+    for (int i = 0; i < 40; ++i)
+      d << nlohmann::json{{"messages",
+                           {{{"role", "user"}, {"content", "What is " + std::to_string(i) + " plus one?"}},
+                            {{"role", "assistant"}, {"content", "It is " + std::to_string(i + 1) + "."}}}}}
+               .dump()
+        << "\n";
+  }
+  const CliRun r = run_cli({"train", "--model", model.string(), "--data", (dir.path / "chats.jsonl").string(),
+                            "--lora-rank", "4", "--lora-targets", "c_attn,c_fc", "--out", (dir.path / "run").string(),
+                            "--steps", "8", "--batch", "2", "--seq", "32", "--lr", "3e-2", "--sample-tokens", "4",
+                            "--device", "cpu"},
+                           dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::vector<double> losses = logged_losses(dir.path / "run" / "log.jsonl");
+  ASSERT_EQ(losses.size(), 8u);
+  EXPECT_LT(losses.back(), losses.front());
+  // A short system message: the template's default one fills the 64 positions.
+  std::ofstream(dir.path / "m.json") << R"([{"role": "system", "content": "Add."},
+                                           {"role": "user", "content": "What is 3 plus one?"}])";
+  const CliRun g = run_cli({"generate", "--model", model.string(), "--adapter", (dir.path / "run" / "checkpoint").string(),
+                            "--chat", "--messages", (dir.path / "m.json").string(), "-n", "4", "--device", "cpu"},
+                           dir.path);
+  EXPECT_EQ(g.code, 0) << g.out;
 }
