@@ -92,25 +92,7 @@ void DawnRuntime::collect_profile(Lock& lock) {
   // each batch; the device time of each kernel is what it measures).
   const uint64_t bytes = 2 * n * sizeof(uint64_t);
   BufferHandle staging = create_buffer(lock, bytes, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "profile readback");
-  WGPUCommandEncoderDescriptor ed{};
-  CommandEncoderHandle enc(wgpuDeviceCreateCommandEncoder(device_.get(), &ed));
-  wgpuCommandEncoderCopyBufferToBuffer(enc.get(), profile_->resolved.get(), 0, staging.get(), 0, bytes);
-  CommandBufferHandle cmd(wgpuCommandEncoderFinish(enc.get(), nullptr));
-  WGPUCommandBuffer buffers[] = {cmd.get()};
-  wgpuQueueSubmit(queue_.get(), 1, buffers);
-  auto map = std::make_shared<MapResult>();
-  WGPUBufferMapCallbackInfo cb{};
-  cb.mode = WGPUCallbackMode_AllowProcessEvents;
-  cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView msg, void* m, void*) {
-    auto state = take_callback_ref<MapResult>(m);
-    state->done = true;
-    state->status = status;
-    state->message = to_string(msg);
-  };
-  cb.userdata1 = callback_ref(map);
-  wgpuBufferMapAsync(staging.get(), WGPUMapMode_Read, 0, size_t(bytes), cb);
-  wait_until(lock, [&] { return map->done; }, "the profile's timestamps");
-  if (map->status != WGPUMapAsyncStatus_Success) throw GpuError("[webgpu] profile readback failed: " + map->message);
+  copy_and_map(lock, profile_->resolved.get(), staging.get(), bytes, "the profile's timestamps");
   std::vector<uint64_t> t(2 * n);
   std::memcpy(t.data(), wgpuBufferGetConstMappedRange(staging.get(), 0, size_t(bytes)), bytes);
   wgpuBufferUnmap(staging.get());
@@ -131,9 +113,16 @@ void DawnRuntime::add_kernel_time(const char* op, const gpu::Kernel& kernel, dou
 
 void DawnRuntime::drain(Lock& lock) {
   flush_locked(lock);
+  copy_and_map(lock, profile_->fence.get(), profile_->staging.get(), 16, "a profiled dispatch");
+  wgpuBufferUnmap(profile_->staging.get());
+}
+
+// Submits a copy of `bytes` from src to the mappable staging and waits until
+// the staging is mapped for reading (so everything submitted before is done).
+void DawnRuntime::copy_and_map(Lock& lock, WGPUBuffer src, WGPUBuffer staging, uint64_t bytes, const char* what) {
   WGPUCommandEncoderDescriptor ed{};
   CommandEncoderHandle enc(wgpuDeviceCreateCommandEncoder(device_.get(), &ed));
-  wgpuCommandEncoderCopyBufferToBuffer(enc.get(), profile_->fence.get(), 0, profile_->staging.get(), 0, 16);
+  wgpuCommandEncoderCopyBufferToBuffer(enc.get(), src, 0, staging, 0, bytes);
   CommandBufferHandle cmd(wgpuCommandEncoderFinish(enc.get(), nullptr));
   WGPUCommandBuffer buffers[] = {cmd.get()};
   wgpuQueueSubmit(queue_.get(), 1, buffers);
@@ -147,10 +136,10 @@ void DawnRuntime::drain(Lock& lock) {
     state->message = to_string(msg);
   };
   cb.userdata1 = callback_ref(map);
-  wgpuBufferMapAsync(profile_->staging.get(), WGPUMapMode_Read, 0, 16, cb);
-  wait_until(lock, [&] { return map->done; }, "a profiled dispatch");
-  if (map->status != WGPUMapAsyncStatus_Success) throw GpuError("[webgpu] profile wait failed: " + map->message);
-  wgpuBufferUnmap(profile_->staging.get());
+  wgpuBufferMapAsync(staging, WGPUMapMode_Read, 0, size_t(bytes), cb);
+  wait_until(lock, [&] { return map->done; }, what);
+  if (map->status != WGPUMapAsyncStatus_Success)
+    throw GpuError(std::string("[webgpu] waiting for ") + what + " failed: " + map->message);
 }
 
 Clock::time_point DawnRuntime::begin_host_timed(Lock& lock) {

@@ -184,6 +184,7 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   std::chrono::steady_clock::time_point begin_host_timed(Lock& lock);
   void end_host_timed(Lock& lock, const gpu::Dispatch& d, std::chrono::steady_clock::time_point started);
   void drain(Lock& lock);  // submits the open batch and waits for the queue
+  void copy_and_map(Lock& lock, WGPUBuffer src, WGPUBuffer staging, uint64_t bytes, const char* what);
   std::unique_ptr<Profile> profile_;
 
   InstanceHandle instance_;
