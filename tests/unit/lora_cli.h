@@ -46,4 +46,16 @@ inline std::vector<double> logged_losses(const std::filesystem::path& log) {
   return out;
 }
 
+// Chat JSONL of 40 short conversations ("What is i plus one?" / "It is
+// i + 1."): something a LoRA run learns quickly.
+inline void write_counting_chats(const std::filesystem::path& file) {
+  std::ofstream d(file);
+  for (int i = 0; i < 40; ++i)
+    d << nlohmann::json{{"messages",
+                         {{{"role", "user"}, {"content", "What is " + std::to_string(i) + " plus one?"}},
+                          {{"role", "assistant"}, {"content", "It is " + std::to_string(i + 1) + "."}}}}}
+             .dump()
+      << "\n";
+}
+
 }  // namespace forge::testing

@@ -245,15 +245,7 @@ TEST(Gpt2LoraDataCli, ChatJsonlRun) {
       << nlohmann::json{{"chat_template", tj["template"]}, {"bos_token", "<|endoftext|>"},
                         {"eos_token", "<|endoftext|>"}}
              .dump();
-  {
-    std::ofstream d(dir.path / "chats.jsonl");
-    for (int i = 0; i < 40; ++i)
-      d << nlohmann::json{{"messages",
-                           {{{"role", "user"}, {"content", "What is " + std::to_string(i) + " plus one?"}},
-                            {{"role", "assistant"}, {"content", "It is " + std::to_string(i + 1) + "."}}}}}
-               .dump()
-        << "\n";
-  }
+  write_counting_chats(dir.path / "chats.jsonl");
   const CliRun r = run_cli({"train", "--model", model.string(), "--data", (dir.path / "chats.jsonl").string(),
                             "--lora-rank", "4", "--lora-targets", "c_attn,c_fc", "--out", (dir.path / "run").string(),
                             "--steps", "8", "--batch", "2", "--seq", "32", "--lr", "3e-2", "--sample-tokens", "4",

@@ -209,15 +209,7 @@ TEST(LoraCli, ChatJsonlRun) {
   std::ofstream(model_dir / "tokenizer_config.json")
       << nlohmann::json{{"chat_template", tj["template"]}, {"bos_token", tj["bos_token"]}, {"eos_token", tj["eos_token"]}}
              .dump();
-  {
-    std::ofstream d(dir.path / "chats.jsonl");
-    for (int i = 0; i < 40; ++i)
-      d << nlohmann::json{{"messages",
-                           {{{"role", "user"}, {"content", "What is " + std::to_string(i) + " plus one?"}},
-                            {{"role", "assistant"}, {"content", "It is " + std::to_string(i + 1) + "."}}}}}
-               .dump()
-        << "\n";
-  }
+  write_counting_chats(dir.path / "chats.jsonl");
   const CliRun r = run_cli({"train", "--model", model_dir.string(), "--data", (dir.path / "chats.jsonl").string(),
                             "--lora-rank", "4", "--lora-targets", "q_proj,v_proj,down_proj", "--out",
                             (dir.path / "run").string(), "--steps", "8", "--batch", "2", "--seq", "32", "--lr", "1e-2",
