@@ -162,9 +162,14 @@ Embedding Embedding::load(const TensorSource& src, const std::string& base, int6
   }
   // The table as f32 on the host, then uploaded chunk by chunk under the
   // device's binding limit.
-  TensorView v = src.get(base + ".weight");
-  Tensor table = v.dtype() == StDType::F32 ? Tensor::from_data(v.bytes.data(), v.shape(), DType::F32)
-                                           : Tensor::from_vector(v.to_f32(), v.shape());
+  Tensor table;
+  {
+    // A file read piece by piece holds this tensor's bytes only until the
+    // table is built, not while it is uploaded.
+    TensorView v = src.get(base + ".weight");
+    table = v.dtype() == StDType::F32 ? Tensor::from_data(v.bytes.data(), v.shape(), DType::F32)
+                                      : Tensor::from_vector(v.to_f32(), v.shape());
+  }
   for (const Tensor& chunk : split_rows_for_binding(table, device)) {
     e.chunks.push_back(chunk.to(device));
     tally.add(e.chunks.back());
