@@ -81,7 +81,8 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> head, uint
 
 // ---------------------------------------------------------------------------
 // A tensor inside an open file: its entry and its bytes (a span into the mapping,
-// valid while the file that produced it is alive).
+// valid while the file that produced it is alive; for a file read piece by
+// piece, a copy the view owns).
 struct TensorView {
   const TensorInfo* info = nullptr;
   std::span<const std::byte> bytes;
