@@ -57,6 +57,9 @@ function serial(fn) {
 
 async function call(M, name, types, args) {
   const text = await M.ccall(name, "string", types, args, {async: true});
+  // No reply at all: Asyncify found no heap left for its 1 MiB of saved stack
+  // (a model on the CPU path larger than the heap's maximum).
+  if (!text) throw new Error(`[web] ${name} gave no reply: the wasm heap is full (${M.HEAP8.length} bytes)`);
   const reply = JSON.parse(text);
   if (reply.error) throw new Error(reply.error);
   return reply;
