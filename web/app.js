@@ -254,6 +254,8 @@ $("download-model").onclick = () => download("model");
 $("chat-send").onclick = sendChat;
 $("chat-input").onkeydown = (e) => e.key === "Enter" && sendChat();
 
-if (new URLSearchParams(location.search).has("nowebgpu")) forge.settings.disableWebGPU = true;
+const query = new URLSearchParams(location.search);
+if (query.has("nowebgpu")) forge.settings.disableWebGPU = true;
+if (query.has("maxheap")) forge.settings.maxHeapBytes = Number(query.get("maxheap"));  // bytes: a smaller wasm heap
 await Promise.all([listModels(), showAdapter()]);
 page.ready = true;

@@ -7,9 +7,11 @@
 //   const {losses} = await m.train({inputIds: [[1, 2, 3, 4]], steps: 10, lr: 1e-3, weightDecay: 0.01});
 //
 // A model is fetched file by file (config.json, the safetensors, the
-// tokenizer and chat template when there are) into the module's in-memory
-// file system, through the Cache API (a second load stays off the network),
-// or read from the user's disk (loadFiles).
+// tokenizer and chat template when there are) through the Cache API (a second
+// load stays off the network), or read from the user's disk (loadFiles). The
+// small files go to the module's in-memory file system; the safetensors stay
+// Blobs outside the wasm heap, which the loader reads one tensor at a time
+// into the device's buffers, so the heap never holds a whole model.
 // device "webgpu" falls back to "cpu" (the wasm kernels) when the browser has
 // no WebGPU adapter; the model's `device` and `fallback` say which ran.
 // Calls run one at a time (the wasm stack suspends on the page's promises).
@@ -22,12 +24,21 @@ const tokenHooks = new Map();  // handle -> onToken
 const stepHooks = new Map();   // handle -> onStep
 
 // Options for the module before it first loads: {disableWebGPU: true}
-// hides navigator.gpu from it (tests of the CPU fallback).
-export const settings = {disableWebGPU: false};
+// hides navigator.gpu from it (tests of the CPU fallback); maxHeapBytes caps
+// its heap (0: the build's 4 GiB).
+export const settings = {disableWebGPU: false, maxHeapBytes: 0};
+
+const PAGE = 65536;
+const INITIAL_HEAP = 16 << 20;  // the build's INITIAL_MEMORY
 
 function wasm() {
   if (!modulePromise) {
-    modulePromise = createForgeModule().then((M) => {
+    const options = {};
+    if (settings.maxHeapBytes)
+      options.wasmMemory = new WebAssembly.Memory({initial: INITIAL_HEAP / PAGE,
+                                                   maximum: Math.max(INITIAL_HEAP, settings.maxHeapBytes) / PAGE});
+    modulePromise = createForgeModule(options).then((M) => {
+      M.forgeFiles = new Map();  // path in a model's folder -> Blob (web/src/page_files.h)
       M.forgeDisableWebGPU = settings.disableWebGPU;
       M.forgeOnToken = (h, id, text) => (tokenHooks.get(h) ? tokenHooks.get(h)(id, text) : true);
       M.forgeOnStep = (h, step, loss, gradNorm) => (stepHooks.get(h) ? stepHooks.get(h)({step, loss, gradNorm}) : true);
@@ -46,6 +57,9 @@ function serial(fn) {
 
 async function call(M, name, types, args) {
   const text = await M.ccall(name, "string", types, args, {async: true});
+  // No reply at all: Asyncify found no heap left for its 1 MiB of saved stack
+  // (a model on the CPU path larger than the heap's maximum).
+  if (!text) throw new Error(`[web] ${name} gave no reply: the wasm heap is full (${M.HEAP8.length} bytes)`);
   const reply = JSON.parse(text);
   if (reply.error) throw new Error(reply.error);
   return reply;
@@ -67,12 +81,14 @@ export async function clearCache() {
   if (typeof caches !== "undefined") await caches.delete(CACHE);
 }
 
-async function fetchBytes(url, onProgress, cache = null) {
+// The file at `url` as a Blob (the browser keeps a large one out of the page's
+// memory, and the wasm heap never sees it whole), counted by onProgress.
+async function fetchBlob(url, onProgress, cache = null) {
   const hit = cache && (await cache.match(url));
   if (hit) {
-    const bytes = new Uint8Array(await hit.arrayBuffer());
-    onProgress?.({url, loaded: bytes.length, total: bytes.length, cached: true});
-    return bytes;
+    const blob = await hit.blob();
+    onProgress?.({url, loaded: blob.size, total: blob.size, cached: true});
+    return blob;
   }
   const r = await fetch(url);
   if (!r.ok) {
@@ -81,34 +97,31 @@ async function fetchBytes(url, onProgress, cache = null) {
     throw e;
   }
   const total = Number(r.headers.get("content-length")) || 0;
-  let out;
-  if (!r.body || !onProgress) {
-    out = new Uint8Array(await r.arrayBuffer());
-  } else {
-    const parts = [];
+  let body = r.body;
+  if (body && onProgress) {
     let got = 0;
-    for (const reader = r.body.getReader();;) {
-      const {done, value} = await reader.read();
-      if (done) break;
-      parts.push(value);
-      got += value.length;
+    body = body.pipeThrough(new TransformStream({transform(chunk, c) {
+      got += chunk.length;
       onProgress({url, loaded: got, total, cached: false});
-    }
-    out = new Uint8Array(got);
-    let at = 0;
-    for (const p of parts) {
-      out.set(p, at);
-      at += p.length;
-    }
+      c.enqueue(chunk);
+    }}));
   }
+  const blob = await new Response(body).blob();
   if (cache) {
     try {
-      await cache.put(url, new Response(out, {headers: {"content-type": "application/octet-stream"}}));
+      await cache.put(url, new Response(blob, {headers: {"content-type": "application/octet-stream"}}));
+      const stored = await cache.match(url);
+      if (stored) return await stored.blob();  // the cache's copy, on disk
     } catch {
       // a full quota: the model still loads, uncached
     }
   }
-  return out;
+  return blob;
+}
+
+// A small file (config, tokenizer, template) as bytes for the module's file system.
+async function fetchBytes(url, cache = null) {
+  return new Uint8Array(await (await fetchBlob(url, null, cache)).arrayBuffer());
 }
 
 // A 404 marker the cache keeps too, so an absent optional file is not asked
@@ -118,7 +131,7 @@ async function fetchOptional(url, cache) {
   const absent = url + "?forge-absent";
   if (cache && (await cache.match(absent))) return null;
   try {
-    return await fetchBytes(url, null, cache);
+    return await fetchBytes(url, cache);
   } catch (e) {
     if (e.status !== 404) throw e;
     if (cache) await cache.put(absent, new Response(new Uint8Array(0))).catch(() => {});
@@ -158,14 +171,14 @@ export async function load(url, {device = "webgpu", onProgress, cache = true} = 
   const base = new URL(url.endsWith("/") ? url : url + "/", location.href).href;
   const store = cache ? await openCache() : null;
   const files = {};
-  files["config.json"] = await fetchBytes(base + "config.json", null, store);
+  files["config.json"] = await fetchBytes(base + "config.json", store);
   const index = await fetchOptional(base + "model.safetensors.index.json", store);
   if (index) {
     files["model.safetensors.index.json"] = index;
     const shards = new Set(Object.values(JSON.parse(new TextDecoder().decode(index)).weight_map));
-    for (const s of shards) files[s] = await fetchBytes(base + s, onProgress, store);
+    for (const s of shards) files[s] = await fetchBlob(base + s, onProgress, store);
   } else {
-    files["model.safetensors"] = await fetchBytes(base + "model.safetensors", onProgress, store);
+    files["model.safetensors"] = await fetchBlob(base + "model.safetensors", onProgress, store);
   }
   for (const name of OPTIONAL) {
     const bytes = await fetchOptional(base + name, store);
@@ -185,7 +198,8 @@ export async function loadFiles(files, {device = "webgpu", onProgress} = {}) {
   let loaded = 0;
   for (const f of list) {
     if (!wanted.test(f.name)) continue;
-    out[f.name] = new Uint8Array(await f.arrayBuffer());
+    // A File is a Blob: the weights are read from disk a tensor at a time.
+    out[f.name] = f.name.endsWith(".safetensors") ? f : new Uint8Array(await f.arrayBuffer());
     loaded += f.size;
     onProgress?.({url: f.name, loaded, total, cached: false});
   }
@@ -193,12 +207,21 @@ export async function loadFiles(files, {device = "webgpu", onProgress} = {}) {
   return open(out, device);
 }
 
-// files {name: bytes} -> a Model on `device` (WebGPU falling back to the CPU).
+// files {name: bytes, or a Blob for the weights} -> a Model on `device`
+// (WebGPU falling back to the CPU).
 function open(files, device) {
   return serial(async (M) => {
     const dir = `/models/${nextDir++}`;
     M.FS.mkdirTree(dir);
-    for (const [name, bytes] of Object.entries(files)) M.FS.writeFile(`${dir}/${name}`, bytes);
+    const blobs = [];
+    for (const [name, data] of Object.entries(files)) {
+      if (data instanceof Blob) {
+        M.forgeFiles.set(`${dir}/${name}`, data);
+        blobs.push(`${dir}/${name}`);
+      } else {
+        M.FS.writeFile(`${dir}/${name}`, data);
+      }
+    }
     let fallback = null;
     if (device === "webgpu") {
       const a = JSON.parse(await M.ccall("forge_adapter", "string", [], [], {async: true}));
@@ -207,8 +230,8 @@ function open(files, device) {
         device = "cpu";
       }
     }
-    // The weights are on the device now; the small files stay for exports.
-    const weights = Object.keys(files).filter((n) => n.endsWith(".safetensors"));
+    // The weights are on the device once forge_open returns; the small files
+    // stay for exports.
     try {
       const reply = await call(M, "forge_open", ["string"], [JSON.stringify({dir, device})]);
       return new Model(reply.handle, reply.info, device, fallback, dir);
@@ -216,7 +239,7 @@ function open(files, device) {
       removeTree(M, dir);
       throw e;
     } finally {
-      for (const name of weights) if (M.FS.analyzePath(`${dir}/${name}`).exists) M.FS.unlink(`${dir}/${name}`);
+      for (const path of blobs) M.forgeFiles.delete(path);
     }
   });
 }
@@ -230,6 +253,12 @@ function removeTree(M, dir) {
     else M.FS.unlink(p);
   }
   M.FS.rmdir(dir);
+}
+
+// The module's heap in bytes: its largest size so far, as a wasm heap grows
+// and never shrinks (what loading a model cost it, at most).
+export function heapBytes() {
+  return serial(async (M) => M.HEAP8.length);
 }
 
 // The op parity rows (matmul, softmax, layernorm, rms_norm, attention) on the

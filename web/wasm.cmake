@@ -42,9 +42,10 @@ target_link_libraries(forge_web PRIVATE forge)
 # Placed after the build type's -O3, so it is the one em++ takes.
 set(FORGE_WEB_LINK_OPT "-O2" CACHE STRING "Optimisation level of the wasm link (-O1, -O2, -O3, -Os)")
 # Asyncify lets the C++ code wait on the page's promises (fetches, GPU read
-# backs) as if they were blocking calls.
+# backs) as if they were blocking calls. The memory is imported, so a page can
+# give the module a smaller maximum than 4 GB (forge.js settings.maxHeapBytes).
 target_link_options(forge_web PRIVATE
   ${FORGE_WEB_LINK_OPT} --bind -fexceptions -sASYNCIFY -sASYNCIFY_STACK_SIZE=1048576 -sALLOW_MEMORY_GROWTH=1
-  -sMAXIMUM_MEMORY=4GB -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createForgeModule
+  -sMAXIMUM_MEMORY=4GB -sIMPORTED_MEMORY=1 -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createForgeModule
   -sENVIRONMENT=web,worker -sFILESYSTEM=1 -sEXPORTED_RUNTIME_METHODS=FS,ccall
   -sEXPORTED_FUNCTIONS=_malloc,_free)

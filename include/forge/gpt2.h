@@ -77,6 +77,8 @@ class Gpt2 : public CausalLM {
   // DIR/config.json and DIR's safetensors (single or sharded), checked with
   // check_weights; f32, f16 and bf16 weights are converted to f32.
   static Gpt2 load(const std::filesystem::path& dir, const Device& device);
+  // The same with the weights' files found and opened through `files` (load_model's).
+  static Gpt2 load(const std::filesystem::path& dir, const Device& device, const SafetensorsFiles& files);
   // A model with GPT-2's random initialisation (see gpt2_random_tensors).
   static Gpt2 random(const Gpt2Config& config, uint64_t seed, const Device& device);
   // From host tensors named as gpt2_random_tensors names them.

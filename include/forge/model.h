@@ -30,6 +30,10 @@
 #include "forge/tensor.h"
 
 namespace forge {
+struct SafetensorsFiles;  // forge/safetensors.h
+}
+
+namespace forge {
 
 // Keys and values of every layer, preallocated on the model's device. The
 // layout of each tensor is the family's (GPT-2: [B, heads, capacity, hd];
@@ -114,6 +118,11 @@ class CausalLM {
 // affine-quantized weights stay quantized on the device. ValueError naming the
 // field and value for a configuration forge does not implement.
 std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Device& device);
+// The same with the weights' files found and opened through `files`
+// (forge/safetensors.h): the browser build reads them from the page's Blobs,
+// one tensor at a time, so no whole file is held in memory.
+std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Device& device,
+                                     const SafetensorsFiles& files);
 
 // A model of `config`'s family with random weights (normal(0, 0.02), norms 1,
 // biases 0), for benchmarks: stored as `dense_dtype` (f32, bf16 or f16) as a

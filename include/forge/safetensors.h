@@ -1,4 +1,4 @@
-// safetensors checkpoints: read (memory-mapped, lazy), write (atomic), and
+// safetensors checkpoints: read (memory-mapped or piece by piece, lazy), write (atomic), and
 // sharded model directories (model.safetensors.index.json).
 //
 // File layout: [u64 little-endian N][N bytes of JSON header][data section].
@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -73,14 +74,22 @@ inline constexpr uint64_t kMaxSafetensorsHeader = 100u << 20;
 // and offsets against each other and against the file size. `origin` names the
 // file in error messages. Throws IoError.
 SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file, const std::string& origin);
+// The same from the file's first bytes alone: `head` holds at least the
+// 8-byte length and the header it gives; `file_size` is the whole file's.
+SafetensorsHeader parse_safetensors_header(std::span<const std::byte> head, uint64_t file_size,
+                                           const std::string& origin);
 
 // ---------------------------------------------------------------------------
 // A tensor inside an open file: its entry and its bytes (a span into the mapping,
-// valid while the file that produced it is alive).
+// valid while the file that produced it is alive; for a file read piece by
+// piece, a copy the view owns).
 struct TensorView {
   const TensorInfo* info = nullptr;
   std::span<const std::byte> bytes;
   const std::string* origin = nullptr;  // file name for messages
+  // Holds `bytes` for a file read piece by piece (SafetensorsFile::from_source);
+  // null for a mapped or in-memory file.
+  std::shared_ptr<const std::vector<std::byte>> owned;
 
   const std::string& name() const { return info->name; }
   StDType dtype() const { return info->dtype; }
@@ -96,6 +105,14 @@ struct TensorView {
 };
 
 // ---------------------------------------------------------------------------
+// A file read piece by piece instead of mapped (the browser's Blobs): its size
+// and a reader of `out.size()` bytes at `offset` (both within the file).
+struct ByteSource {
+  uint64_t size = 0;
+  std::function<void(uint64_t offset, std::span<std::byte> out)> read;
+};
+
+// ---------------------------------------------------------------------------
 // An open safetensors file. Opening maps the file and parses the header; tensor
 // bytes are only touched when a caller reads them. Movable, not copyable.
 class SafetensorsFile {
@@ -104,6 +121,10 @@ class SafetensorsFile {
   static SafetensorsFile open(const std::filesystem::path& path);
   // Parses a file held in memory (tests, fuzzing). `origin` names it in messages.
   static SafetensorsFile from_bytes(std::vector<std::byte> bytes, const std::string& origin);
+  // Reads the header from `source` now and each tensor's bytes when it is
+  // asked for (get, view): a TensorView then owns a copy of its tensor alone,
+  // so loading a model one tensor at a time never holds the whole file.
+  static SafetensorsFile from_source(ByteSource source, const std::string& origin);
 
   const std::string& origin() const { return *origin_; }
   const std::vector<TensorInfo>& tensors() const { return header_.tensors; }
@@ -111,6 +132,8 @@ class SafetensorsFile {
   bool contains(const std::string& name) const { return index_.count(name) != 0; }
   // Throws IoError "[safetensors] no tensor 'x' in FILE".
   TensorView get(const std::string& name) const;
+  // The entry alone, without touching the bytes (IoError as get).
+  const TensorInfo& info(const std::string& name) const;
   // `info` must be an element of tensors() (ValueError otherwise).
   TensorView view(const TensorInfo& info) const;
 
@@ -149,6 +172,16 @@ std::vector<std::byte> serialize_safetensors(const std::vector<TensorToWrite>& t
 void write_safetensors_bytes(const std::filesystem::path& path, std::span<const std::byte> bytes);
 
 // ---------------------------------------------------------------------------
+// How a checkpoint finds and opens its .safetensors files: on the file system,
+// mapped (on_disk), unless a caller holds them elsewhere (the browser build
+// reads the page's Blobs through SafetensorsFile::from_source).
+struct SafetensorsFiles {
+  std::function<bool(const std::filesystem::path&)> exists;
+  std::function<SafetensorsFile(const std::filesystem::path&)> open;
+  static SafetensorsFiles on_disk();
+};
+
+// ---------------------------------------------------------------------------
 // A model's weights: one model.safetensors or shards listed by
 // model.safetensors.index.json ({"weight_map": {tensor name: shard file}}).
 class Checkpoint {
@@ -156,7 +189,8 @@ class Checkpoint {
   // `path` is a .safetensors file, an index .json file or a directory holding
   // model.safetensors.index.json or model.safetensors. Shards are opened (mapped,
   // headers parsed) up front; a tensor the index lists but its shard lacks is an IoError.
-  static Checkpoint open(const std::filesystem::path& path);
+  // The .safetensors files are found and opened through `files`.
+  static Checkpoint open(const std::filesystem::path& path, const SafetensorsFiles& files = SafetensorsFiles::on_disk());
 
   const std::filesystem::path& path() const { return path_; }
   // Sorted tensor names.
@@ -164,7 +198,8 @@ class Checkpoint {
   bool contains(const std::string& name) const { return where_.count(name) != 0; }
   // Throws IoError "[checkpoint] no tensor 'x' in DIR".
   TensorView get(const std::string& name) const;
-  const TensorInfo& info(const std::string& name) const { return *get(name).info; }
+  // The entry alone, without reading the tensor's bytes.
+  const TensorInfo& info(const std::string& name) const;
   // Every tensor's entry, in name order.
   std::vector<TensorInfo> tensors() const;
   const std::vector<SafetensorsFile>& shards() const { return shards_; }

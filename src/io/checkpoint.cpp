@@ -26,22 +26,26 @@ std::string read_text(const fs::path& p) {
 
 }  // namespace
 
-Checkpoint Checkpoint::open(const fs::path& path) {
-  if (!fs::exists(path)) throw IoError("[checkpoint] " + path.string() + " does not exist");
+SafetensorsFiles SafetensorsFiles::on_disk() {
+  return {[](const fs::path& p) { return fs::exists(p); }, SafetensorsFile::open};
+}
+
+Checkpoint Checkpoint::open(const fs::path& path, const SafetensorsFiles& files) {
+  if (!fs::exists(path) && !files.exists(path)) throw IoError("[checkpoint] " + path.string() + " does not exist");
   Checkpoint c;
   c.path_ = path;
   fs::path index_path;
   if (fs::is_directory(path)) {
     if (fs::exists(path / kIndexName))
       index_path = path / kIndexName;
-    else if (fs::exists(path / kSingleName))
-      c.shards_.push_back(SafetensorsFile::open(path / kSingleName));
+    else if (files.exists(path / kSingleName))
+      c.shards_.push_back(files.open(path / kSingleName));
     else
       throw IoError("[checkpoint] " + path.string() + " holds neither " + kIndexName + " nor " + kSingleName);
   } else if (path.extension() == ".json") {
     index_path = path;
   } else {
-    c.shards_.push_back(SafetensorsFile::open(path));
+    c.shards_.push_back(files.open(path));
   }
 
   if (index_path.empty()) {
@@ -67,7 +71,7 @@ Checkpoint Checkpoint::open(const fs::path& path) {
         throw IoError("[checkpoint] weight_map entry for '" + name + "' names '" + shard +
                       "', not a file beside the index, in " + origin);
       auto [it, fresh] = shard_of_file.emplace(shard, c.shards_.size());
-      if (fresh) c.shards_.push_back(SafetensorsFile::open(index_path.parent_path() / shard));
+      if (fresh) c.shards_.push_back(files.open(index_path.parent_path() / shard));
       if (!c.shards_[it->second].contains(name))
         throw IoError("[checkpoint] tensor '" + name + "' is listed in " + origin + " but missing from shard " +
                       c.shards_[it->second].origin());
@@ -83,6 +87,12 @@ TensorView Checkpoint::get(const std::string& name) const {
   auto it = where_.find(name);
   if (it == where_.end()) throw IoError("[checkpoint] no tensor '" + name + "' in " + path_.string());
   return shards_[it->second].get(name);
+}
+
+const TensorInfo& Checkpoint::info(const std::string& name) const {
+  auto it = where_.find(name);
+  if (it == where_.end()) throw IoError("[checkpoint] no tensor '" + name + "' in " + path_.string());
+  return shards_[it->second].info(name);
 }
 
 std::vector<TensorInfo> Checkpoint::tensors() const {

@@ -120,18 +120,26 @@ struct HeaderParser {
 }  // namespace
 
 SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file, const std::string& origin) {
+  return parse_safetensors_header(file, file.size(), origin);
+}
+
+SafetensorsHeader parse_safetensors_header(std::span<const std::byte> head, uint64_t file_size,
+                                           const std::string& origin) {
   HeaderParser p{origin};
-  if (file.size() < 8)
-    throw p.fail("file is " + std::to_string(file.size()) + " bytes, too short for the 8-byte header length");
+  if (file_size < 8 || head.size() < 8)
+    throw p.fail("file is " + std::to_string(file_size) + " bytes, too short for the 8-byte header length");
   uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | uint64_t(file[size_t(i)]);
+  for (int i = 7; i >= 0; --i) n = (n << 8) | uint64_t(head[size_t(i)]);
   if (n > kMaxSafetensorsHeader)
     throw p.fail("header length " + std::to_string(n) + " exceeds the limit of " +
                  std::to_string(kMaxSafetensorsHeader) + " bytes");
-  if (n > file.size() - 8)
-    throw p.fail("header length " + std::to_string(n) + " exceeds the file size " + std::to_string(file.size()));
+  if (n > file_size - 8)
+    throw p.fail("header length " + std::to_string(n) + " exceeds the file size " + std::to_string(file_size));
+  if (n > head.size() - 8)
+    throw p.fail("header length " + std::to_string(n) + " exceeds the " + std::to_string(head.size() - 8) +
+                 " header bytes read");
 
-  std::string_view text(reinterpret_cast<const char*>(file.data() + 8), size_t(n));
+  std::string_view text(reinterpret_cast<const char*>(head.data() + 8), size_t(n));
   json j = io::parse_json_strict(text, "safetensors", origin);
   if (!j.is_object()) throw p.fail("header is a JSON " + std::string(j.type_name()) + ", not an object");
 
@@ -143,7 +151,7 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file, cons
     else
       h.tensors.push_back(p.entry(key, value));
   }
-  p.check_layout(h.tensors, file.size() - h.data_start);
+  p.check_layout(h.tensors, file_size - h.data_start);
   return h;
 }
 

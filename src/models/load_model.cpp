@@ -88,11 +88,16 @@ std::vector<std::byte> random_llama_checkpoint(const ModelConfig& mc, uint64_t s
 }  // namespace
 
 std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Device& device) {
+  return load_model(dir, device, SafetensorsFiles::on_disk());
+}
+
+std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Device& device,
+                                     const SafetensorsFiles& files) {
   if (!std::filesystem::is_directory(dir))
     throw IoError("[model] model directory '" + dir.string() + "' does not exist");
   ModelConfig mc = load_config(dir);
-  if (mc.arch == Arch::Gpt2) return std::make_unique<Gpt2>(Gpt2::load(dir, device));
-  Checkpoint ckpt = Checkpoint::open(dir);
+  if (mc.arch == Arch::Gpt2) return std::make_unique<Gpt2>(Gpt2::load(dir, device, files));
+  Checkpoint ckpt = Checkpoint::open(dir, files);
   return build(mc, ckpt.tensors(), models::TensorSource::of(ckpt), device);
 }
 

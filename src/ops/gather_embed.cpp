@@ -5,6 +5,7 @@
 #include "forge/ops/train.h"
 #include "ops/check.h"
 #include "ops/gather_ids.h"
+#include "ops/row_chunks.h"
 #include "webgpu/gather_kernels.h"
 #include "webgpu/kernels.h"
 #include "webgpu/launch.h"
@@ -108,13 +109,19 @@ std::vector<Tensor> split_rows_for_binding(const Tensor& table, const Device& de
     return chunks;
   }
   // Chunks to be uploaded as buffers of their own: only the size matters.
-  const uint64_t limit = rt.binding_limit();
-  const int64_t per = row_bytes ? int64_t(limit / row_bytes) : rows;
-  if (per == 0)
-    throw DeviceError("[split_rows_for_binding] a row of " + S(int64_t(row_bytes)) + " bytes of " + table.describe() +
-                      " exceeds the device's storage binding limit of " + S(int64_t(limit)) + " bytes");
+  const int64_t per = rows_per_binding(rows, row_bytes, device);
   for (int64_t r = 0; r < rows; r += per) chunks.push_back(table.slice_rows(r, std::min(rows, r + per)));
   return chunks;
+}
+
+int64_t rows_per_binding(int64_t rows, uint64_t row_bytes, const Device& device) {
+  if (device.is_cpu() || row_bytes == 0) return std::max<int64_t>(rows, 1);
+  const uint64_t limit = device.runtime().binding_limit();
+  const int64_t per = int64_t(limit / row_bytes);
+  if (per == 0)
+    throw DeviceError("[split_rows_for_binding] a row of " + S(int64_t(row_bytes)) +
+                      " bytes exceeds the device's storage binding limit of " + S(int64_t(limit)) + " bytes");
+  return per;
 }
 
 namespace {

@@ -2,7 +2,8 @@
 // call may wait on the page's promises under Asyncify). Arguments and
 // results are JSON text; a failure is {"error": "..."} with the forge::Error
 // message, and the module stays usable. A model is a folder of the
-// in-memory file system that forge.js filled from the network.
+// in-memory file system that forge.js filled from the network (config,
+// tokenizer, template), its weights the page's Blobs (page_files.h).
 #include <emscripten.h>
 
 #include <chrono>
@@ -24,6 +25,7 @@
 #include "forge/train_fixed.h"
 #include "gpu/runtime.h"
 #include "hf_model_out.h"
+#include "page_files.h"
 
 using nlohmann::json;
 
@@ -134,7 +136,7 @@ EMSCRIPTEN_KEEPALIVE const char* forge_open(const char* args) {
     Loaded s;
     s.dir = dir.string();
     if (std::filesystem::exists(dir / "tokenizer.json")) s.tokenizer = Tokenizer::from_dir(dir);
-    s.model = load_model(dir, dev);
+    s.model = load_model(dir, dev, page_safetensors_files());  // tensor by tensor from the page's Blobs
     try {
       s.chat = ChatTemplate::from_model_dir(dir.string());
     } catch (const Error& e) {  // no template, or one that does not parse: the model still generates

@@ -1,9 +1,11 @@
 // Loading dense and quantized layers from named tensors.
 #include "models/common/weights.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "forge/ops.h"
+#include "ops/row_chunks.h"
 
 namespace forge::models {
 
@@ -177,13 +179,22 @@ Embedding Embedding::load(const TensorSource& src, const std::string& base, int6
     e.quantized = Linear::load(src, base, vocab, width, false, quant, device, tally);
     return e;
   }
-  // The table as f32 on the host, then uploaded chunk by chunk under the
-  // device's binding limit.
-  TensorView v = src.get(base + ".weight");
-  Tensor table = v.dtype() == StDType::F32 ? Tensor::from_data(v.bytes.data(), v.shape(), DType::F32)
-                                           : Tensor::from_vector(v.to_f32(), v.shape());
-  for (const Tensor& chunk : split_rows_for_binding(table, device)) {
-    e.chunks.push_back(chunk.to(device));
+  // Row chunks under the device's binding limit, uploaded straight from the
+  // file's bytes (f32) or one f32 copy of them: no second host copy of a
+  // table that may be the model's largest tensor.
+  const TensorView v = src.get(base + ".weight");
+  if (v.numel() != vocab * width)
+    throw ShapeError("[weights] " + base + ".weight " + shape_str(v.shape()) + " is not [" + std::to_string(vocab) +
+                     ", " + std::to_string(width) + "] in " + src.origin);
+  std::vector<float> converted;
+  if (v.dtype() != StDType::F32) converted = v.to_f32();
+  const auto* data = v.dtype() == StDType::F32 ? reinterpret_cast<const std::byte*>(v.bytes.data())
+                                               : reinterpret_cast<const std::byte*>(converted.data());
+  const uint64_t row_bytes = uint64_t(width) * sizeof(float);
+  const int64_t per = rows_per_binding(vocab, row_bytes, device);
+  for (int64_t r = 0; r == 0 || r < vocab; r += per) {
+    const int64_t n = std::min(per, vocab - r);
+    e.chunks.push_back(Tensor::from_data(data + uint64_t(r) * row_bytes, {n, width}, DType::F32, device));
     tally.add(e.chunks.back());
   }
   e.chunk_rows = e.chunks[0].dim(0);

@@ -142,6 +142,10 @@ void tally_weights(Gpt2Weights& w, ModelInfo& info) {
 }  // namespace
 
 Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device) {
+  return load(dir, device, SafetensorsFiles::on_disk());
+}
+
+Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device, const SafetensorsFiles& files) {
   if (!std::filesystem::is_directory(dir))
     throw IoError("[gpt2] model directory '" + dir.string() + "' does not exist");
   ModelConfig mc = load_config(dir);
@@ -149,7 +153,7 @@ Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device) {
   if (c.activation_function != "gelu_new" && c.activation_function != "gelu_pytorch_tanh")
     throw ValueError("[gpt2] activation_function '" + c.activation_function + "' is not supported (gelu_new only) in " +
                      mc.source);
-  Checkpoint ckpt = Checkpoint::open(dir);
+  Checkpoint ckpt = Checkpoint::open(dir, files);
   WeightLayout layout = check_weights(mc, ckpt.tensors(), dir.string());
   if (!layout.tied_embeddings)
     throw ValueError("[gpt2] an untied lm_head.weight is not supported in " + dir.string());
