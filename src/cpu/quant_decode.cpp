@@ -1,0 +1,254 @@
+// The decode path of the CPU quantized matmul. Per group g of a row o of W,
+//   w . x = s[o, g] * (q . x) + b[o, g] * sum(x[g]),   q unsigned Bits-bit,
+// and q . x is computed in integers: x is quantized per group, once per
+// call, to xi = round(x / d[g]) with |xi| <= kXMax (about 24 bits, as fine as
+// an f32 mantissa), stored as three signed bytes xi = (t * 256 + u) * 256 + v,
+// so that q . xi is three u8 x s8 byte dot products, exact in i32 (AVX-512
+// VNNI's vpdpbusd does 64 of them an instruction). The portable kernel does
+// the same integer sums, and both turn them into floats in the same order:
+// the result does not depend on the ISA or the thread count.
+#include "cpu/quant_decode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "cpu/isa_clones.h"
+#include "cpu/parallel.h"
+#include "forge/dtype.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define FORGE_VNNI 1
+#endif
+
+namespace forge::cpu {
+
+namespace {
+
+constexpr int32_t kXMax = 127 * 65536;  // |xi| <= kXMax: the top byte t stays in [-127, 127]
+constexpr int kChunk = 64;              // bytes of a packed row per step (one zmm)
+constexpr int kLanes = 16;              // i32 lanes of a chunk: lane l sums its bytes 4l..4l+3
+
+// Element i of a scales or biases tensor's bytes as f32 (exact for bf16 and f16).
+inline float scale_at(const unsigned char* bytes, ScaleKind kind, int64_t i) {
+  if (kind == ScaleKind::F32) {
+    float v;
+    std::memcpy(&v, bytes + i * 4, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, bytes + i * 2, 2);
+  if (kind == ScaleKind::F16) return f16_to_f32(h);
+  const uint32_t u = uint32_t(h) << 16;
+  float v;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+// x quantized for every row of W: per row r of x,
+//   planes [chunks][phases][3][64]: the bytes t, u, v of xi in the order the
+//     weights of a chunk unpack (phase j of byte k is weight P * k + j of the
+//     chunk, P = 8 / Bits), zero past `in`;
+//   step [groups + kLanes]: d per group (zero padded: kernels read a whole
+//     vector of steps at the last groups);
+//   xsum [groups]: sum(x[g]) in double.
+struct Acts {
+  int64_t chunks = 0, plane_bytes = 0, step_len = 0;
+  std::vector<int8_t> planes;
+  std::vector<float> step;
+  std::vector<double> xsum;
+};
+
+Acts quantize_acts(const float* x, int64_t m, const QuantPlan& p) {
+  Acts a;
+  const int P = 8 / p.bits;
+  const int64_t row_bytes = p.words * 4;
+  a.chunks = (row_bytes + kChunk - 1) / kChunk;
+  a.plane_bytes = a.chunks * P * 3 * kChunk;
+  a.step_len = p.groups + kLanes;
+  a.planes.assign(size_t(m * a.plane_bytes), 0);
+  a.step.assign(size_t(m * a.step_len), 0.0f);
+  a.xsum.assign(size_t(m * p.groups), 0.0);
+  std::vector<int32_t> xi(size_t(p.in));
+  for (int64_t r = 0; r < m; ++r) {
+    const float* xr = x + r * p.in;
+    for (int64_t g = 0; g < p.groups; ++g) {
+      const float* xg = xr + g * p.group_size;
+      float amax = 0;
+      double sum = 0;
+      for (int64_t i = 0; i < p.group_size; ++i) {
+        amax = std::max(amax, std::fabs(xg[i]));
+        sum += xg[i];
+      }
+      a.xsum[size_t(r * p.groups + g)] = sum;
+      int32_t* qg = xi.data() + g * p.group_size;
+      if (!(amax > 0) || !std::isfinite(amax)) {
+        // Zeros give zero; inf or NaN give a NaN step, so y is NaN as on the dense path.
+        std::fill(qg, qg + p.group_size, 0);
+        a.step[size_t(r * a.step_len + g)] = amax > 0 || std::isnan(amax) ? NAN : 0.0f;
+        continue;
+      }
+      const float inv = float(kXMax) / amax;
+      a.step[size_t(r * a.step_len + g)] = amax / float(kXMax);
+      for (int64_t i = 0; i < p.group_size; ++i)
+        qg[i] = int32_t(std::clamp(std::nearbyint(xg[i] * inv), -float(kXMax), float(kXMax)));
+    }
+    int8_t* pr = a.planes.data() + r * a.plane_bytes;
+    for (int64_t c = 0; c < a.chunks; ++c)
+      for (int j = 0; j < P; ++j)
+        for (int k = 0; k < kChunk; ++k) {
+          const int64_t i = P * (c * kChunk + k) + j;
+          const int32_t v = i < p.in ? xi[size_t(i)] : 0;
+          const int32_t lo = ((v + 128) & 255) - 128, rest = (v - lo) / 256;
+          const int32_t mid = ((rest + 128) & 255) - 128, top = (rest - mid) / 256;
+          int8_t* dst = pr + ((c * P + j) * 3) * kChunk + k;
+          dst[0] = int8_t(top);
+          dst[kChunk] = int8_t(mid);
+          dst[2 * kChunk] = int8_t(lo);
+        }
+  }
+  return a;
+}
+
+// The float value of a lane from its three byte dot products (t, u, v
+// planes): ((T * 256 + U) * 256 + V), exact in i32 up to the last * 256.
+inline float lane_value(int32_t t, int32_t u, int32_t v) { return float(t * 256 + u) * 256.0f + float(v); }
+
+// Row o of W (its packed bytes) against one quantized row of x:
+// sum over lanes of lane_value * s[g] * d[g] (sd[g], zero padded), lanes
+// summed by halving. L = lanes per group (group_size * Bits / 32).
+template <int Bits>
+float row_dot_portable(const uint8_t* row, int64_t row_bytes, const int8_t* planes, const float* sd, int L,
+                       int64_t chunks) {
+  constexpr int P = 8 / Bits;
+  constexpr uint32_t mask = (1u << Bits) - 1u;
+  float acc[kLanes] = {};
+  alignas(64) uint8_t tail[kChunk];
+  for (int64_t c = 0; c < chunks; ++c) {
+    const uint8_t* w = row + c * kChunk;
+    if ((c + 1) * kChunk > row_bytes) {
+      std::memset(tail, 0, kChunk);
+      std::memcpy(tail, w, size_t(row_bytes - c * kChunk));
+      w = tail;
+    }
+    int32_t t[kLanes] = {}, u[kLanes] = {}, v[kLanes] = {};
+    for (int j = 0; j < P; ++j) {
+      const int8_t* x = planes + ((c * P + j) * 3) * kChunk;
+      for (int k = 0; k < kChunk; ++k) {
+        const int32_t q = int32_t((uint32_t(w[k]) >> (Bits * j)) & mask);
+        t[k / 4] += q * x[k];
+        u[k / 4] += q * x[kChunk + k];
+        v[k / 4] += q * x[2 * kChunk + k];
+      }
+    }
+    for (int l = 0; l < kLanes; ++l) acc[l] += lane_value(t[l], u[l], v[l]) * sd[(c * kLanes + l) / L];
+  }
+  for (int h = kLanes / 2; h > 0; h >>= 1)
+    for (int l = 0; l < h; ++l) acc[l] += acc[l + h];
+  return acc[0];
+}
+
+#ifdef FORGE_VNNI
+// GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_*
+// idiom) once these intrinsics are inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// row_dot_portable with vpdpbusd: the same integer lanes, the same float
+// operations lane by lane, the same halving sum.
+template <int Bits>
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vnni"))) float row_dot_vnni(const uint8_t* row, int64_t row_bytes,
+                                                                           const int8_t* planes, const float* sd,
+                                                                           int L, int64_t chunks) {
+  constexpr int P = 8 / Bits;
+  const __m512i mask = _mm512_set1_epi8(char((1u << Bits) - 1u));
+  alignas(64) int32_t idx_lanes[kLanes];
+  for (int l = 0; l < kLanes; ++l) idx_lanes[l] = l / L;
+  const __m512i idx = _mm512_load_si512(idx_lanes);
+  const __m512 k256 = _mm512_set1_ps(256.0f);
+  __m512 acc = _mm512_setzero_ps();
+  const int64_t full = row_bytes / kChunk;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const __m512i w = c < full ? _mm512_loadu_si512(row + c * kChunk)
+                               : _mm512_maskz_loadu_epi8((~0ull) >> (kChunk - (row_bytes - c * kChunk)),
+                                                         row + c * kChunk);
+    __m512i t = _mm512_setzero_si512(), u = t, v = t;
+    for (int j = 0; j < P; ++j) {
+      const __m512i q = Bits == 8 ? w : _mm512_and_si512(_mm512_srli_epi16(w, Bits * j), mask);
+      const int8_t* x = planes + ((c * P + j) * 3) * kChunk;
+      t = _mm512_dpbusd_epi32(t, q, _mm512_loadu_si512(x));
+      u = _mm512_dpbusd_epi32(u, q, _mm512_loadu_si512(x + kChunk));
+      v = _mm512_dpbusd_epi32(v, q, _mm512_loadu_si512(x + 2 * kChunk));
+    }
+    const __m512i tu = _mm512_add_epi32(_mm512_slli_epi32(t, 8), u);
+    const __m512 val = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(tu), k256), _mm512_cvtepi32_ps(v));
+    const __m512 sdv = _mm512_permutexvar_ps(idx, _mm512_loadu_ps(sd + c * kLanes / L));
+    acc = _mm512_add_ps(acc, _mm512_mul_ps(val, sdv));
+  }
+  __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+  __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+  __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+  __m128 h1 = _mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1));
+  return _mm_cvtss_f32(h1);
+}
+#pragma GCC diagnostic pop
+
+bool have_vnni() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512vnni");
+  return yes;
+}
+#endif
+
+using RowDot = float (*)(const uint8_t*, int64_t, const int8_t*, const float*, int, int64_t);
+
+template <int Bits>
+RowDot pick_row_dot() {
+#ifdef FORGE_VNNI
+  // FORGE_CPU_PORTABLE=1 picks the portable kernel (to compare the two).
+  static const bool portable = std::getenv("FORGE_CPU_PORTABLE") != nullptr;
+  if (have_vnni() && !portable) return row_dot_vnni<Bits>;
+#endif
+  return row_dot_portable<Bits>;
+}
+
+RowDot row_dot_for(int bits) {
+  switch (bits) {
+    case 2: return pick_row_dot<2>();
+    case 4: return pick_row_dot<4>();
+    default: return pick_row_dot<8>();
+  }
+}
+
+}  // namespace
+
+void quantized_matvec(const QmmArgs& a) {
+  const QuantPlan& p = *a.p;
+  const Acts acts = quantize_acts(a.x, a.m, p);
+  const RowDot dot = row_dot_for(p.bits);
+  const int L = int(p.group_size * p.bits / 32);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(a.w);
+  const int64_t row_bytes = p.words * 4;
+  parallel_for(p.out, a.m * p.in, [&](int64_t o0, int64_t o1) {
+    std::vector<float> sd(size_t(acts.step_len), 0.0f);  // s[o, g] * d[r, g], zero padded
+    for (int64_t o = o0; o < o1; ++o)
+      for (int64_t r = 0; r < a.m; ++r) {
+        const float* step = acts.step.data() + r * acts.step_len;
+        const double* xsum = acts.xsum.data() + r * p.groups;
+        double offset = 0;  // sum_g b[o, g] * sum(x[r, g])
+        for (int64_t g = 0; g < p.groups; ++g) {
+          sd[size_t(g)] = scale_at(a.scales, p.scale_kind, o * p.groups + g) * step[g];
+          offset += double(scale_at(a.biases, p.scale_kind, o * p.groups + g)) * xsum[g];
+        }
+        const float qx = dot(bytes + o * row_bytes, row_bytes, acts.planes.data() + r * acts.plane_bytes,
+                             sd.data(), L, acts.chunks);
+        const float y = float(double(qx) + offset);
+        a.y[r * p.out + o] = a.bias ? y + a.bias[o] : y;
+      }
+  });
+}
+
+}  // namespace forge::cpu
