@@ -1,5 +1,6 @@
-// The decode path of the CPU quantized matmul (few rows of x): integer dot
-// products of the packed weights against x quantized to 24-bit integers.
+// The decode path of the CPU quantized matmul (few rows of x) on AVX-512
+// VNNI: integer dot products of the packed weights against x quantized to
+// 24-bit integers (quant_decode_vnni.cpp).
 #pragma once
 #include <cstdint>
 
@@ -18,7 +19,8 @@ struct QmmArgs {
   float* y;
 };
 
-// y = x @ W^T (+ bias) for small m, rows of W spread over the cores.
-void quantized_matvec(const QmmArgs& a);
+// y = x @ W^T (+ bias) for small m, rows of W spread over the cores; false
+// (nothing done) where the CPU lacks AVX-512 VNNI.
+bool quantized_matvec_vnni(const QmmArgs& a);
 
 }  // namespace forge::cpu

@@ -1,12 +1,13 @@
-// The decode path of the CPU quantized matmul. Per group g of a row o of W,
+// The decode path of the CPU quantized matmul on AVX-512 VNNI. Per group g
+// of a row o of W,
 //   w . x = s[o, g] * (q . x) + b[o, g] * sum(x[g]),   q unsigned Bits-bit,
 // and q . x is computed in integers: x is quantized per group, once per
-// call, to xi = round(x / d[g]) with |xi| <= kXMax (about 24 bits, as fine as
-// an f32 mantissa), stored as three signed bytes xi = (t * 256 + u) * 256 + v,
-// so that q . xi is three u8 x s8 byte dot products, exact in i32 (AVX-512
-// VNNI's vpdpbusd does 64 of them an instruction). The portable kernel does
-// the same integer sums, and both turn them into floats in the same order:
-// the result does not depend on the ISA or the thread count.
+// call, to xi = round(x / d[g]) with |xi| <= kXMax (24 bits, as fine as an
+// f32 mantissa), stored as three signed bytes xi = (t * 256 + u) * 256 + v,
+// so that q . xi is three u8 x s8 byte dot products, exact in i32, that
+// vpdpbusd does 64 at a time. The result differs from the float path
+// (quant.cpp) by the rounding of x to xi: about 3e-8 of the largest |x| of a
+// group per element, within the f32 rounding of the sum.
 #include "cpu/quant_decode.h"
 
 #include <algorithm>
@@ -15,14 +16,11 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu/isa_clones.h"
 #include "cpu/parallel.h"
 #include "forge/dtype.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define FORGE_VNNI 1
-#endif
 
 namespace forge::cpu {
 
@@ -49,14 +47,14 @@ inline float scale_at(const unsigned char* bytes, ScaleKind kind, int64_t i) {
 }
 
 // x quantized for every row of W: per row r of x,
-//   planes [chunks][phases][3][64]: the bytes t, u, v of xi in the order the
-//     weights of a chunk unpack (phase j of byte k is weight P * k + j of the
-//     chunk, P = 8 / Bits), zero past `in`;
+//   planes [chunks][phases][3][64]: the bytes t, u, v of xi in the order
+//     the weights of a chunk unpack (phase j of byte k is weight P * k + j
+//     of the chunk, P = 8 / Bits), zero past `in`;
 //   step [groups + kLanes]: d per group (zero padded: kernels read a whole
 //     vector of steps at the last groups);
 //   xsum [groups]: sum(x[g]) in double.
 struct Acts {
-  int64_t chunks = 0, plane_bytes = 0, step_len = 0;
+  int64_t chunks = 0, plane_len = 0, step_len = 0;
   std::vector<int8_t> planes;
   std::vector<float> step;
   std::vector<double> xsum;
@@ -67,9 +65,9 @@ Acts quantize_acts(const float* x, int64_t m, const QuantPlan& p) {
   const int P = 8 / p.bits;
   const int64_t row_bytes = p.words * 4;
   a.chunks = (row_bytes + kChunk - 1) / kChunk;
-  a.plane_bytes = a.chunks * P * 3 * kChunk;
+  a.plane_len = a.chunks * P * 3 * kChunk;
   a.step_len = p.groups + kLanes;
-  a.planes.assign(size_t(m * a.plane_bytes), 0);
+  a.planes.assign(size_t(m * a.plane_len), 0);
   a.step.assign(size_t(m * a.step_len), 0.0f);
   a.xsum.assign(size_t(m * p.groups), 0.0);
   std::vector<int32_t> xi(size_t(p.in));
@@ -96,71 +94,35 @@ Acts quantize_acts(const float* x, int64_t m, const QuantPlan& p) {
       for (int64_t i = 0; i < p.group_size; ++i)
         qg[i] = int32_t(std::clamp(std::nearbyint(xg[i] * inv), -float(kXMax), float(kXMax)));
     }
-    int8_t* pr = a.planes.data() + r * a.plane_bytes;
     for (int64_t c = 0; c < a.chunks; ++c)
       for (int j = 0; j < P; ++j)
         for (int k = 0; k < kChunk; ++k) {
           const int64_t i = P * (c * kChunk + k) + j;
           const int32_t v = i < p.in ? xi[size_t(i)] : 0;
+          // v = (t * 256 + u) * 256 + lo, each byte signed.
           const int32_t lo = ((v + 128) & 255) - 128, rest = (v - lo) / 256;
-          const int32_t mid = ((rest + 128) & 255) - 128, top = (rest - mid) / 256;
-          int8_t* dst = pr + ((c * P + j) * 3) * kChunk + k;
-          dst[0] = int8_t(top);
-          dst[kChunk] = int8_t(mid);
+          const int32_t u = ((rest + 128) & 255) - 128, t = (rest - u) / 256;
+          int8_t* dst = a.planes.data() + r * a.plane_len + (c * P + j) * 3 * kChunk + k;
+          dst[0] = int8_t(t);
+          dst[kChunk] = int8_t(u);
           dst[2 * kChunk] = int8_t(lo);
         }
   }
   return a;
 }
 
-// The float value of a lane from its three byte dot products (t, u, v
-// planes): ((T * 256 + U) * 256 + V), exact in i32 up to the last * 256.
-inline float lane_value(int32_t t, int32_t u, int32_t v) { return float(t * 256 + u) * 256.0f + float(v); }
-
-// Row o of W (its packed bytes) against one quantized row of x:
-// sum over lanes of lane_value * s[g] * d[g] (sd[g], zero padded), lanes
-// summed by halving. L = lanes per group (group_size * Bits / 32).
-template <int Bits>
-float row_dot_portable(const uint8_t* row, int64_t row_bytes, const int8_t* planes, const float* sd, int L,
-                       int64_t chunks) {
-  constexpr int P = 8 / Bits;
-  constexpr uint32_t mask = (1u << Bits) - 1u;
-  float acc[kLanes] = {};
-  alignas(64) uint8_t tail[kChunk];
-  for (int64_t c = 0; c < chunks; ++c) {
-    const uint8_t* w = row + c * kChunk;
-    if ((c + 1) * kChunk > row_bytes) {
-      std::memset(tail, 0, kChunk);
-      std::memcpy(tail, w, size_t(row_bytes - c * kChunk));
-      w = tail;
-    }
-    int32_t t[kLanes] = {}, u[kLanes] = {}, v[kLanes] = {};
-    for (int j = 0; j < P; ++j) {
-      const int8_t* x = planes + ((c * P + j) * 3) * kChunk;
-      for (int k = 0; k < kChunk; ++k) {
-        const int32_t q = int32_t((uint32_t(w[k]) >> (Bits * j)) & mask);
-        t[k / 4] += q * x[k];
-        u[k / 4] += q * x[kChunk + k];
-        v[k / 4] += q * x[2 * kChunk + k];
-      }
-    }
-    for (int l = 0; l < kLanes; ++l) acc[l] += lane_value(t[l], u[l], v[l]) * sd[(c * kLanes + l) / L];
-  }
-  for (int h = kLanes / 2; h > 0; h >>= 1)
-    for (int l = 0; l < h; ++l) acc[l] += acc[l + h];
-  return acc[0];
-}
-
-#ifdef FORGE_VNNI
 // GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_*
 // idiom) once these intrinsics are inlined.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-// row_dot_portable with vpdpbusd: the same integer lanes, the same float
-// operations lane by lane, the same halving sum.
+// Row o of W (its packed bytes, row_bytes of them) against one quantized
+// row of x (planes): sum over the 16 i32 lanes of a chunk (lane l holds
+// bytes 4l..4l+3) of T * 65536 + (U * 256 + V), the lanes' sums against the
+// t, u, v planes, times s[g] * d[g] (sd[g], zero padded) of the lane's
+// group; L = lanes per group (group_size * Bits / 32).
 template <int Bits>
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vnni"))) float row_dot_vnni(const uint8_t* row, int64_t row_bytes,
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vnni"))) float row_dot(const uint8_t* row, int64_t row_bytes,
                                                                            const int8_t* planes, const float* sd,
                                                                            int L, int64_t chunks) {
   constexpr int P = 8 / Bits;
@@ -168,7 +130,7 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vnni"))) float row_dot_vn
   alignas(64) int32_t idx_lanes[kLanes];
   for (int l = 0; l < kLanes; ++l) idx_lanes[l] = l / L;
   const __m512i idx = _mm512_load_si512(idx_lanes);
-  const __m512 k256 = _mm512_set1_ps(256.0f);
+  const __m512 k65536 = _mm512_set1_ps(65536.0f);
   __m512 acc = _mm512_setzero_ps();
   const int64_t full = row_bytes / kChunk;
   for (int64_t c = 0; c < chunks; ++c) {
@@ -183,8 +145,8 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vnni"))) float row_dot_vn
       u = _mm512_dpbusd_epi32(u, q, _mm512_loadu_si512(x + kChunk));
       v = _mm512_dpbusd_epi32(v, q, _mm512_loadu_si512(x + 2 * kChunk));
     }
-    const __m512i tu = _mm512_add_epi32(_mm512_slli_epi32(t, 8), u);
-    const __m512 val = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(tu), k256), _mm512_cvtepi32_ps(v));
+    const __m512i r = _mm512_add_epi32(_mm512_slli_epi32(u, 8), v);  // exact: |r| < 2^26
+    const __m512 val = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(t), k65536), _mm512_cvtepi32_ps(r));
     const __m512 sdv = _mm512_permutexvar_ps(idx, _mm512_loadu_ps(sd + c * kLanes / L));
     acc = _mm512_add_ps(acc, _mm512_mul_ps(val, sdv));
   }
@@ -196,39 +158,20 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vnni"))) float row_dot_vn
 }
 #pragma GCC diagnostic pop
 
+// FORGE_CPU_PORTABLE=1 keeps the float path (to compare the two).
 bool have_vnni() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+  static const bool yes = !std::getenv("FORGE_CPU_PORTABLE") && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512vnni");
   return yes;
-}
-#endif
-
-using RowDot = float (*)(const uint8_t*, int64_t, const int8_t*, const float*, int, int64_t);
-
-template <int Bits>
-RowDot pick_row_dot() {
-#ifdef FORGE_VNNI
-  // FORGE_CPU_PORTABLE=1 picks the portable kernel (to compare the two).
-  static const bool portable = std::getenv("FORGE_CPU_PORTABLE") != nullptr;
-  if (have_vnni() && !portable) return row_dot_vnni<Bits>;
-#endif
-  return row_dot_portable<Bits>;
-}
-
-RowDot row_dot_for(int bits) {
-  switch (bits) {
-    case 2: return pick_row_dot<2>();
-    case 4: return pick_row_dot<4>();
-    default: return pick_row_dot<8>();
-  }
 }
 
 }  // namespace
 
-void quantized_matvec(const QmmArgs& a) {
+bool quantized_matvec_vnni(const QmmArgs& a) {
+  if (!have_vnni()) return false;
   const QuantPlan& p = *a.p;
   const Acts acts = quantize_acts(a.x, a.m, p);
-  const RowDot dot = row_dot_for(p.bits);
   const int L = int(p.group_size * p.bits / 32);
   const auto* bytes = reinterpret_cast<const uint8_t*>(a.w);
   const int64_t row_bytes = p.words * 4;
@@ -243,12 +186,26 @@ void quantized_matvec(const QmmArgs& a) {
           sd[size_t(g)] = scale_at(a.scales, p.scale_kind, o * p.groups + g) * step[g];
           offset += double(scale_at(a.biases, p.scale_kind, o * p.groups + g)) * xsum[g];
         }
-        const float qx = dot(bytes + o * row_bytes, row_bytes, acts.planes.data() + r * acts.plane_bytes,
-                             sd.data(), L, acts.chunks);
+        const uint8_t* row = bytes + o * row_bytes;
+        const int8_t* x = acts.planes.data() + r * acts.plane_len;
+        const float qx = p.bits == 2   ? row_dot<2>(row, row_bytes, x, sd.data(), L, acts.chunks)
+                         : p.bits == 4 ? row_dot<4>(row, row_bytes, x, sd.data(), L, acts.chunks)
+                                       : row_dot<8>(row, row_bytes, x, sd.data(), L, acts.chunks);
         const float y = float(double(qx) + offset);
         a.y[r * p.out + o] = a.bias ? y + a.bias[o] : y;
       }
   });
+  return true;
 }
 
 }  // namespace forge::cpu
+
+#else
+
+namespace forge::cpu {
+
+bool quantized_matvec_vnni(const QmmArgs&) { return false; }
+
+}  // namespace forge::cpu
+
+#endif
