@@ -22,6 +22,10 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+// The functions that use AVX-512 VNNI, compiled for it whatever the build's
+// -march (have_vnni checks the CPU before any runs).
+#define FORGE_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+
 namespace forge::cpu {
 
 namespace {
@@ -30,34 +34,18 @@ constexpr int32_t kXMax = 127 * 65536;  // |xi| <= kXMax: the top byte t stays i
 constexpr int kChunk = 64;              // bytes of a packed row per step (one zmm)
 constexpr int kLanes = 16;              // i32 lanes of a chunk: lane l sums its bytes 4l..4l+3
 
-// Element i of a scales or biases tensor's bytes as f32 (exact for bf16 and f16).
-inline float scale_at(const unsigned char* bytes, ScaleKind kind, int64_t i) {
-  if (kind == ScaleKind::F32) {
-    float v;
-    std::memcpy(&v, bytes + i * 4, 4);
-    return v;
-  }
-  uint16_t h;
-  std::memcpy(&h, bytes + i * 2, 2);
-  if (kind == ScaleKind::F16) return f16_to_f32(h);
-  const uint32_t u = uint32_t(h) << 16;
-  float v;
-  std::memcpy(&v, &u, 4);
-  return v;
-}
-
 // x quantized for every row of W: per row r of x,
 //   planes [chunks][phases][3][64]: the bytes t, u, v of xi in the order
 //     the weights of a chunk unpack (phase j of byte k is weight P * k + j
 //     of the chunk, P = 8 / Bits), zero past `in`;
 //   step [groups + kLanes]: d per group (zero padded: kernels read a whole
 //     vector of steps at the last groups);
-//   xsum [groups]: sum(x[g]) in double.
+//   xsum [groups + kLanes]: sum(x[g]) (summed in double), zero padded.
 struct Acts {
   int64_t chunks = 0, plane_len = 0, step_len = 0;
   std::vector<int8_t> planes;
   std::vector<float> step;
-  std::vector<double> xsum;
+  std::vector<float> xsum;
 };
 
 Acts quantize_acts(const float* x, int64_t m, const QuantPlan& p) {
@@ -69,7 +57,7 @@ Acts quantize_acts(const float* x, int64_t m, const QuantPlan& p) {
   a.step_len = p.groups + kLanes;
   a.planes.assign(size_t(m * a.plane_len), 0);
   a.step.assign(size_t(m * a.step_len), 0.0f);
-  a.xsum.assign(size_t(m * p.groups), 0.0);
+  a.xsum.assign(size_t(m * a.step_len), 0.0f);
   std::vector<int32_t> xi(size_t(p.in));
   for (int64_t r = 0; r < m; ++r) {
     const float* xr = x + r * p.in;
@@ -81,7 +69,7 @@ Acts quantize_acts(const float* x, int64_t m, const QuantPlan& p) {
         amax = std::max(amax, std::fabs(xg[i]));
         sum += xg[i];
       }
-      a.xsum[size_t(r * p.groups + g)] = sum;
+      a.xsum[size_t(r * a.step_len + g)] = float(sum);
       int32_t* qg = xi.data() + g * p.group_size;
       if (!(amax > 0) || !std::isfinite(amax)) {
         // Zeros give zero; inf or NaN give a NaN step, so y is NaN as on the dense path.
@@ -116,13 +104,21 @@ Acts quantize_acts(const float* x, int64_t m, const QuantPlan& p) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The sum of the 16 lanes, by halving.
+FORGE_VNNI_TARGET inline float hsum(__m512 v) {
+  const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+  const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+  return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
+}
+
 // Row o of W (its packed bytes, row_bytes of them) against one quantized
 // row of x (planes): sum over the 16 i32 lanes of a chunk (lane l holds
 // bytes 4l..4l+3) of T * 65536 + (U * 256 + V), the lanes' sums against the
 // t, u, v planes, times s[g] * d[g] (sd[g], zero padded) of the lane's
 // group; L = lanes per group (group_size * Bits / 32).
 template <int Bits>
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vnni"))) float row_dot(const uint8_t* row, int64_t row_bytes,
+FORGE_VNNI_TARGET float row_dot(const uint8_t* row, int64_t row_bytes,
                                                                            const int8_t* planes, const float* sd,
                                                                            int L, int64_t chunks) {
   constexpr int P = 8 / Bits;
@@ -150,19 +146,44 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vnni"))) float row_dot(co
     const __m512 sdv = _mm512_permutexvar_ps(idx, _mm512_loadu_ps(sd + c * kLanes / L));
     acc = _mm512_add_ps(acc, _mm512_mul_ps(val, sdv));
   }
-  __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
-  __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-  __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-  __m128 h1 = _mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1));
-  return _mm_cvtss_f32(h1);
+  return hsum(acc);
 }
+// 16 scales or biases from element i on (n <= 16 of them, zeros after).
+FORGE_VNNI_TARGET inline __m512 scales16(const unsigned char* bytes,
+                                                                                    ScaleKind kind, int64_t i,
+                                                                                    int64_t n) {
+  const __mmask16 k = __mmask16((1u << n) - 1u);
+  if (kind == ScaleKind::F32) return _mm512_maskz_loadu_ps(k, bytes + i * 4);
+  const __m256i h = _mm256_maskz_loadu_epi16(k, bytes + i * 2);
+  if (kind == ScaleKind::F16) return _mm512_cvtph_ps(h);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));  // bf16: the high half of an f32
+}
+
+// For row o of W against a row of x (its step and xsum): sd[g] = s[o, g] *
+// d[g] for every group, and the bias term sum_g b[o, g] * sum(x[g]) (in 16
+// partial sums, summed by halving).
+FORGE_VNNI_TARGET float row_terms(const QmmArgs& a, int64_t o,
+                                                                                const float* step,
+                                                                                const float* xsum, float* sd) {
+  const QuantPlan& p = *a.p;
+  __m512 off = _mm512_setzero_ps();
+  for (int64_t g = 0; g < p.groups; g += kLanes) {
+    const int64_t n = std::min<int64_t>(kLanes, p.groups - g);
+    const __m512 s = scales16(a.scales, p.scale_kind, o * p.groups + g, n);
+    const __m512 b = scales16(a.biases, p.scale_kind, o * p.groups + g, n);
+    _mm512_storeu_ps(sd + g, _mm512_mul_ps(s, _mm512_loadu_ps(step + g)));
+    off = _mm512_add_ps(off, _mm512_mul_ps(b, _mm512_loadu_ps(xsum + g)));
+  }
+  return hsum(off);
+}
+
 #pragma GCC diagnostic pop
 
 // FORGE_CPU_PORTABLE=1 keeps the float path (to compare the two).
 bool have_vnni() {
   static const bool yes = !std::getenv("FORGE_CPU_PORTABLE") && __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512vnni");
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
   return yes;
 }
 
@@ -180,18 +201,13 @@ bool quantized_matvec_vnni(const QmmArgs& a) {
     for (int64_t o = o0; o < o1; ++o)
       for (int64_t r = 0; r < a.m; ++r) {
         const float* step = acts.step.data() + r * acts.step_len;
-        const double* xsum = acts.xsum.data() + r * p.groups;
-        double offset = 0;  // sum_g b[o, g] * sum(x[r, g])
-        for (int64_t g = 0; g < p.groups; ++g) {
-          sd[size_t(g)] = scale_at(a.scales, p.scale_kind, o * p.groups + g) * step[g];
-          offset += double(scale_at(a.biases, p.scale_kind, o * p.groups + g)) * xsum[g];
-        }
+        const float offset = row_terms(a, o, step, acts.xsum.data() + r * acts.step_len, sd.data());
         const uint8_t* row = bytes + o * row_bytes;
         const int8_t* x = acts.planes.data() + r * acts.plane_len;
         const float qx = p.bits == 2   ? row_dot<2>(row, row_bytes, x, sd.data(), L, acts.chunks)
                          : p.bits == 4 ? row_dot<4>(row, row_bytes, x, sd.data(), L, acts.chunks)
                                        : row_dot<8>(row, row_bytes, x, sd.data(), L, acts.chunks);
-        const float y = float(double(qx) + offset);
+        const float y = qx + offset;
         a.y[r * p.out + o] = a.bias ? y + a.bias[o] : y;
       }
   });
