@@ -126,6 +126,7 @@ FORGE_VNNI_TARGET float row_dot(const uint8_t* row, int64_t row_bytes,
   alignas(64) int32_t idx_lanes[kLanes];
   for (int l = 0; l < kLanes; ++l) idx_lanes[l] = l / L;
   const __m512i idx = _mm512_load_si512(idx_lanes);
+  const int log2_l = __builtin_ctz(unsigned(L));  // L is a power of two: no division per chunk
   const __m512 k65536 = _mm512_set1_ps(65536.0f);
   __m512 acc = _mm512_setzero_ps();
   const int64_t full = row_bytes / kChunk;
@@ -143,7 +144,7 @@ FORGE_VNNI_TARGET float row_dot(const uint8_t* row, int64_t row_bytes,
     }
     const __m512i r = _mm512_add_epi32(_mm512_slli_epi32(u, 8), v);  // exact: |r| < 2^26
     const __m512 val = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(t), k65536), _mm512_cvtepi32_ps(r));
-    const __m512 sdv = _mm512_permutexvar_ps(idx, _mm512_loadu_ps(sd + c * kLanes / L));
+    const __m512 sdv = _mm512_permutexvar_ps(idx, _mm512_loadu_ps(sd + ((c * kLanes) >> log2_l)));
     acc = _mm512_add_ps(acc, _mm512_mul_ps(val, sdv));
   }
   return hsum(acc);
