@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "cpu/parallel.h"
-#include "forge/dtype.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
