@@ -117,9 +117,8 @@ FORGE_VNNI_TARGET inline float hsum(__m512 v) {
 // t, u, v planes, times s[g] * d[g] (sd[g], zero padded) of the lane's
 // group; L = lanes per group (group_size * Bits / 32).
 template <int Bits>
-FORGE_VNNI_TARGET float row_dot(const uint8_t* row, int64_t row_bytes,
-                                                                           const int8_t* planes, const float* sd,
-                                                                           int L, int64_t chunks) {
+FORGE_VNNI_TARGET float row_dot(const uint8_t* row, int64_t row_bytes, const int8_t* planes, const float* sd, int L,
+                                int64_t chunks) {
   constexpr int P = 8 / Bits;
   const __m512i mask = _mm512_set1_epi8(char((1u << Bits) - 1u));
   alignas(64) int32_t idx_lanes[kLanes];
@@ -130,9 +129,9 @@ FORGE_VNNI_TARGET float row_dot(const uint8_t* row, int64_t row_bytes,
   __m512 acc = _mm512_setzero_ps();
   const int64_t full = row_bytes / kChunk;
   for (int64_t c = 0; c < chunks; ++c) {
-    const __m512i w = c < full ? _mm512_loadu_si512(row + c * kChunk)
-                               : _mm512_maskz_loadu_epi8((~0ull) >> (kChunk - (row_bytes - c * kChunk)),
-                                                         row + c * kChunk);
+    const __m512i w = c < full
+                          ? _mm512_loadu_si512(row + c * kChunk)
+                          : _mm512_maskz_loadu_epi8((~0ull) >> (kChunk - (row_bytes - c * kChunk)), row + c * kChunk);
     __m512i t = _mm512_setzero_si512(), u = t, v = t;
     for (int j = 0; j < P; ++j) {
       const __m512i q = Bits == 8 ? w : _mm512_and_si512(_mm512_srli_epi16(w, Bits * j), mask);
@@ -148,10 +147,9 @@ FORGE_VNNI_TARGET float row_dot(const uint8_t* row, int64_t row_bytes,
   }
   return hsum(acc);
 }
+
 // 16 scales or biases from element i on (n <= 16 of them, zeros after).
-FORGE_VNNI_TARGET inline __m512 scales16(const unsigned char* bytes,
-                                                                                    ScaleKind kind, int64_t i,
-                                                                                    int64_t n) {
+FORGE_VNNI_TARGET inline __m512 scales16(const unsigned char* bytes, ScaleKind kind, int64_t i, int64_t n) {
   const __mmask16 k = __mmask16((1u << n) - 1u);
   if (kind == ScaleKind::F32) return _mm512_maskz_loadu_ps(k, bytes + i * 4);
   const __m256i h = _mm256_maskz_loadu_epi16(k, bytes + i * 2);
@@ -162,9 +160,7 @@ FORGE_VNNI_TARGET inline __m512 scales16(const unsigned char* bytes,
 // For row o of W against a row of x (its step and xsum): sd[g] = s[o, g] *
 // d[g] for every group, and the bias term sum_g b[o, g] * sum(x[g]) (in 16
 // partial sums, summed by halving).
-FORGE_VNNI_TARGET float row_terms(const QmmArgs& a, int64_t o,
-                                                                                const float* step,
-                                                                                const float* xsum, float* sd) {
+FORGE_VNNI_TARGET float row_terms(const QmmArgs& a, int64_t o, const float* step, const float* xsum, float* sd) {
   const QuantPlan& p = *a.p;
   __m512 off = _mm512_setzero_ps();
   for (int64_t g = 0; g < p.groups; g += kLanes) {
