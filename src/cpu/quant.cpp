@@ -6,6 +6,7 @@
 #include "cpu/isa_clones.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
+#include "cpu/quant_decode.h"
 #include "cpu/quant_kernels.h"
 
 namespace forge::cpu {
@@ -44,19 +45,9 @@ void dequantize_row(const uint32_t* w, const unsigned char* scales, const unsign
   }
 }
 
-// x [m, in] @ W^T (+ bias) -> y [m, out], W MLX affine-quantized.
-struct QmmArgs {
-  const float* x;
-  const uint32_t* w;
-  const unsigned char *scales, *biases;  // bytes_of the tensors
-  const float* bias;  // or null
-  const QuantPlan* p;
-  int64_t m;
-  float* y;
-};
-
 // From this many rows of x (a prefill), W is dequantized a block of rows at a
-// time into an sgemm; fewer rows (decode) read the packed words directly.
+// time into an sgemm; fewer rows (decode) read the packed words directly:
+// in integers on AVX-512 VNNI (quant_decode_vnni.cpp), else in floats here.
 constexpr int64_t kGemmRows = 8;
 constexpr int64_t kRowBlock = 64;
 // Independent partial sums of a dot product: enough that they vectorize (a
@@ -182,6 +173,7 @@ void quantized_matmul(const Tensor& x, const Tensor& w, const Tensor& scales, co
     qmm_by_blocks(a);
     return;
   }
+  if (quantized_matvec_vnni(a)) return;
   // Once per call, for every row of W: x permuted as the weights unpack,
   // and sum(x[r, g]).
   std::vector<float> xp(size_t(m * p.in));
