@@ -214,7 +214,8 @@ void merge_adapter(CausalLM& model) {
     if (!lin->lora.defined()) continue;
     if (lin->quant)
       throw ValueError("[lora] merge: '" + name + "' is quantized; merge into the dense GPT-2 model");
-    lin->w = add(lin->w, lin->lora_delta());  // in W's orientation ([in, out] for Conv1D)
+    // In W's orientation ([in, out] for Conv1D); a bf16 W widens to f32.
+    lin->w = add(lin->dense_weight(), lin->lora_delta());
   }
   detach(model);
 }
