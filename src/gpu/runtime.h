@@ -9,7 +9,9 @@
 // asynchronously surface as forge::GpuError at the next sync point.
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <span>
 #include <string>
@@ -127,10 +129,14 @@ class Runtime {
   // Submits and waits for all work; raises pending errors.
   virtual void sync() = 0;
 
-  // Kernel profiling: true when every dispatch is timed on the device
-  // ($FORGE_PROFILE=1 where the device has timestamp queries). The times of
-  // submitted work, summed by op and kernel, longest first; reset clears them.
+  // Kernel profiling: true when every dispatch is timed (see
+  // request_profiling). The times of submitted work, summed by op and kernel,
+  // longest first; reset clears them. profile_clock says how they were taken:
+  // "device timestamps", or "host clock" on a device without timestamp
+  // queries, where each dispatch is submitted and waited for alone and an
+  // empty submit's round trip is subtracted.
   virtual bool profiling() const { return false; }
+  virtual std::string profile_clock() const { return ""; }
   virtual std::vector<KernelTime> kernel_times() { return {}; }
   virtual void reset_kernel_times() {}
   // Device memory held through allocate(): live buffers and the pool of
@@ -173,6 +179,18 @@ enum class AdapterPreference {
   Any,         // a hardware GPU, else a software one (SwiftShader)
   Software,    // SwiftShader only
 };
+
+// Kernel profiling for the runtimes created after this call (as
+// $FORGE_PROFILE=1 asks too): `--profile` on the command line sets it.
+inline std::atomic<bool>& profiling_flag() {
+  static std::atomic<bool> requested{false};
+  return requested;
+}
+inline void request_profiling() { profiling_flag() = true; }
+inline bool profiling_requested() {
+  const char* env = std::getenv("FORGE_PROFILE");
+  return profiling_flag() || (env && *env && std::string_view(env) != "0");
+}
 
 // Creates a runtime on the chosen adapter; nullptr when none is available.
 // `notice` receives a one-line description of a software fallback.

@@ -12,6 +12,7 @@
 #include "forge/gpt2_train.h"
 #include "forge/ops.h"
 #include "forge/safetensors.h"
+#include "models/common/weights.h"
 #include "models/gpt2/build.h"
 #include "models/lora_files.h"
 #include "models/llama/llama.h"
@@ -72,21 +73,27 @@ void write_text_atomic(const fs::path& path, const std::string& text) {
   if (ec) throw IoError("[lora] cannot rename '" + tmp.string() + "' to '" + path.string() + "': " + ec.message());
 }
 
-// Every quantized weight of `m` as dense f32 (a merged delta would be
-// rounded away if it were quantized again).
+// Every quantized weight of the model as dense f32 (a merged delta would be
+// rounded away if it were quantized again); a dense model is left as it is.
 void dequantize_base(LlamaModel& m) {
-  for (auto& [name, lin] : models::llama_linears(m.mutable_layers())) {
-    if (!lin->quant) continue;
-    lin->w = lin->dense_weight();
-    lin->q = lin->scales = lin->biases = Tensor();
-    lin->quant.reset();
-  }
+  for (auto& [name, lin] : models::llama_linears(m.mutable_layers())) models::make_dense(*lin);
   for (models::Embedding* e : {&m.mutable_embed(), &m.mutable_lm_head()}) {
     if (!e->is_quantized()) continue;
     e->chunks = split_rows_for_binding(e->quantized.dense_weight(), m.device());
     e->chunk_rows = e->chunks[0].dim(0);
     e->quantized = models::Linear{};
   }
+}
+
+// GPT-2: the Conv1D projections back to [in, out], the token table (the tied
+// head too) to dense row chunks.
+void dequantize_base(Gpt2& g) {
+  Gpt2Weights& w = g.mutable_weights();
+  for (auto& [name, lin] : gpt2::linears(w)) models::make_dense(*lin, true);
+  if (!w.wte_q.quant) return;
+  w.wte = split_rows_for_binding(w.wte_q.dense_weight(), g.device());
+  w.wte_chunk_rows = w.wte[0].dim(0);
+  w.wte_q = models::Linear{};
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -208,12 +215,10 @@ void save_adapter(const CausalLM& model, const fs::path& dir, const std::string&
 
 void merge_adapter(CausalLM& model) {
   if (!attached_adapter(model)) throw ValueError("[lora] merge: the model has no adapter attached");
-  if (auto* m = dynamic_cast<LlamaModel*>(&model))
-    if (m->embed().is_quantized() || m->layers().front().q.quant) dequantize_base(*m);
+  if (auto* m = dynamic_cast<LlamaModel*>(&model)) dequantize_base(*m);
+  if (auto* g = dynamic_cast<Gpt2*>(&model)) dequantize_base(*g);
   for (auto& [name, lin] : linears_of(model)) {
     if (!lin->lora.defined()) continue;
-    if (lin->quant)
-      throw ValueError("[lora] merge: '" + name + "' is quantized; merge into the dense GPT-2 model");
     // In W's orientation ([in, out] for Conv1D); a bf16 W widens to f32.
     lin->w = add(lin->dense_weight(), lin->lora_delta());
   }

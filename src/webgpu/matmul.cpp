@@ -55,12 +55,20 @@ constexpr int64_t kMatvecRows = 4;  // rows of one sequence's decode step (kMatv
 // Up to this many rows (a decode step of a batch of sequences) take the
 // matrix-vector kernels, 8 rows a workgroup past 4: with n / 8 x m / 8
 // workgroups they keep the GPU busy where 64x64 tiles would give n / 64.
+// Only for real models' k (> kSerialMaxK): on a short k the 32 lanes of a
+// column have little to sum, and 5-32 rows (a tiny model's training batch)
+// cost far more as n / 8 x m / 8 reductions than as tiles (SwiftShader: a
+// vocabulary-wide head over 32 rows and k = 64 took 6 s, tiled 0.1 s).
 constexpr int64_t kBatchedMatvecRows = 32;
 // Up to this k a column's products are summed by one invocation
 // (matvec.wgsl's main_serial): the tiny models of tests and short attention
 // rows; real models' layers (k >= 512) keep the 32-lane kernels.
 constexpr int64_t kSerialMaxK = 256;
 constexpr int64_t kSerialGroup = 64;    // main_serial's workgroup size
+// Rows main_serial takes (MAX_ROWS a workgroup row): a tiny model's training
+// batch or re-prefill, whose 64x64 tiles and their barriers cost a CPU driver
+// milliseconds each (SwiftShader: 16 ms for 32 x 32 x 96).
+constexpr int64_t kSerialMaxRows = 64;
 constexpr int64_t kLargeTileGroups = 256;  // enough 128x128 tiles to fill a large GPU
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -92,7 +100,9 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
                  bias ? 1u : 0u, uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(plan.a_offset)};
   const bool bf16 = b.dtype() == DType::BF16;
   const bool vec4_rows = !plan.trans_a && plan.trans_b && vec4_aligned(plan);
-  if (bf16 && !(vec4_rows && plan.m <= kBatchedMatvecRows)) {
+  const bool serial = plan.m <= kSerialMaxRows && !plan.trans_a && plan.k <= kSerialMaxK;
+  const bool matvec = !plan.trans_a && (plan.m <= kMatvecRows || (plan.m <= kBatchedMatvecRows && plan.k > kSerialMaxK));
+  if (bf16 && !(vec4_rows && (serial || matvec))) {
     // Only the vec4 matrix-vector kernels read bf16: elsewhere (many rows,
     // where the tiled kernel reuses each weight across rows, or unaligned
     // shapes) one widened copy of B takes the f32 kernels.
@@ -103,13 +113,14 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   }
   const Vec4Kernels& vec4k = bf16 ? kVec4Bf16 : kVec4F32;
   std::initializer_list<gpu::Arg> args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out)};
-  if (plan.m <= kMatvecRows && !plan.trans_a && plan.k <= kSerialMaxK) {
-    const std::array<uint32_t, 3> groups{uint32_t(ceil_div(plan.n, kSerialGroup)), 1, uint32_t(plan.batch)};
+  if (serial) {
+    const std::array<uint32_t, 3> groups{uint32_t(ceil_div(plan.n, kSerialGroup)), uint32_t(ceil_div(plan.m, kMatvecRows)),
+                                         uint32_t(plan.batch)};
     if (vec4_rows) launch(out.device(), "matmul", vec4k.serial.kernel(), p, args, groups);
     else launch(out.device(), "matmul", kMatvecSerial.kernel(), p, args, groups, {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
     return;
   }
-  if (plan.m <= kBatchedMatvecRows && vec4_rows) {
+  if (matvec && vec4_rows) {
     // Few rows against B [n, k] (every Linear layer's decode step): each
     // column's row of B read in vec4s by 32 lanes.
     const int64_t cols = 8;  // matvec_vec4.wgsl's COLS
@@ -118,7 +129,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
            {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)});
     return;
   }
-  if (plan.m <= kBatchedMatvecRows && !plan.trans_a) {
+  if (matvec) {
     // Few rows (decode): read B once, coalesced, splitting k across lanes.
     const int64_t cols = 8;  // matvec.wgsl's COLS
     const int64_t rows = plan.m <= kMatvecRows ? kMatvecRows : 8;

@@ -87,9 +87,17 @@ TEST(Parity, Matmul) {
       {{2, 70}, {300, 70}, false, true, true, -1},        // LM-head shape
       {{3, 300}, {300, 50}, false, false, true, -1},
       {{2, 301}, {41, 301}, false, true, false, -1},
-      {{11, 33}, {33, 70}, false, false, true, -1},       // a batch of sequences: two row groups
+      // ... and up to 64 rows in blocks of 4 (a tiny model's training batch),
+      // one block per workgroup row.
+      {{11, 33}, {33, 70}, false, false, true, -1},
       {{2, 32, 17}, {2, 17, 9}, false, false, false, -1},
       {{19, 70}, {45, 70}, false, true, false, 40},
+      {{64, 40}, {130, 40}, false, true, true, -1},       // vec4 B [n, k]
+      {{65, 16}, {16, 9}, false, false, false, -1},       // one row too many: tiles
+      // Past k = 256, a batch of sequences' decode step: 8 rows a workgroup,
+      // two row groups.
+      {{11, 300}, {300, 70}, false, false, true, -1},
+      {{2, 17, 257}, {2, 257, 9}, false, false, false, -1},
       // ... over vec4s of B [n, k] when k and the strides are multiples of 4:
       // the four-loads-in-flight steps, their tail, and k below one step.
       {{4, 264}, {203, 264}, false, true, true, -1},
@@ -98,9 +106,9 @@ TEST(Parity, Matmul) {
       {{2, 3, 40}, {2, 9, 40}, false, true, false, -1},   // batched
       // ... eight rows a workgroup for a batch of sequences' decode step:
       // one partial group, two, and four full ones over a batch.
-      {{5, 72}, {33, 72}, false, true, true, -1},
-      {{13, 136}, {41, 136}, false, true, true, -1},
-      {{2, 32, 68}, {2, 19, 68}, false, true, false, -1},
+      {{5, 264}, {33, 264}, false, true, true, -1},
+      {{13, 520}, {41, 520}, false, true, true, -1},
+      {{2, 32, 260}, {2, 19, 260}, false, true, false, -1},
       // Enough 128x128 tiles (>= 256) select the large-tile kernel.
       {{256, 17, 3}, {3, 17}, false, false, true, -1},
       {{256, 17, 5}, {17, 5}, false, true, false, -1},

@@ -23,20 +23,12 @@
 #include "forge/ops.h"
 #include "gpu/runtime.h"
 #include "model_arg.h"
+#include "profile.h"
 
 namespace forge::cli {
 namespace {
 
 // Kernel times as JSON rows, divided by `per` (steps).
-nlohmann::json kernel_table(const std::vector<gpu::KernelTime>& times, double per) {
-  nlohmann::json rows = nlohmann::json::array();
-  double total = 0;
-  for (const auto& k : times) total += k.ms;
-  for (const auto& k : times)
-    rows.push_back({{"op", k.op}, {"kernel", k.kernel}, {"dispatches", double(k.dispatches) / per},
-                    {"us", k.ms * 1e3 / per}, {"share", total > 0 ? k.ms / total : 0.0}});
-  return rows;
-}
 
 // One batched decode step of `rows` sequences, each after a 16-token prompt
 // in its own row: decode_rows and greedy sampling on the device, no host
@@ -44,7 +36,7 @@ nlohmann::json kernel_table(const std::vector<gpu::KernelTime>& times, double pe
 // the device profiles, the kernels of those steps alone.
 nlohmann::json batched_decode(const CausalLM& model, int64_t rows, int64_t steps) {
   const Device& d = model.device();
-  const bool profile = d.is_webgpu() && d.runtime().profiling();
+  const bool profile = profiling(d);
   constexpr int64_t kPrompt = 16;
   KvCache cache = model.new_row_cache(rows, kPrompt + steps + 1);
   std::vector<uint32_t> prompt(kPrompt);
@@ -68,7 +60,10 @@ nlohmann::json batched_decode(const CausalLM& model, int64_t rows, int64_t steps
   ids.to_vector<uint32_t>();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json r{{"rows", rows}, {"step_ms", s * 1e3 / double(steps)}, {"tokens_per_s", double(rows * steps) / s}};
-  if (profile) r["kernels"] = kernel_table(d.runtime().kernel_times(), double(steps));
+  if (profile) {
+    r["kernels"] = kernel_table(d.runtime().kernel_times(), double(steps));
+    print_profile(d, std::to_string(rows) + " rows decoding together", double(steps));
+  }
   return r;
 }
 
@@ -111,19 +106,21 @@ void run(const std::string& device, const std::string& model_dir, const std::str
     r["decode_record_ms"] = split.record_ms;
     r["decode_step_ms"] = split.step_ms;
     r["decode_tokens_per_s"] = rate;
-    if (d.is_webgpu() && d.runtime().profiling()) {
-      // Device time by kernel ($FORGE_PROFILE=1): per decode step, and per prefill.
+    if (profiling(d)) {
+      // Device time by kernel (--profile): per decode step, and per prefill.
       gpu::Runtime& rt = d.runtime();
       rt.reset_kernel_times();
       constexpr int64_t kSteps = 32;
       decode_record_split(*model, kSteps);
       r["decode_kernels"] = kernel_table(rt.kernel_times(), double(kSteps + 1));
+      print_profile(d, name + " decode", double(kSteps + 1));
       if (prefill > 0) {
         rt.reset_kernel_times();
         KvCache c = model->new_cache(1, prefill);
         std::vector<uint32_t> ids(static_cast<size_t>(prefill), 1u);
         sample(model->forward_cached(Tensor::from_vector(ids, {1, prefill}), c)).to_vector<uint32_t>();
         r["prefill_kernels"] = kernel_table(rt.kernel_times(), 1.0);
+        print_profile(d, name + " prefill of " + std::to_string(prefill) + " tokens");
       }
     }
     for (int64_t n : batch_rows) {
@@ -166,6 +163,7 @@ const bool registered = register_bench(
                ->delimiter(','),
            1);
        sub.add_flag("--json", json, "Print JSON");
+       add_profile_flag(sub);
        sub.callback([] { run(device, model, arch, dtype, prefill, decode_tokens, rows, json); });
      }});
 

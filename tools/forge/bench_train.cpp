@@ -25,6 +25,7 @@
 #include "cli_util.h"
 #include "command.h"
 #include "devices.h"
+#include "profile.h"
 #include "forge/gpt2_train.h"
 #include "forge/lora.h"
 #include "forge/model.h"
@@ -78,9 +79,11 @@ double step_bytes(const Gpt2Config& c, int64_t B, int64_t T) {
 
 // One warm-up step (pipelines, allocations), then `steps` timed ones, each
 // ending with the read back of loss and norm: mean and best step time and
-// tokens/s into j.
-void time_steps(nlohmann::json& j, int64_t tokens, int steps, const std::function<void()>& step) {
+// tokens/s into j. With --profile, the timed steps' kernels go to stderr and
+// into j.
+void time_steps(nlohmann::json& j, const Device& dev, int64_t tokens, int steps, const std::function<void()>& step) {
   step();
+  if (profiling(dev)) dev.runtime().reset_kernel_times();
   double best = 1e30, total = 0;
   for (int s = 0; s < steps; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -92,6 +95,10 @@ void time_steps(nlohmann::json& j, int64_t tokens, int steps, const std::functio
   j["step_s"] = total / steps;
   j["best_step_s"] = best;
   j["tokens_per_s"] = double(tokens) / (total / steps);
+  if (profiling(dev)) {
+    j["kernels"] = kernel_table(dev.runtime().kernel_times(), double(steps));
+    print_profile(dev, "a training step of " + std::to_string(tokens) + " tokens", double(steps));
+  }
 }
 
 nlohmann::json bench_shape(Gpt2& model, int64_t B, int64_t T, int steps) {
@@ -111,7 +118,7 @@ nlohmann::json bench_shape(Gpt2& model, int64_t B, int64_t T, int steps) {
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = uint32_t((i * 7919 + 13) % uint64_t(model.config().vocab_size));
   const Tensor t = Tensor::from_vector(ids, {B, T});
   const Gpt2MicroBatch mb{t, gpt2_shifted_targets(t)};
-  time_steps(j, B * T, steps, [&] { trainer.step({mb}); });
+  time_steps(j, model.device(), B * T, steps, [&] { trainer.step({mb}); });
   return j;
 }
 
@@ -131,7 +138,7 @@ nlohmann::json bench_llama_shape(CausalLM& model, int64_t B, int64_t T, int step
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = uint32_t((i * 7919 + 13) % uint64_t(model.vocab_size()));
   const Tensor t = Tensor::from_vector(ids, {B, T});
   const TrainBatch mb{t, gpt2_shifted_targets(t)};
-  time_steps(j, B * T, steps, [&] { trainer.step({mb}); });
+  time_steps(j, model.device(), B * T, steps, [&] { trainer.step({mb}); });
   int64_t trained = model.info().parameters;
   if (attached_adapter(model)) {
     trained = 0;
@@ -230,6 +237,7 @@ const bool registered = register_bench(
        sub.add_option("--shapes", shapes, "Comma-separated BxT shapes (T capped at the context length)")
            ->capture_default_str();
        add_device_option(sub, device, true);
+       add_profile_flag(sub);
        sub.add_flag("--json", json, "Print JSON");
        sub.callback([] {
          if (!arch.empty()) return run_arch(device, arch, lora_rank, steps, parse_shapes(shapes), json);

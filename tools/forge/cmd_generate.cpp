@@ -25,6 +25,7 @@
 #include "cli_util.h"
 #include "command.h"
 #include "devices.h"
+#include "profile.h"
 #include "gen_options.h"
 #include "forge/generate.h"
 #include "forge/model.h"
@@ -142,6 +143,7 @@ void run(const GenerateArgs& a) {
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   std::fflush(stdout);
+  print_profile(dev, "the generation");
 }
 
 const bool registered = register_command(
@@ -159,6 +161,7 @@ const bool registered = register_command(
        sub.add_flag("--chat", a.chat, "Render the prompt with the model's chat template and generate the reply");
        add_sampling_options(sub, a.sampling, "Tokens to generate");
        add_device_option(sub, a.device);
+       add_profile_flag(sub);
        sub.add_flag("--json", a.json, "Print one JSON object (ids, text, tokens/s, device) and nothing else");
        sub.add_flag("--no-cache", a.no_cache, "Recompute the whole sequence for every token (no KV cache)");
        auto* shift = sub.add_flag("--context-shift", a.context_shift,

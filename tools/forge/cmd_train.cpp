@@ -1,8 +1,9 @@
 // forge train: trains a model on text files: a GPT-2 from a model folder
 // (--model DIR) or a new random model (--preset NAME, shaped further by
 // --n-layer, --n-embd, --n-head, --context), or a Llama-family folder (Llama,
-// Qwen2, Mistral), fully or with LoRA (--lora-rank R or --adapter DIR: only
-// the adapter trains and the checkpoints hold it in PEFT's layout).
+// Qwen2, Mistral); a model folder of either trains fully or with LoRA
+// (--lora-rank R or --adapter DIR: only the adapter trains, the base frozen
+// and possibly quantized, and the checkpoints hold it in PEFT's layout).
 //
 //   forge train --data a.txt notes/ --preset tiny --tokenizer bytes --out run/ --steps 200
 //   forge train --data notes.txt --model smollm2/ --lora-rank 8 --out run/
@@ -40,6 +41,8 @@
 #include "cli_util.h"
 #include "command.h"
 #include "devices.h"
+#include "forge/lora.h"
+#include "profile.h"
 #include "interrupt.h"
 #include "train_checkpoint.h"
 #include "train_data.h"
@@ -135,6 +138,9 @@ void check_start_flags(const TrainArgs& a) {
   if (!a.model.empty() && new_model)
     throw UsageError("--model starts from that model's shape; --preset, --n-layer, --n-embd, --n-head and --context "
                      "shape a new model: pass one or the other");
+  if (a.model.empty() && wants_lora(a))
+    throw UsageError("LoRA (--adapter, --lora-rank) trains an adapter over the frozen model of --model DIR; a new "
+                     "model (--preset) trains every weight");
 }
 
 std::string model_text(const Gpt2Config& c) {
@@ -143,18 +149,24 @@ std::string model_text(const Gpt2Config& c) {
          std::to_string(c.vocab_size);
 }
 
-// GPT-2: a model folder, a checkpoint of the run, or a new random model.
+// GPT-2: a model folder, a checkpoint of the run, or a new random model;
+// with the LoRA flags the folder of --model, frozen, under an adapter.
+Gpt2 load_gpt2(const TrainArgs& a, const std::optional<FoundCheckpoint>& found, const Device& dev, int64_t vocab) {
+  const fs::path dir = run_weights_dir(a, found);
+  Gpt2 m = dir.empty() ? Gpt2::random(new_model_config(a, vocab), a.seed, dev) : Gpt2::load(dir, dev);
+  attach_run_adapter(a, found, m);
+  return m;
+}
+
 class Gpt2TrainModel : public TrainModel {
  public:
   Gpt2TrainModel(const TrainArgs& a, const std::optional<FoundCheckpoint>& found, const Device& dev, int64_t vocab)
-      : model_(found              ? Gpt2::load(found->dir, dev)
-               : !a.model.empty() ? Gpt2::load(check_model_dir(a.model), dev)
-                                  : Gpt2::random(new_model_config(a, vocab), a.seed, dev)),
+      : base_(a.model), lora_(wants_lora(a)), model_(load_gpt2(a, found, dev, vocab)),
         trainer_(model_, make_train_config(a, false)) {
     if (found) check_shape_flags(a, model_.config());
     if (found) read_gpt2_train_state(found->dir, trainer_);
   }
-  std::string describe() const override { return model_text(model_.config()); }
+  std::string describe() const override { return model_text(model_.config()) + adapter_text(model_); }
   int64_t context() const override { return model_.config().n_positions; }
   int64_t vocab() const override { return model_.config().vocab_size; }
   int64_t steps_done() const override { return trainer_.steps_done(); }
@@ -169,10 +181,16 @@ class Gpt2TrainModel : public TrainModel {
     return gpt2_generate(model_, prompt, go);
   }
   void save(const fs::path& dir, const CheckpointExtras& extras) override {
-    save_train_checkpoint(dir, model_, trainer_, extras);
+    if (!lora_) return save_train_checkpoint(dir, model_, trainer_, extras);
+    save_train_checkpoint(dir, trainer_.steps_done(), extras, [&](const fs::path& tmp) {
+      save_adapter(model_, tmp, base_);
+      write_gpt2_train_state(tmp, trainer_);
+    });
   }
 
  private:
+  std::string base_;  // --model: a LoRA run's base
+  bool lora_;
   Gpt2 model_;
   Gpt2Trainer trainer_;
 };
@@ -219,9 +237,6 @@ void run(TrainArgs a) {
   const RunTokenizer rt = load_tokenizer(a, found);
   const int64_t vocab = rt.tok.bpe ? int64_t(rt.tok.bpe->vocab_size()) : kByteVocabSize;
   const bool gpt2 = a.model.empty() || load_config(check_model_dir(a.model)).arch == Arch::Gpt2;
-  if (gpt2 && wants_lora(a))
-    throw UsageError("LoRA (--adapter, --lora-rank) of GPT-2 trains with --fixed-batch; a run over --data trains "
-                     "adapters of the Llama family");
   std::unique_ptr<TrainModel> tm = gpt2 ? gpt2_train_model(a, found, dev, vocab) : llama_train_model(a, found, dev);
   if (a.seq == 0) a.seq = std::min<int64_t>(128, tm->context());
   if (a.seq > tm->context())
@@ -373,6 +388,8 @@ void run(TrainArgs a) {
                                        {"device", dev.name()}}
                             .dump()
                             .c_str());
+  std::fflush(stdout);
+  print_profile(dev, "the training run (with its evaluations)");
 }
 
 void add_options(CLI::App& sub, TrainArgs& a) {
@@ -393,7 +410,7 @@ void add_options(CLI::App& sub, TrainArgs& a) {
   sub.add_option("--lora-rank", a.lora_rank, "LoRA: train a fresh adapter of this rank, the base frozen");
   sub.add_option("--lora-alpha", a.lora_alpha, "LoRA: alpha (scale alpha / rank)")->default_str("2 x rank");
   sub.add_option("--lora-targets", a.lora_targets, "LoRA: the modules adapted, comma-separated")
-      ->default_str(a.lora_targets);
+      ->default_str(a.lora_targets + " (GPT-2: c_attn)");
   sub.add_flag("--rslora", a.rslora, "LoRA: scale alpha / sqrt(rank) (rank-stabilised)");
   sub.add_option("--fixed-batch", a.fixed_batch, "Parity mode: train on input_ids of this safetensors file");
   check_at_least(sub.add_option("--steps", a.steps, "Optimizer steps"), 1);
@@ -428,6 +445,7 @@ void add_options(CLI::App& sub, TrainArgs& a) {
                  0);
   sub.add_option("--seed", a.seed, "Seed of initialisation, batches, dropout and samples");
   add_device_option(sub, a.device);
+  add_profile_flag(sub);
   sub.add_flag("--json", a.json, "Print a JSON summary as the last line of stdout");
 }
 

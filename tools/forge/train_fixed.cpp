@@ -13,6 +13,7 @@
 
 #include "cli_util.h"
 #include "devices.h"
+#include "profile.h"
 #include "forge/lora.h"
 #include "forge/model.h"
 #include "forge/safetensors.h"
@@ -70,6 +71,8 @@ void run_fixed_batch(const TrainArgs& a) {
                           {.settings = train_settings_json(a)});
   else if (!a.out.empty()) write_hf_model(a.out, a.model, trainer.llama()->host_weights());
   std::printf("%s\n", nlohmann::json{{"losses", losses}, {"grad_norm0", grad_norm0}}.dump().c_str());
+  std::fflush(stdout);
+  print_profile(dev, std::to_string(a.steps) + " training steps", double(a.steps));
 }
 
 }  // namespace forge::cli

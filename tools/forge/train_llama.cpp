@@ -1,6 +1,4 @@
 // forge train on a Llama-family model (see train_model.h).
-#include <cmath>
-
 #include "cli_util.h"
 #include "forge/generate.h"
 #include "forge/lora.h"
@@ -20,29 +18,17 @@ class LlamaTrainModel : public TrainModel {
  public:
   LlamaTrainModel(const TrainArgs& a, const std::optional<FoundCheckpoint>& found, const Device& dev)
       : base_(check_model_dir(a.model)), lora_(wants_lora(a)) {
-    if (found && lora_) {
-      model_ = load_model(base_, dev);
-      load_adapter(*model_, found->dir);
-    } else {
-      model_ = load_model(found ? found->dir : base_, dev);
-      if (lora_) attach_lora(a, *model_);
-    }
+    model_ = load_model(run_weights_dir(a, found), dev);
+    attach_run_adapter(a, found, *model_);
     trainer_ = std::make_unique<LlamaTrainer>(*model_, make_llama_train_config(a));
     if (found) trainer_->read_state(found->dir);
   }
 
   std::string describe() const override {
     const ModelInfo& i = model_->info();
-    std::string s = i.family + " " + std::to_string(i.layers) + " layers x " + std::to_string(i.hidden_size) +
-                    ", context " + std::to_string(i.context_length) + ", vocab " + std::to_string(i.vocab_size) +
-                    ", " + i.weights;
-    if (const auto c = attached_adapter(*model_)) {
-      std::string targets;
-      for (const std::string& t : c->targets) targets += (targets.empty() ? "" : ",") + t;
-      s += "; LoRA r " + std::to_string(c->rank) + " alpha " + std::to_string(int64_t(std::lround(c->alpha))) +
-           " on " + targets + " (the base frozen)";
-    }
-    return s;
+    return i.family + " " + std::to_string(i.layers) + " layers x " + std::to_string(i.hidden_size) + ", context " +
+           std::to_string(i.context_length) + ", vocab " + std::to_string(i.vocab_size) + ", " + i.weights +
+           adapter_text(*model_);
   }
   int64_t context() const override { return model_->context_length(); }
   int64_t vocab() const override { return model_->vocab_size(); }

@@ -1,6 +1,8 @@
 // The LoRA flags of forge train (see train_lora.h).
 #include "train_lora.h"
 
+#include <cmath>
+
 #include "cli_util.h"
 #include "forge/lora.h"
 
@@ -42,6 +44,26 @@ void attach_lora(const TrainArgs& a, CausalLM& model) {
   }
   if (c.targets.empty()) throw UsageError("--lora-targets names no module (q_proj,k_proj,v_proj,o_proj,...)");
   attach_new_adapter(model, c, a.seed);
+}
+
+std::filesystem::path run_weights_dir(const TrainArgs& a, const std::optional<FoundCheckpoint>& found) {
+  if (found && !wants_lora(a)) return found->dir;
+  return a.model.empty() ? std::filesystem::path() : check_model_dir(a.model);
+}
+
+void attach_run_adapter(const TrainArgs& a, const std::optional<FoundCheckpoint>& found, CausalLM& model) {
+  if (!wants_lora(a)) return;
+  if (found) load_adapter(model, found->dir);
+  else attach_lora(a, model);
+}
+
+std::string adapter_text(const CausalLM& model) {
+  const std::optional<LoraConfig> c = attached_adapter(model);
+  if (!c) return "";
+  std::string targets;
+  for (const std::string& t : c->targets) targets += (targets.empty() ? "" : ",") + t;
+  return "; LoRA r " + std::to_string(c->rank) + " alpha " + std::to_string(int64_t(std::lround(c->alpha))) + " on " +
+         targets + " (the base frozen)";
 }
 
 }  // namespace forge::cli

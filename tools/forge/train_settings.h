@@ -22,8 +22,9 @@ struct TrainArgs {
   float grad_clip = 1.0f, dropout = 0.0f;
   uint64_t seed = 1234;
   bool resume = false, overwrite = false, json = false, constant_lr = false;
-  // LoRA (Llama family): train the adapter in `adapter`, or a fresh one of
-  // rank lora_rank (alpha 0: twice the rank) on lora_targets, the base frozen.
+  // LoRA: train the adapter in `adapter`, or a fresh one of rank lora_rank
+  // (alpha 0: twice the rank) on lora_targets (GPT-2's default is c_attn,
+  // train_lora.h), the base frozen.
   std::string adapter, lora_targets = "q_proj,k_proj,v_proj,o_proj";
   int64_t lora_rank = 0;
   double lora_alpha = 0;

@@ -10,6 +10,7 @@
 #include "forge/quantize.h"
 #include "forge/safetensors.h"
 #include "models/common/owned_tensors.h"
+#include "models/common/weights.h"
 
 namespace forge {
 
@@ -37,14 +38,6 @@ bool quantizable(Arch arch, const std::string& name, const TensorInfo& t) {
 // GPT-2's Conv1D weights, stored [in, out]: quantized as MLX stores every
 // Linear, [out, in] rows with groups along the input.
 bool conv1d_weight(Arch arch, const std::string& name) { return arch == Arch::Gpt2 && !ends_with(name, "wte.weight"); }
-
-// values [rows, cols] -> [cols, rows].
-std::vector<float> transposed(const std::vector<float>& v, int64_t rows, int64_t cols) {
-  std::vector<float> out(v.size());
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out[size_t(c * rows + r)] = v[size_t(r * cols + c)];
-  return out;
-}
 
 nlohmann::json read_json(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -92,7 +85,7 @@ uint64_t quantize_model(const fs::path& src, const fs::path& dst, const QuantSpe
       continue;
     }
     const int64_t groups = in / spec.group_size;
-    QuantizedMatrix q = quantize_affine(conv1d ? transposed(v.to_f32(), in, out) : v.to_f32(), out, in, spec);
+    QuantizedMatrix q = quantize_affine(conv1d ? models::transposed(v.to_f32(), in, out) : v.to_f32(), out, in, spec);
     const std::string base = t.name.substr(0, t.name.size() - std::string(".weight").size());
     put(t.name, StDType::U32, {out, in * spec.bits / 32}, q.words.data(), q.words.size() * 4);
     for (auto [suffix, values] : {std::pair{".scales", &q.scales}, std::pair{".biases", &q.biases}}) {

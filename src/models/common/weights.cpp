@@ -103,6 +103,23 @@ Tensor Linear::dense_weight() const {
   return w.dtype() == DType::BF16 ? bf16_to_f32(w) : w;
 }
 
+std::vector<float> transposed(const std::vector<float>& v, int64_t rows, int64_t cols) {
+  std::vector<float> out(v.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[size_t(c * rows + r)] = v[size_t(r * cols + c)];
+  return out;
+}
+
+void make_dense(Linear& lin, bool conv1d) {
+  if (!lin.quant) return;
+  const Tensor w = lin.dense_weight();  // [out, in]
+  lin.w = conv1d ? Tensor::from_vector(transposed(w.to_vector<float>(), lin.out, lin.in), {lin.in, lin.out}, w.device())
+                 : w;
+  lin.conv1d = conv1d;
+  lin.q = lin.scales = lin.biases = Tensor();
+  lin.quant.reset();
+}
+
 Tensor Linear::lora_delta() const {
   if (!lora.defined()) throw ValueError("[linear] lora_delta: no adapter attached");
   MatmulOptions o;

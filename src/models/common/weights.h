@@ -45,6 +45,17 @@ Tensor load_bf16(const TensorSource& src, const std::string& name, bool transpos
 // A tensor uploaded with its file dtype unchanged (u32 words, 16-bit scales).
 Tensor load_raw(const TensorSource& src, const std::string& name, const Device& device, DeviceTally& tally);
 
+// Host values [rows, cols] -> [cols, rows] (GPT-2's Conv1D [in, out] to and
+// from MLX's quantized [out, in] rows).
+std::vector<float> transposed(const std::vector<float>& v, int64_t rows, int64_t cols);
+
+// A quantized Linear made dense f32 on its device: [out, in], or with
+// conv1d GPT-2's Conv1D layout [in, out] (a quantized Linear is MLX's
+// [out, in] rows in every family); a dense one is left as it is. Its products
+// then give the dequantized weight's results (a LoRA delta merged into it is
+// not rounded away).
+void make_dense(Linear& lin, bool conv1d = false);
+
 // The gradients of a Linear from its input x [N, in] and output gradient
 // dy [N, out] into g (those of W, in W's stored orientation, and b; or with
 // lora_only those of its LoRA A and B alone, the base frozen and possibly

@@ -4,6 +4,12 @@
 // plain one; what they are for is the split of device time between kernels.
 // A batch's timestamps are resolved into a buffer before the batch is
 // finished, and read back (waiting for the batch) right after its submit.
+//
+// A device without timestamp queries (SwiftShader, many browsers' adapters)
+// (or with $FORGE_PROFILE=host) is profiled by the host's clock: each dispatch is submitted alone after the
+// queue has drained and waited for, and the round trip of an empty submit,
+// measured when profiling starts, is taken off. Much slower than a plain run,
+// and coarser, but it ranks the kernels where nothing else can.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -14,13 +20,37 @@
 
 namespace forge::webgpu {
 
-bool DawnRuntime::wants_profile() {
+bool DawnRuntime::wants_profile() { return gpu::profiling_requested(); }
+
+bool DawnRuntime::wants_host_clock() {
   const char* env = std::getenv("FORGE_PROFILE");
-  return env && *env && std::strcmp(env, "0") != 0;
+  return env && std::strcmp(env, "host") == 0;
 }
 
-void DawnRuntime::start_profiling(Lock& lock) {
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+}  // namespace
+
+void DawnRuntime::start_profiling(Lock& lock, bool timestamps) {
   auto p = std::make_unique<Profile>();
+  if (!timestamps) {
+    p->host_clock = true;
+    p->fence = create_buffer(lock, 16, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc, "profile fence");
+    p->staging = create_buffer(lock, 16, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "profile fence readback");
+    profile_ = std::move(p);
+    // The round trip of an empty submit, the least of a few.
+    double best = 1e9;
+    for (int i = 0; i < 5; ++i) {
+      const Clock::time_point t0 = Clock::now();
+      drain(lock);
+      best = std::min(best, ms_between(t0, Clock::now()));
+    }
+    profile_->empty_ms = best;
+    return;
+  }
   WGPUQuerySetDescriptor qd{};
   qd.label = view("forge profile");
   qd.type = WGPUQueryType_Timestamp;
@@ -84,18 +114,53 @@ void DawnRuntime::collect_profile(Lock& lock) {
   std::vector<uint64_t> t(2 * n);
   std::memcpy(t.data(), wgpuBufferGetConstMappedRange(staging.get(), 0, size_t(bytes)), bytes);
   wgpuBufferUnmap(staging.get());
-  for (size_t i = 0; i < n; ++i) {
-    const double ms = t[2 * i + 1] > t[2 * i] ? double(t[2 * i + 1] - t[2 * i]) * 1e-6 : 0.0;
-    auto it = std::find_if(profile_->totals.begin(), profile_->totals.end(), [&](const gpu::KernelTime& k) {
-      return k.op == ops[i] && k.kernel == kernels[i]->name;
-    });
-    if (it == profile_->totals.end()) {
-      profile_->totals.push_back({ops[i], std::string(kernels[i]->name), 0, 0});
-      it = profile_->totals.end() - 1;
-    }
-    it->dispatches += 1;
-    it->ms += ms;
+  for (size_t i = 0; i < n; ++i)
+    add_kernel_time(ops[i], *kernels[i], t[2 * i + 1] > t[2 * i] ? double(t[2 * i + 1] - t[2 * i]) * 1e-6 : 0.0);
+}
+
+void DawnRuntime::add_kernel_time(const char* op, const gpu::Kernel& kernel, double ms) {
+  auto it = std::find_if(profile_->totals.begin(), profile_->totals.end(),
+                         [&](const gpu::KernelTime& k) { return k.op == op && k.kernel == kernel.name; });
+  if (it == profile_->totals.end()) {
+    profile_->totals.push_back({op, std::string(kernel.name), 0, 0});
+    it = profile_->totals.end() - 1;
   }
+  it->dispatches += 1;
+  it->ms += ms;
+}
+
+void DawnRuntime::drain(Lock& lock) {
+  flush_locked(lock);
+  WGPUCommandEncoderDescriptor ed{};
+  CommandEncoderHandle enc(wgpuDeviceCreateCommandEncoder(device_.get(), &ed));
+  wgpuCommandEncoderCopyBufferToBuffer(enc.get(), profile_->fence.get(), 0, profile_->staging.get(), 0, 16);
+  CommandBufferHandle cmd(wgpuCommandEncoderFinish(enc.get(), nullptr));
+  WGPUCommandBuffer buffers[] = {cmd.get()};
+  wgpuQueueSubmit(queue_.get(), 1, buffers);
+  auto map = std::make_shared<MapResult>();
+  WGPUBufferMapCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_AllowProcessEvents;
+  cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView msg, void* m, void*) {
+    auto state = take_callback_ref<MapResult>(m);
+    state->done = true;
+    state->status = status;
+    state->message = to_string(msg);
+  };
+  cb.userdata1 = callback_ref(map);
+  wgpuBufferMapAsync(profile_->staging.get(), WGPUMapMode_Read, 0, 16, cb);
+  wait_until(lock, [&] { return map->done; }, "a profiled dispatch");
+  if (map->status != WGPUMapAsyncStatus_Success) throw GpuError("[webgpu] profile wait failed: " + map->message);
+  wgpuBufferUnmap(profile_->staging.get());
+}
+
+Clock::time_point DawnRuntime::begin_host_timed(Lock& lock) {
+  drain(lock);
+  return Clock::now();
+}
+
+void DawnRuntime::end_host_timed(Lock& lock, const gpu::Dispatch& d, Clock::time_point started) {
+  drain(lock);
+  add_kernel_time(d.op, *d.kernel, std::max(0.0, ms_between(started, Clock::now()) - profile_->empty_ms));
 }
 
 std::vector<gpu::KernelTime> DawnRuntime::kernel_times() {

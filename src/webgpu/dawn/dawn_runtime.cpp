@@ -85,7 +85,7 @@ void DawnRuntime::open_device(bool disable_robustness) {
 
   const char* enabled[] = {"disable_robustness"};
   // Profiling wants the timestamps as the device wrote them, not rounded.
-  const bool profile = wants_profile() && info_.timestamp_query;
+  const bool profile = wants_profile() && info_.timestamp_query && !wants_host_clock();
   const char* disabled[] = {"timestamp_quantization"};
   WGPUDawnTogglesDescriptor toggles{};
   toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
@@ -160,10 +160,7 @@ void DawnRuntime::open_device(bool disable_robustness) {
   uniform_capacity_ = kUniformArenaBytes;
   uniform_buffer_ =
       create_buffer(lock, uniform_capacity_, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "parameter arena");
-  if (profile) start_profiling(lock);
-  else if (wants_profile())
-    std::fprintf(stderr, "forge: FORGE_PROFILE is set, but %s has no timestamp queries: not profiling\n",
-                 info_.name.c_str());
+  if (wants_profile()) start_profiling(lock, profile);
 }
 
 void DawnRuntime::on_error(WGPUErrorType type, const std::string& message) {
@@ -534,6 +531,11 @@ void DawnRuntime::dispatch(const gpu::Dispatch& d) {
   current_op_ = d.op;  // a compile may have let another thread in
   if (d.args.size() + 1 > kMaxBindings)
     throw GpuError(std::string("[") + d.op + "] more than " + std::to_string(kMaxBindings - 1) + " storage bindings");
+  // Host-clock profiling times this dispatch alone: what came before is
+  // submitted and finished first (before its parameters join the batch).
+  const bool host_clock = profile_ && profile_->host_clock;
+  std::chrono::steady_clock::time_point started;
+  if (host_clock) started = begin_host_timed(lock);
 
   // Parameters go to this batch's arena; the bind group takes the slot as a
   // dynamic offset, so it does not depend on the slot.
@@ -583,7 +585,7 @@ void DawnRuntime::dispatch(const gpu::Dispatch& d) {
     found = bind_groups_.emplace(key, BindGroupHandle(wgpuDeviceCreateBindGroup(device_.get(), &bd))).first;
   }
 
-  if (profile_) {
+  if (profile_ && !host_clock) {
     begin_profiled_pass(d);
   } else if (!pass_) {
     WGPUComputePassDescriptor cp{};
@@ -594,7 +596,9 @@ void DawnRuntime::dispatch(const gpu::Dispatch& d) {
   wgpuComputePassEncoderDispatchWorkgroups(pass_.get(), d.groups[0], d.groups[1], d.groups[2]);
   batch_ops_.push_back(d.op);
   current_op_.clear();
-  if (profile_) {
+  if (host_clock) {
+    end_host_timed(lock, d, started);
+  } else if (profile_) {
     end_pass();
     if (profile_->batch.size() == kProfileSlots) flush_locked(lock);
   }
@@ -609,7 +613,7 @@ void DawnRuntime::flush_locked(Lock& lock) {
   check_alive();
   if (!encoder_) return;
   end_pass();
-  if (profile_) resolve_profile();
+  if (profile_ && !profile_->host_clock) resolve_profile();
   if (!uniform_host_.empty())
     wgpuQueueWriteBuffer(queue_.get(), uniform_buffer_.get(), 0, uniform_host_.data(),
                          (uniform_host_.size() + 3) / 4 * 4);
@@ -624,7 +628,7 @@ void DawnRuntime::flush_locked(Lock& lock) {
   encoder_.reset();
   batch_ops_.clear();
   uniform_host_.clear();
-  if (profile_) collect_profile(lock);
+  if (profile_ && !profile_->host_clock) collect_profile(lock);
 }
 
 void DawnRuntime::sync() {

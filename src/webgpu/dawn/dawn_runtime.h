@@ -59,6 +59,9 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   void flush() override;
   void sync() override;
   bool profiling() const override { return profile_ != nullptr; }
+  std::string profile_clock() const override {
+    return profile_ ? (profile_->host_clock ? "host clock" : "device timestamps") : "";
+  }
   std::vector<gpu::KernelTime> kernel_times() override;
   void reset_kernel_times() override;
   MemoryStats memory_stats() const override;
@@ -155,20 +158,32 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
 
   // Kernel profiling (dawn_profile.cpp): each dispatch in a pass of its own
   // whose beginning and end write timestamps; a batch's are resolved before
-  // it is finished and read back after its submit.
+  // it is finished and read back after its submit. Without timestamp queries
+  // (host_clock), each dispatch is submitted alone and waited for, timed by
+  // the host's clock less an empty submit's round trip.
   struct Profile {
+    bool host_clock = false;
+    double empty_ms = 0;      // host clock: the round trip of an empty submit
+    BufferHandle fence, staging;  // host clock: what a wait copies and maps
     QuerySetHandle queries;   // 2 * kProfileSlots timestamps
     BufferHandle resolved;    // the batch's timestamps, u64 ns (QueryResolve | CopySrc)
     std::vector<const gpu::Kernel*> batch;  // the timed dispatches of the open batch
     std::vector<const char*> ops;           // and their ops
     std::vector<gpu::KernelTime> totals;
   };
-  static bool wants_profile();  // $FORGE_PROFILE set and not "0"
+  static bool wants_profile();     // --profile, or $FORGE_PROFILE set and not "0"
+  static bool wants_host_clock();  // $FORGE_PROFILE=host: the host clock even where timestamps exist
   static constexpr uint32_t kProfileSlots = 2048;  // timed dispatches per batch
-  void start_profiling(Lock& lock);
+  void start_profiling(Lock& lock, bool timestamps);
   void begin_profiled_pass(const gpu::Dispatch& d);
   void resolve_profile();
   void collect_profile(Lock& lock);
+  void add_kernel_time(const char* op, const gpu::Kernel& kernel, double ms);
+  // Host clock: submits and waits for what is recorded so far, and returns
+  // the time the next dispatch starts from; end submits it, waits, adds it.
+  std::chrono::steady_clock::time_point begin_host_timed(Lock& lock);
+  void end_host_timed(Lock& lock, const gpu::Dispatch& d, std::chrono::steady_clock::time_point started);
+  void drain(Lock& lock);  // submits the open batch and waits for the queue
   std::unique_ptr<Profile> profile_;
 
   InstanceHandle instance_;

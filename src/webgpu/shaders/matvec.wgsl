@@ -102,7 +102,9 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
   let b_base = batch * p.b_batch_stride;
   // Rows outside, k inside: no per-invocation array (which a CPU driver
   // keeps in memory); B is read m <= 4 times.
-  for (var r = 0u; r < MAX_ROWS; r++) {
+  // Rows in blocks of MAX_ROWS, one block per workgroup row (grid y).
+  for (var i = 0u; i < MAX_ROWS; i++) {
+    let r = wg.y * MAX_ROWS + i;
     if (r >= p.m) {
       break;
     }

@@ -99,7 +99,9 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
   let a_base = (p.a_offset + batch * p.a_batch_stride) / 4u;
   let b_base = (batch * p.b_batch_stride + col * p.ldb) / 4u;
   let k4 = p.k / 4u;
-  for (var r = 0u; r < MAX_ROWS; r++) {
+  // Rows in blocks of MAX_ROWS, one block per workgroup row (grid y).
+  for (var i = 0u; i < MAX_ROWS; i++) {
+    let r = wg.y * MAX_ROWS + i;
     if (r >= p.m) {
       break;
     }

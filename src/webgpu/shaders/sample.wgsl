@@ -42,19 +42,41 @@ fn sum_f32(lid: u32, v: f32) -> f32 {
   return r;
 }
 
-// op 0: sum, 1: max, 2: min
-fn reduce_u32(lid: u32, v: u32, op: u32) -> u32 {
+fn sum_u32(lid: u32, v: u32) -> u32 {
   redu[lid] = v;
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s >>= 1u) {
     if (lid < s) {
-      let a = redu[lid];
-      let b = redu[lid + s];
-      redu[lid] = select(select(min(a, b), max(a, b), op == 1u), a + b, op == 0u);
+      redu[lid] += redu[lid + s];
     }
     workgroupBarrier();
   }
   let r = redu[0];
+  workgroupBarrier();
+  return r;
+}
+
+var<workgroup> redi: array<u32, WG>;
+
+// The largest key and, among lanes holding it, the smallest index: one
+// reduction (a CPU driver pays for every barrier round).
+fn argmax_key(lid: u32, key: u32, index: u32) -> u32 {
+  redu[lid] = key;
+  redi[lid] = index;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) {
+      let ka = redu[lid];
+      let kb = redu[lid + s];
+      let ib = redi[lid + s];
+      if (kb > ka || (kb == ka && ib < redi[lid])) {
+        redu[lid] = kb;
+        redi[lid] = ib;
+      }
+    }
+    workgroupBarrier();
+  }
+  let r = redi[0];
   workgroupBarrier();
   return r;
 }
@@ -78,18 +100,17 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let v = select(0u, p.vocab, live);
   let base = row * p.vocab;
 
+  // The first index of the largest logit (each lane's first, as i rises).
   var mk = 0u;
-  for (var i = lid; i < v; i += WG) {
-    mk = max(mk, order_key(z[base + i]));
-  }
-  mk = reduce_u32(lid, mk, 1u);
   var first = 0xffffffffu;
   for (var i = lid; i < v; i += WG) {
-    if (order_key(z[base + i]) == mk) {
-      first = min(first, i);
+    let k = order_key(z[base + i]);
+    if (first == 0xffffffffu || k > mk) {
+      mk = k;
+      first = i;
     }
   }
-  let best = reduce_u32(lid, first, 2u);
+  let best = argmax_key(lid, mk, first);
   if (p.greedy != 0u) {
     if (live && lid == 0u) {
       ids[p.row_base + row] = best;
@@ -107,7 +128,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       for (var i = lid; i < v; i += WG) {
         c += select(0u, 1u, order_key(z[base + i]) >= cand);
       }
-      if (reduce_u32(lid, c, 0u) >= p.top_k) {
+      if (sum_u32(lid, c) >= p.top_k) {
         tk = cand;
       }
     }
@@ -115,7 +136,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     for (var i = lid; i < v; i += WG) {
       above += select(0u, 1u, order_key(z[base + i]) > tk);
     }
-    let need = p.top_k - reduce_u32(lid, above, 0u);
+    let need = p.top_k - sum_u32(lid, above);
     var j = 0u;
     for (var b = 0u; b < p.index_bits; b++) {
       let cand = j | (1u << (p.index_bits - 1u - b));
@@ -123,7 +144,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       for (var i = lid; i < min(v, cand); i += WG) {
         c += select(0u, 1u, order_key(z[base + i]) == tk);
       }
-      if (reduce_u32(lid, c, 0u) <= need && cand <= v) {
+      if (sum_u32(lid, c) <= need && cand <= v) {
         j = cand;
       }
     }

@@ -1,0 +1,96 @@
+// `--profile`: generate, train and the benchmarks print a table of kernel
+// time to stderr, by the device's timestamp queries or (FORGE_PROFILE=host,
+// and on devices without them) by the host clock; on the CPU they say there
+// is nothing to time. The table's dispatch counts must add up to what the
+// header says, and the work's kernels must be in it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "unit/cli_process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using forge::testing::CliOptions;
+using forge::testing::lines_of;
+using forge::testing::run_cli;
+using forge::testing::ScratchDir;
+
+const std::string kGpt2 = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+
+struct Table {
+  std::string header;
+  double dispatches = 0;            // from the header
+  double summed = 0;                // the rows' dispatch column
+  std::vector<std::string> kernels; // the rows' kernel column
+};
+
+// The first kernel table in `out`.
+Table parse_table(const std::string& out) {
+  Table t;
+  const std::vector<std::string> lines = lines_of(out);
+  static const std::regex header(R"(forge: kernel profile of .* ms in ([0-9.]+) dispatches)");
+  static const std::regex row(R"(^\s*([0-9.]+)\s+([0-9.]+)%\s+([0-9.]+)\s+([0-9.]+)\s+(\S+)\s+(\S+)\s*$)");
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::smatch m;
+    if (!std::regex_search(lines[i], m, header)) continue;
+    t.header = lines[i];
+    t.dispatches = std::stod(m[1]);
+    for (size_t j = i + 2; j < lines.size() && std::regex_match(lines[j], m, row); ++j) {
+      t.summed += std::stod(m[3]);
+      t.kernels.push_back(m[6]);
+    }
+    break;
+  }
+  return t;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+TEST(ProfileCli, GenerateOnWebGpuPrintsAKernelTableByEitherClock) {
+  ScratchDir dir("profile_generate");
+  for (const char* clock : {"", "host"}) {
+    CliOptions o;
+    if (*clock) o.env = {{"FORGE_PROFILE", clock}};
+    const auto r = run_cli({"generate", "-m", kGpt2, "--prompt-ids", "1,2,3", "-n", "5", "--greedy", "--json",
+                            "--device", "webgpu", "--profile"},
+                           dir.path, o);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const Table t = parse_table(r.out);
+    ASSERT_FALSE(t.header.empty()) << r.out;
+    EXPECT_NE(t.header.find(*clock ? "(host clock)" : "("), std::string::npos) << t.header;
+    EXPECT_GT(t.dispatches, 10) << t.header;
+    EXPECT_NEAR(t.summed, t.dispatches, 0.5) << r.out;
+    EXPECT_TRUE(has(t.kernels, "layernorm")) << r.out;  // GPT-2's norms
+    EXPECT_TRUE(has(t.kernels, "sample")) << r.out;     // greedy picks on the device
+  }
+}
+
+TEST(ProfileCli, TrainFixedBatchOnWebGpuTablesAStepAndTheCpuSaysSo) {
+  ScratchDir dir("profile_train");
+  const std::string ids = kGpt2 + "/reference.safetensors";  // holds input_ids
+  ASSERT_TRUE(fs::exists(ids)) << ids;
+  const auto r = run_cli({"train", "-m", kGpt2, "--fixed-batch", ids, "--steps", "2", "--lr", "1e-3", "--json",
+                          "--device", "webgpu", "--profile"},
+                         dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Table t = parse_table(r.out);
+  ASSERT_FALSE(t.header.empty()) << r.out;
+  EXPECT_NE(t.header.find("2 training steps"), std::string::npos) << t.header;
+  EXPECT_NE(t.header.find("a step"), std::string::npos) << t.header;
+  EXPECT_NEAR(t.summed, t.dispatches, 0.5) << r.out;
+  EXPECT_TRUE(has(t.kernels, "layernorm_bwd")) << r.out;  // the backward ran and was timed
+
+  const auto cpu = run_cli({"train", "-m", kGpt2, "--fixed-batch", ids, "--steps", "1", "--lr", "1e-3", "--json",
+                            "--device", "cpu", "--profile"},
+                           dir.path);
+  ASSERT_EQ(cpu.code, 0) << cpu.out;
+  EXPECT_NE(cpu.out.find("ran on the CPU, so there is no kernel table"), std::string::npos) << cpu.out;
+  EXPECT_TRUE(parse_table(cpu.out).header.empty()) << cpu.out;
+}
+
+}  // namespace
