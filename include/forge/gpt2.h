@@ -75,10 +75,12 @@ struct Gpt2HostTensor {
 class Gpt2 : public CausalLM {
  public:
   // DIR/config.json and DIR's safetensors (single or sharded), checked with
-  // check_weights; f32, f16 and bf16 weights are converted to f32.
-  static Gpt2 load(const std::filesystem::path& dir, const Device& device);
+  // check_weights; f32, f16 and bf16 weights are converted to f32, or with
+  // `weights` bf16 the blocks' projections are held in bf16 (load_model).
+  static Gpt2 load(const std::filesystem::path& dir, const Device& device, DType weights = DType::F32);
   // The same with the weights' files found and opened through `files` (load_model's).
-  static Gpt2 load(const std::filesystem::path& dir, const Device& device, const SafetensorsFiles& files);
+  static Gpt2 load(const std::filesystem::path& dir, const Device& device, const SafetensorsFiles& files,
+                   DType weights = DType::F32);
   // A model with GPT-2's random initialisation (see gpt2_random_tensors).
   static Gpt2 random(const Gpt2Config& config, uint64_t seed, const Device& device);
   // From host tensors named as gpt2_random_tensors names them.

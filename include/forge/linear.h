@@ -24,7 +24,8 @@ struct LoraWeights {
 };
 
 // y = x @ W^T (+ b) (+ the LoRA delta when one is attached): W [out, in]
-// dense f32, or MLX affine-quantized (u32 words [out, in * bits / 32],
+// dense f32 or bf16 (a model loaded for bf16 weights on the device: the
+// products read the 16-bit values and compute in f32), or MLX affine-quantized (u32 words [out, in * bits / 32],
 // scales and biases [out, in / group_size] in the checkpoint's float dtype).
 //
 // GPT-2's Conv1D keeps its dense weight as the checkpoint stores it, [in, out]
@@ -32,10 +33,12 @@ struct LoraWeights {
 // checkpoints are all in that layout (Hugging Face's), so a transpose at load
 // would need one back at every save, resume and gradient read, and the plain
 // product it takes is the one GPT-2 ran before. Quantized weights are always
-// MLX's [out, in] rows (groups run along the input), whatever the family.
+// MLX's [out, in] rows (groups run along the input), whatever the family, and
+// so are bf16 ones (inference weights: nothing trains them, and the decode
+// kernels read rows of W).
 struct Linear {
   int64_t in = 0, out = 0;
-  Tensor w;                         // dense [out, in], or [in, out] when conv1d
+  Tensor w;                         // dense [out, in] (f32 or bf16), or f32 [in, out] when conv1d
   bool conv1d = false;              // w stored [in, out]
   Tensor q, scales, biases;         // quantized
   std::optional<QuantSpec> quant;   // set when quantized
@@ -45,7 +48,7 @@ struct Linear {
   // x [.., in] -> [.., out].
   Tensor operator()(const Tensor& x) const;
   // W as dense f32 in the stored orientation ([out, in], or [in, out] when
-  // conv1d; dequantized when quantized; the delta excluded).
+  // conv1d; widened from bf16 or dequantized; the delta excluded).
   Tensor dense_weight() const;
   // The LoRA delta scale * B @ A in W's orientation ([out, in], or its
   // transpose when conv1d); the adapter must be attached.
@@ -54,10 +57,12 @@ struct Linear {
   // "<base>.weight" (+ "<base>.scales"/".biases" when quantized, "<base>.bias"
   // when with_bias) from `src`; `quant` is the module's format from the config.
   // With conv1d a dense weight is read as [in, out] (a quantized one is always
-  // [out, in] rows).
+  // [out, in] rows). `dense` is how a dense weight is held: f32, or bf16
+  // (a bf16 file's values as they are, others rounded to nearest even; a
+  // conv1d weight transposed to [out, in]). Biases stay f32.
   static Linear load(const TensorSource& src, const std::string& base, int64_t out, int64_t in, bool with_bias,
                      const std::optional<QuantizationConfig>& quant, const Device& device, DeviceTally& tally,
-                     bool conv1d = false);
+                     bool conv1d = false, DType dense = DType::F32);
 };
 
 }  // namespace forge::models

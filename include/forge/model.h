@@ -114,21 +114,28 @@ class CausalLM {
 };
 
 // Loads DIR (config.json + safetensors, single or sharded) as the family its
-// config names. Dense weights (f32, bf16, f16) are computed in f32; MLX
-// affine-quantized weights stay quantized on the device. ValueError naming the
-// field and value for a configuration forge does not implement.
-std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Device& device);
+// config names. Dense weights (f32, bf16, f16 in the file) are held on the
+// device as `weights` says: f32, or bf16 (the Linear layers' weights in 16
+// bits, half the memory and decode traffic; a bf16 file's values as they
+// are, f32 and f16 ones rounded to nearest even; embeddings, norms and biases
+// stay f32); products are computed in f32 either way. MLX affine-quantized
+// weights stay quantized on the device whatever `weights` says. ValueError
+// naming the field and value for a configuration forge does not implement,
+// or for `weights` other than f32 and bf16.
+std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Device& device,
+                                     DType weights = DType::F32);
 // The same with the weights' files found and opened through `files`
 // (forge/safetensors.h): the browser build reads them from the page's Blobs,
 // one tensor at a time, so no whole file is held in memory.
 std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Device& device,
-                                     const SafetensorsFiles& files);
+                                     const SafetensorsFiles& files, DType weights = DType::F32);
 
 // A model of `config`'s family with random weights (normal(0, 0.02), norms 1,
 // biases 0), for benchmarks: stored as `dense_dtype` (f32, bf16 or f16) as a
-// checkpoint would hold them, and quantized per config.quantization when set.
+// checkpoint would hold them, and quantized per config.quantization when set;
+// held on the device as `weights` says (load_model).
 std::unique_ptr<CausalLM> random_model(const ModelConfig& config, uint64_t seed, const Device& device,
-                                       DType dense_dtype = DType::F32);
+                                       DType dense_dtype = DType::F32, DType weights = DType::F32);
 
 // The model.safetensors of a Llama-family model of `config` with random_model's
 // weights, as a checkpoint holds them: what `forge init --config` writes so a

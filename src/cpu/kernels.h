@@ -8,7 +8,13 @@ namespace forge::cpu {
 
 void add(const Tensor& a, const Tensor& b, Tensor& out);
 void scale(const Tensor& x, float alpha, Tensor& out);
+// b f32, or bf16 (then matmul_bf16).
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out);
+// matmul with a bf16 b: dot products over its 16-bit rows for few rows,
+// else a widened copy through the f32 path.
+void matmul_bf16(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out);
+// x bf16 [..] -> out f32 [..] (one shape).
+void widen_bf16(const Tensor& x, Tensor& out);
 void softmax(const Tensor& x, const SoftmaxPlan& plan, Tensor& out);
 
 // c [m, n] (row stride ldc) = a [m, k] @ b [n, k]^T on the calling thread:

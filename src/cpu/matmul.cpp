@@ -105,6 +105,7 @@ void gemm_nt_block(const float* a, const float* b, float* c, int64_t m, int64_t 
 }
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& p, Tensor& out) {
+  if (b.dtype() == DType::BF16) return matmul_bf16(a, b, bias, p, out);
 #if FORGE_HAVE_OPENBLAS
   single_threaded_openblas();
 #endif

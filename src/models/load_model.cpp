@@ -15,9 +15,9 @@ namespace {
 
 // Checks the tensors against the config, then builds the family's model.
 std::unique_ptr<CausalLM> build(const ModelConfig& mc, const std::vector<TensorInfo>& tensors,
-                                const models::TensorSource& src, const Device& device) {
+                                const models::TensorSource& src, const Device& device, DType weights) {
   WeightLayout layout = check_weights(mc, tensors, src.origin);
-  if (mc.arch == Arch::Llama) return std::make_unique<models::LlamaModel>(mc, src, layout.prefix, device);
+  if (mc.arch == Arch::Llama) return std::make_unique<models::LlamaModel>(mc, src, layout.prefix, device, weights);
   throw ValueError("[model] no builder for architecture " + mc.architecture);
 }
 
@@ -85,30 +85,38 @@ std::vector<std::byte> random_llama_checkpoint(const ModelConfig& mc, uint64_t s
   return serialize_safetensors(owned.views());
 }
 
+void check_weights_dtype(DType weights) {
+  if (weights != DType::F32 && weights != DType::BF16)
+    throw ValueError(std::string("[model] dense weights on the device are f32 or bf16, not ") + dtype_name(weights));
+}
+
 }  // namespace
 
-std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Device& device) {
-  return load_model(dir, device, SafetensorsFiles::on_disk());
+std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Device& device, DType weights) {
+  return load_model(dir, device, SafetensorsFiles::on_disk(), weights);
 }
 
 std::unique_ptr<CausalLM> load_model(const std::filesystem::path& dir, const Device& device,
-                                     const SafetensorsFiles& files) {
+                                     const SafetensorsFiles& files, DType weights) {
+  check_weights_dtype(weights);
   if (!std::filesystem::is_directory(dir))
     throw IoError("[model] model directory '" + dir.string() + "' does not exist");
   ModelConfig mc = load_config(dir);
-  if (mc.arch == Arch::Gpt2) return std::make_unique<Gpt2>(Gpt2::load(dir, device, files));
+  if (mc.arch == Arch::Gpt2) return std::make_unique<Gpt2>(Gpt2::load(dir, device, files, weights));
   Checkpoint ckpt = Checkpoint::open(dir, files);
-  return build(mc, ckpt.tensors(), models::TensorSource::of(ckpt), device);
+  return build(mc, ckpt.tensors(), models::TensorSource::of(ckpt), device, weights);
 }
 
-std::unique_ptr<CausalLM> random_model(const ModelConfig& mc, uint64_t seed, const Device& device, DType dense) {
+std::unique_ptr<CausalLM> random_model(const ModelConfig& mc, uint64_t seed, const Device& device, DType dense,
+                                       DType weights) {
+  check_weights_dtype(weights);
   if (mc.arch == Arch::Gpt2) {
-    if (mc.quantization || dense != DType::F32)
+    if (mc.quantization || dense != DType::F32 || weights != DType::F32)
       throw ValueError("[model] random GPT-2 models are f32 only");
     return std::make_unique<Gpt2>(Gpt2::random(mc.gpt2(), seed, device));
   }
   SafetensorsFile file = SafetensorsFile::from_bytes(random_checkpoint_bytes(mc, seed, dense), "random weights");
-  return build(mc, file.tensors(), models::TensorSource::of(file), device);
+  return build(mc, file.tensors(), models::TensorSource::of(file), device, weights);
 }
 
 std::vector<std::byte> random_checkpoint_bytes(const ModelConfig& mc, uint64_t seed, DType dense) {

@@ -219,7 +219,8 @@ void merge_adapter(CausalLM& model) {
   if (auto* g = dynamic_cast<Gpt2*>(&model)) dequantize_base(*g);
   for (auto& [name, lin] : linears_of(model)) {
     if (!lin->lora.defined()) continue;
-    lin->w = add(lin->w, lin->lora_delta());  // in W's orientation ([in, out] for Conv1D)
+    // In W's orientation ([in, out] for Conv1D); a bf16 W widens to f32.
+    lin->w = add(lin->dense_weight(), lin->lora_delta());
   }
   detach(model);
 }

@@ -13,8 +13,10 @@ void check_products(const char* op, const Tensor& x, const std::vector<const Ten
   for (const Tensor* w : ws) check::same_device(op, {&x, w});
   check::dtype(op, "x", x, DType::F32);
   if (x.rank() < 1) throw ShapeError(std::string("[") + op + "] x must have at least one dim, got " + x.describe());
+  // All f32, or all bf16 (dense weights kept in 16 bits).
+  const DType wt = ws.front()->dtype() == DType::BF16 ? DType::BF16 : DType::F32;
   for (const Tensor* w : ws) {
-    check::dtype(op, "weight", *w, DType::F32);
+    check::dtype(op, "weight", *w, wt);
     if (w->rank() != 2 || w->dim(1) != x.dim(-1))
       throw ShapeError(std::string("[") + op + "] weight " + w->describe() + " must be [n, " +
                        std::to_string(x.dim(-1)) + "] for x " + x.describe());

@@ -1,4 +1,5 @@
-// matmul: shape resolution (transposes, batch broadcast, b_rows) and dispatch.
+// matmul: shape resolution (transposes, batch broadcast, b_rows) and dispatch;
+// bf16_to_f32, the widening behind a bf16 B.
 #include "cpu/kernels.h"
 #include "ops/check.h"
 #include "webgpu/kernels.h"
@@ -10,7 +11,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   check::same_device(op, {&a, &b});
   if (o.bias) check::same_device(op, {&a, o.bias});
   check::dtype(op, "a", a, DType::F32);
-  check::dtype(op, "b", b, DType::F32);
+  // B may be a dense weight kept in bf16: its values are widened exactly and
+  // the products summed in f32, as for an f32 B holding the same values.
+  if (b.dtype() != DType::F32 && b.dtype() != DType::BF16)
+    throw DTypeError(std::string("[matmul] b must be f32 or bf16, got ") + dtype_name(b.dtype()) + ": " +
+                     check::operands({{"a", &a}, {"b", &b}}));
   check::rank(op, "a", a, 2, 3);
   check::rank(op, "b", b, 2, 3);
   auto shapes = [&] { return check::operands({{"a", &a}, {"b", &b}}); };
@@ -51,6 +56,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   Tensor out = Tensor::empty(out_shape, DType::F32, a.device());
   if (a.device().is_cpu()) cpu::matmul(a, b, o.bias, p, out);
   else webgpu::matmul(a, b, o.bias, p, out);
+  return out;
+}
+
+Tensor bf16_to_f32(const Tensor& x) {
+  check::dtype("bf16_to_f32", "x", x, DType::BF16);
+  Tensor out = Tensor::empty(x.shape(), DType::F32, x.device());
+  if (out.numel() == 0) return out;
+  if (x.device().is_cpu()) cpu::widen_bf16(x, out);
+  else webgpu::widen_bf16(x, out);
   return out;
 }
 

@@ -9,8 +9,13 @@ namespace forge::webgpu {
 
 void add(const Tensor& a, const Tensor& b, Tensor& out);
 void scale(const Tensor& x, float alpha, Tensor& out);
+// b f32, or bf16 (read by the matrix-vector kernels as it is, widened first
+// for the others).
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out);
-// x [.., K] (at most 4 rows) against three weights [n_i, K] in one dispatch:
+// x bf16 [..] -> out f32 [..] (one shape).
+void widen_bf16(const Tensor& x, Tensor& out);
+// x [.., K] (at most 4 rows) against three weights [n_i, K] (all f32 or all
+// bf16) in one dispatch:
 // out[i] = x @ w[i]^T, or with silu_gate out[0] = silu(x @ w[0]^T) * (x @ w[1]^T)
 // (w[2], out[1] and out[2] then bound but not used). False,
 // with nothing recorded, where the kernel does not apply (more rows, K not

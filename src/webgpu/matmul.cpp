@@ -2,7 +2,9 @@
 // (shaders/matmul_vec4.wgsl) when the operands are aligned and over scalars
 // (shaders/matmul.wgsl) when not, and matrix-vector kernels for few rows
 // (shaders/matvec_vec4.wgsl against an aligned B [n, k], shaders/matvec.wgsl
-// otherwise).
+// otherwise). B may be bf16 (a dense weight kept in 16 bits): the vec4
+// matrix-vector kernels widen it as they read it; other shapes take a
+// widened copy.
 #include <cstdlib>
 
 #include "forge_shaders.h"
@@ -21,15 +23,23 @@ const ComposedKernel kMatmulVec4{"matmul_vec4", {shaders::matmul_params, shaders
 // registers and workgroup memory stay as small as they were tuned, and 8 for
 // a batch of sequences. main_serial (one invocation a column) serves small k.
 const ComposedKernel kMatvec{"matvec", {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::matvec}};
-const ComposedKernel kMatvecVec4{"matvec_vec4",
-                                 {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::matvec_vec4}};
 const ComposedKernel kMatvec8{"matvec", {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::matvec}};
-const ComposedKernel kMatvecVec4x8{"matvec_vec4",
-                                   {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::matvec_vec4}};
 const ComposedKernel kMatvecSerial{"matvec_serial", {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::matvec},
                                    "main_serial"};
-const ComposedKernel kMatvecVec4Serial{
-    "matvec_vec4_serial", {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::matvec_vec4}, "main_serial"};
+
+// matvec_vec4.wgsl for one weight dtype (its weights snippet): f32, or bf16
+// widened as it is read, which halves the bytes a decode step streams.
+struct Vec4Kernels {
+  ComposedKernel rows4, rows8, serial;
+  explicit Vec4Kernels(std::string_view weights)
+      : rows4{"matvec_vec4", {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 4u;", shaders::matvec_vec4}},
+        rows8{"matvec_vec4", {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 8u;", shaders::matvec_vec4}},
+        serial{"matvec_vec4_serial",
+               {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 4u;", shaders::matvec_vec4},
+               "main_serial"} {}
+};
+const Vec4Kernels kVec4F32{shaders::weights_f32};
+const Vec4Kernels kVec4Bf16{shaders::weights_bf16};
 
 struct MatmulParams {
   uint32_t m, n, k, lda, ldb, a_batch_stride, b_batch_stride;
@@ -88,21 +98,34 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   MatmulParams p{uint32_t(plan.m), uint32_t(plan.n), uint32_t(plan.k), uint32_t(plan.lda), uint32_t(plan.ldb),
                  uint32_t(plan.a_batch_stride), uint32_t(plan.b_batch_stride), plan.alpha,
                  bias ? 1u : 0u, uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(plan.a_offset)};
+  const bool bf16 = b.dtype() == DType::BF16;
+  const bool vec4_rows = !plan.trans_a && plan.trans_b && vec4_aligned(plan);
+  const bool serial = plan.m <= kSerialMaxRows && !plan.trans_a && plan.k <= kSerialMaxK;
+  const bool matvec = !plan.trans_a && (plan.m <= kMatvecRows || (plan.m <= kBatchedMatvecRows && plan.k > kSerialMaxK));
+  if (bf16 && !(vec4_rows && (serial || matvec))) {
+    // Only the vec4 matrix-vector kernels read bf16: elsewhere (many rows,
+    // where the tiled kernel reuses each weight across rows, or unaligned
+    // shapes) one widened copy of B takes the f32 kernels.
+    Tensor wide = Tensor::empty(b.shape(), DType::F32, b.device());
+    widen_bf16(b, wide);
+    matmul(a, wide, bias, plan, out);
+    return;
+  }
+  const Vec4Kernels& vec4k = bf16 ? kVec4Bf16 : kVec4F32;
   std::initializer_list<gpu::Arg> args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out)};
-  if (plan.m <= kSerialMaxRows && !plan.trans_a && plan.k <= kSerialMaxK) {
+  if (serial) {
     const std::array<uint32_t, 3> groups{uint32_t(ceil_div(plan.n, kSerialGroup)), uint32_t(ceil_div(plan.m, kMatvecRows)),
                                          uint32_t(plan.batch)};
-    if (plan.trans_b && vec4_aligned(plan)) launch(out.device(), "matmul", kMatvecVec4Serial.kernel(), p, args, groups);
+    if (vec4_rows) launch(out.device(), "matmul", vec4k.serial.kernel(), p, args, groups);
     else launch(out.device(), "matmul", kMatvecSerial.kernel(), p, args, groups, {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
     return;
   }
-  const bool matvec = !plan.trans_a && (plan.m <= kMatvecRows || (plan.m <= kBatchedMatvecRows && plan.k > kSerialMaxK));
-  if (matvec && plan.trans_b && vec4_aligned(plan)) {
+  if (matvec && vec4_rows) {
     // Few rows against B [n, k] (every Linear layer's decode step): each
     // column's row of B read in vec4s by 32 lanes.
     const int64_t cols = 8;  // matvec_vec4.wgsl's COLS
     const int64_t rows = plan.m <= kMatvecRows ? kMatvecRows : 8;
-    launch(out.device(), "matmul", (rows == 4 ? kMatvecVec4 : kMatvecVec4x8).kernel(), p, args,
+    launch(out.device(), "matmul", (rows == 4 ? vec4k.rows4 : vec4k.rows8).kernel(), p, args,
            {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)});
     return;
   }

@@ -1,6 +1,7 @@
 // Host side of shaders/matvec_multi.wgsl: the decode-step fusions of
 // matmul_transb_many (MODE 0) and silu_gate_matmul (MODE 1).
 #include "forge_shaders.h"
+#include "webgpu/composed_kernel.h"
 #include "webgpu/kernels.h"
 #include "webgpu/launch.h"
 
@@ -8,8 +9,12 @@ namespace forge::webgpu {
 
 namespace {
 
-const gpu::Kernel kMatvecMulti{"matvec_multi", shaders::matvec_multi};
-const gpu::Kernel kMatvecMultiSerial{"matvec_multi_serial", shaders::matvec_multi, "main_serial"};
+// One pair per weight dtype (its weights snippet): f32, or bf16 widened as read.
+const ComposedKernel kMulti{"matvec_multi", {shaders::weights_f32, shaders::matvec_multi}};
+const ComposedKernel kMultiSerial{"matvec_multi_serial", {shaders::weights_f32, shaders::matvec_multi}, "main_serial"};
+const ComposedKernel kMultiBf16{"matvec_multi", {shaders::weights_bf16, shaders::matvec_multi}};
+const ComposedKernel kMultiBf16Serial{"matvec_multi_serial", {shaders::weights_bf16, shaders::matvec_multi},
+                                      "main_serial"};
 
 // Mirrors `struct Params` of shaders/matvec_multi.wgsl.
 struct MultiParams {
@@ -40,7 +45,9 @@ bool matvec_multi(const Tensor& x, std::array<const Tensor*, 3> w, bool silu_gat
   MultiParams p{uint32_t(m), uint32_t(K), uint32_t(n0), uint32_t(n1), uint32_t(n2), {}};
   const bool serial = K <= kSerialMaxK;
   const int64_t per_group = serial ? kSerialGroup : kCols;
-  launch(x.device(), silu_gate ? "silu_gate_matmul" : "matmul_transb_many", serial ? kMatvecMultiSerial : kMatvecMulti,
+  const bool bf16 = w[0]->dtype() == DType::BF16;
+  const ComposedKernel& kernel = bf16 ? (serial ? kMultiBf16Serial : kMultiBf16) : (serial ? kMultiSerial : kMulti);
+  launch(x.device(), silu_gate ? "silu_gate_matmul" : "matmul_transb_many", kernel.kernel(),
          p, {arg(x), arg(*w[0]), arg(*w[1]), arg(*w[2]), arg(*out[0]), arg(*out[1]), arg(*out[2])},
          {uint32_t((cols + per_group - 1) / per_group), 1, 1}, {{"MODE", silu_gate ? 1.0 : 0.0}});
   return true;

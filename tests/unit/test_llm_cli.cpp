@@ -76,6 +76,28 @@ TEST(LlmCli, InspectReportsDeviceBytes) {
   }
 }
 
+// --dtype bf16: inspect's bytes are those of the bf16 load (the projections
+// in 16 bits; a quantized checkpoint unchanged), and generate runs it.
+TEST(LlmCli, Bf16WeightsOnTheDevice) {
+  for (const char* name : {"llama-tiny", "gpt2-tiny", "llama-tiny-mlx4"}) {
+    CliResult r = run("inspect " + kData + "/" + name + " --json --dtype bf16");
+    ASSERT_EQ(r.code, 0) << r.out;
+    auto j = nlohmann::json::parse(r.out);
+    auto model = forge::load_model(kData + "/" + name, forge::Device::cpu(), forge::DType::BF16);
+    EXPECT_EQ(j["device_bytes"].get<uint64_t>(), model->info().device_bytes) << name;
+    EXPECT_EQ(j["device_dtype"], "bf16") << name;
+  }
+  const std::string dir = kData + "/llama-tiny";
+  auto ref = forge::SafetensorsFile::open(dir + "/reference.safetensors");
+  CliResult r = run("generate --model " + dir + " --prompt-ids " + id_list(ref.get("generate_prompt").to_f32()) +
+                    " -n 24 --greedy --json --device cpu --dtype bf16");
+  ASSERT_EQ(r.code, 0) << r.out;
+  // llama-tiny is a bf16 checkpoint: its bf16 load keeps Hugging Face's tokens.
+  EXPECT_EQ(last_json_line(r.out)["ids"].get<std::vector<float>>(), ref.get("generate_greedy").to_f32());
+  r = run("generate --model " + dir + " --prompt-ids 1,2 -n 2 --device cpu --dtype f16");
+  EXPECT_EQ(r.code, 2) << r.out;
+}
+
 TEST(LlmCli, UnsupportedConfigIsAClearError) {
   const fs::path dir = fs::temp_directory_path() / ("forge_llm_cli_bad_" + std::to_string(::getpid()));
   fs::remove_all(dir);

@@ -70,19 +70,23 @@ nlohmann::json batched_decode(const CausalLM& model, int64_t rows, int64_t steps
 void run(const std::string& device, const std::string& model_dir, const std::string& arch, const std::string& dtype,
          int64_t prefill, int64_t decode_tokens, const std::vector<int64_t>& batch_rows, bool json) {
   ModelConfig config = model_preset(arch);
+  // bf16: a bf16 checkpoint whose Linear weights stay bf16 on the device.
   DType dense = DType::F32;
   if (dtype == "bf16") dense = DType::BF16;
   else if (dtype == "q8" || dtype == "q4") config.quantization = QuantizationConfig{64, dtype == "q8" ? 8 : 4, {}};
   else if (dtype != "f32") throw ValueError("[bench llm] --dtype must be f32, bf16, q8 or q4, got '" + dtype + "'");
+  if (!model_dir.empty() && config.quantization)
+    throw ValueError("[bench llm] --dtype " + dtype + " is for random weights; quantize a model folder with forge "
+                     "quantize (with --model, --dtype is f32 or bf16)");
   nlohmann::json results = nlohmann::json::array();
   for (const Device& d : resolve_devices(device)) {
     // A model folder as it is, or random weights of the preset's shapes.
-    auto model = model_dir.empty() ? random_model(config, 1, d, dense) : load_model(model_folder(model_dir), d);
+    auto model = model_dir.empty() ? random_model(config, 1, d, dense, dense) : load_model(model_folder(model_dir), d, dense);
     const std::string name = model_dir.empty() ? arch : model_dir;
     if (!batch_rows.empty() && !model->has_row_decode())
       throw ValueError("[bench llm] --rows: " + name + " has no batched (per-row) decode");
     prefill = std::min(prefill, model->context_length() - 1);
-    nlohmann::json r{{"device", d.name()}, {"arch", name}, {"dtype", model_dir.empty() ? dtype : ""},
+    nlohmann::json r{{"device", d.name()}, {"arch", name}, {"dtype", dtype},
                      {"weights", model->info().weights},
                      {"parameters", model->info().parameters}, {"weight_bytes", model->info().device_bytes}};
     if (prefill > 0) {
@@ -148,7 +152,7 @@ const bool registered = register_bench(
        sub.add_option("-m,--model", model, "Time this model folder (or Hugging Face id) instead of --arch/--dtype");
        sub.add_option("--arch", arch, "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama3.2-1b or tinyllama-1.1b")
            ->capture_default_str();
-       sub.add_option("--dtype", dtype, "Weights: f32, bf16 (computed in f32), q8 or q4 (MLX, group 64)")
+       sub.add_option("--dtype", dtype, "Weights: f32, bf16 (kept bf16 on the device, computed in f32), q8 or q4 (MLX, group 64; random weights only)")
            ->capture_default_str();
        check_at_least(sub.add_option("--prefill", prefill, "Prompt tokens to time the prefill with (0: skip)")
                           ->capture_default_str(),

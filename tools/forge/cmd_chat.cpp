@@ -43,6 +43,7 @@ using ojson = nlohmann::ordered_json;
 struct ChatArgs {
   std::string model, system, device = "auto";
   std::string adapter;  // --adapter: a LoRA adapter folder
+  std::string dtype = "f32";  // --dtype: dense weights on the device
   int64_t context = 4096;
   bool json = false, verbose = false;
   SamplingArgs sampling;
@@ -118,7 +119,7 @@ void run(const ChatArgs& a) {
   const std::filesystem::path dir = model_folder(a.model);
   const ChatTemplate tmpl = load_chat_template(dir, a.model, "chat");
   const Tokenizer tok = Tokenizer::from_dir(dir);
-  std::unique_ptr<CausalLM> model = load_model_and_adapter(dir, dev, a.adapter);
+  std::unique_ptr<CausalLM> model = load_model_and_adapter(dir, dev, a.adapter, weights_dtype(a.dtype));
   if (!a.sampling.ignore_eos) o.stop_ids = chat_stop_ids(*model, tok, tmpl);
   if (a.verbose) {
     std::string ends;
@@ -223,6 +224,7 @@ const bool registered = register_command(
                       "Model folder with a tokenizer and a chat template, or a Hugging Face id org/name[@revision]")
            ->required();
        sub.add_option("--adapter", a.adapter, "A LoRA adapter folder (PEFT layout) to apply to the model");
+       add_dtype_option(sub, a.dtype);
        sub.add_option("--system", a.system, "A system prompt that opens the conversation");
        a.sampling.n = 512;
        add_sampling_options(sub, a.sampling, "Most tokens per reply");

@@ -30,6 +30,7 @@ struct EvalArgs {
   int64_t ctx = 0, stride = 0;
   bool json = false;
   std::string adapter;  // --adapter: a LoRA adapter folder
+  std::string dtype = "f32";  // --dtype: dense weights on the device
 };
 
 // input_ids [B, T] of IN as u32, every id checked against the vocabulary.
@@ -104,7 +105,7 @@ void eval_text(const EvalArgs& a, const CausalLM& model, const std::filesystem::
 void run(const EvalArgs& a) {
   const Device dev = resolve_devices(a.device)[0];
   const std::filesystem::path dir = model_folder(a.model);
-  std::unique_ptr<CausalLM> model = load_model_and_adapter(dir, dev, a.adapter);
+  std::unique_ptr<CausalLM> model = load_model_and_adapter(dir, dev, a.adapter, weights_dtype(a.dtype));
   if (!a.text_file.empty()) {
     const int64_t max_ctx = model->context_length();
     if (a.ctx == 1) throw UsageError("--ctx must be >= 2 (0: the model's context), got 1");
@@ -126,6 +127,7 @@ const bool registered = register_command(
        static EvalArgs a;
        sub.add_option("-m,--model", a.model, "Model folder, or a Hugging Face id org/name[@revision]")->required();
        sub.add_option("--adapter", a.adapter, "A LoRA adapter folder (PEFT layout) to apply to the model");
+       add_dtype_option(sub, a.dtype);
        auto* input = sub.add_option("--input", a.input, "safetensors file holding input_ids [B, T] (forge tokenize --out)");
        auto* output = sub.add_option("--output", a.output, "With --input: safetensors file to write logits and loss to");
        auto* text = sub.add_option("--text-file", a.text_file, "Text file to compute loss and perplexity over");

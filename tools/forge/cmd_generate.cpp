@@ -38,6 +38,7 @@ namespace {
 struct GenerateArgs {
   std::string model, prompt, prompt_file, prompt_ids, messages, device = "auto";
   std::string adapter;  // --adapter: a LoRA adapter folder
+  std::string dtype = "f32";  // --dtype: dense weights on the device
   bool json = false, no_cache = false, chat = false, context_shift = false;
   int64_t keep = 0;
   SamplingArgs sampling;
@@ -98,7 +99,7 @@ void run(const GenerateArgs& a) {
     if (prompt.empty()) throw ValueError("[generate] the prompt is empty");
   }
   if (!a.sampling.stop.empty() && !tok) throw ValueError("[generate] --stop needs a tokenizer in " + a.model);
-  std::unique_ptr<CausalLM> model = load_model_and_adapter(dir, dev, a.adapter);
+  std::unique_ptr<CausalLM> model = load_model_and_adapter(dir, dev, a.adapter, weights_dtype(a.dtype));
 
   if (!a.sampling.ignore_eos) {
     if (tmpl) {
@@ -150,6 +151,7 @@ const bool registered = register_command(
        static GenerateArgs a;
        sub.add_option("-m,--model", a.model, "Model folder (config.json + safetensors [+ tokenizer]), or a Hugging Face id org/name[@revision]")->required();
        sub.add_option("--adapter", a.adapter, "A LoRA adapter folder (PEFT layout) to apply to the model");
+       add_dtype_option(sub, a.dtype);
        auto* prompt = sub.add_option_group("prompt", "what to continue");
        prompt->add_option("-p,--prompt", a.prompt, "Prompt text (needs a tokenizer in the model folder)");
        prompt->add_option("--prompt-file", a.prompt_file, "Read the prompt text from a file (- for stdin)");

@@ -1,4 +1,4 @@
-// forge inspect FILE_OR_DIR [--json]: tensors, config, architecture, metadata and
+// forge inspect FILE_OR_DIR [--json] [--dtype f32|bf16]: tensors, config, architecture, metadata and
 // parameter count of a safetensors file or a model directory. A file of
 // tensors that is no model (forge eval's logits, a checkpoint's optimizer
 // state) is named for what it is and counted in elements, not parameters.
@@ -10,6 +10,7 @@
 
 #include "cli_util.h"
 #include "command.h"
+#include "model_arg.h"
 #include "forge/model_config.h"
 #include "forge/safetensors.h"
 
@@ -68,7 +69,17 @@ std::string not_a_model(const std::vector<TensorInfo>& tensors) {
   return "tensors (" + names + "), not a model: no config.json and no known model's tensor names";
 }
 
-json inspect(const fs::path& path) {
+// Whether loading with --dtype bf16 holds this tensor in 16 bits: the
+// projections' weights (rank-2 ".weight"), not the token and position tables
+// nor an untied LM head, which stay f32 (Linear::load, Embedding::load).
+bool bf16_on_device(const TensorInfo& t) {
+  if (t.shape.size() != 2 || !t.name.ends_with(".weight")) return false;
+  for (const char* table : {"embed_tokens.", "lm_head.", "wte.", "wpe."})
+    if (t.name.find(table) != std::string::npos) return false;
+  return true;
+}
+
+json inspect(const fs::path& path, bool bf16) {
   if (fs::is_directory(path) && !fs::exists(path / "model.safetensors") &&
       !fs::exists(path / "model.safetensors.index.json"))
     check_model_dir(path.string(), "inspect");  // says what the folder is instead
@@ -103,15 +114,17 @@ json inspect(const fs::path& path) {
     out["parameters"] = layout.parameters;
     out["unused_tensors"] = layout.unused;
     // What loading puts on the device: packed words and their scales as
-    // stored, dense floats widened to f32.
+    // stored, dense floats widened to f32 (or with --dtype bf16 the
+    // projections' weights in 16 bits).
     uint64_t device = 0;
     std::set<std::string> unused(layout.unused.begin(), layout.unused.end());
     for (const TensorInfo& t : tensors) {
       if (unused.count(t.name)) continue;
       const bool packed = t.dtype == StDType::U32 || t.name.ends_with(".scales") || t.name.ends_with(".biases");
-      device += packed ? t.nbytes() : uint64_t(numel(t.shape)) * 4;
+      device += packed ? t.nbytes() : uint64_t(numel(t.shape)) * (bf16 && bf16_on_device(t) ? 2 : 4);
     }
     out["device_bytes"] = device;
+    out["device_dtype"] = bf16 ? "bf16" : "f32";
   } else if (auto arch = guess_arch(tensors)) {
     out["architecture"] = arch_name(*arch);
     out["architecture_from"] = "tensor names";
@@ -142,9 +155,10 @@ void print_text(const json& r) {
   if (r.contains("config")) {
     std::printf("config:\n");
     for (const auto& [k, v] : r["config"].items()) std::printf("  %s: %s\n", k.c_str(), v.dump().c_str());
-    std::printf("layout: prefix '%s', %s embeddings%s; %.1f MB on the device\n", r["prefix"].get<std::string>().c_str(),
+    std::printf("layout: prefix '%s', %s embeddings%s; %.1f MB on the device (--dtype %s)\n", r["prefix"].get<std::string>().c_str(),
                 r["tied_embeddings"].get<bool>() ? "tied" : "untied",
-                r["quantized"].get<bool>() ? ", quantized" : "", double(r["device_bytes"].get<uint64_t>()) / 1e6);
+                r["quantized"].get<bool>() ? ", quantized" : "", double(r["device_bytes"].get<uint64_t>()) / 1e6,
+                r["device_dtype"].get<std::string>().c_str());
     for (const auto& u : r["unused_tensors"]) std::printf("  unused tensor: %s\n", u.get<std::string>().c_str());
   }
   std::printf("metadata:\n");
@@ -165,10 +179,12 @@ const bool registered = register_command(
      [](CLI::App& sub) {
        auto path = std::make_shared<std::string>();
        auto as_json = std::make_shared<bool>(false);
+       auto dtype = std::make_shared<std::string>("f32");
        sub.add_option("path", *path, "A .safetensors file, an index .json or a model directory")->required();
        sub.add_flag("--json", *as_json, "Print JSON");
-       sub.callback([path, as_json] {
-         json r = inspect(*path);
+       add_dtype_option(sub, *dtype);
+       sub.callback([path, as_json, dtype] {
+         json r = inspect(*path, weights_dtype(*dtype) == DType::BF16);
          if (*as_json)
            std::cout << r.dump(2) << "\n";
          else

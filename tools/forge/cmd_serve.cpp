@@ -28,6 +28,7 @@ constexpr size_t kMaxBody = 4u << 20;  // bytes of a request body (413 beyond)
 
 struct ServeArgs {
   std::string model, adapter, host = "127.0.0.1", device = "auto", api_key;
+  std::string dtype = "f32";  // --dtype: dense weights on the device
   int64_t port = 8080, max_batch = 8, ctx = 0, queue = 64;
 };
 
@@ -46,7 +47,7 @@ void run(const ServeArgs& a) {
   ctx.api_key = a.api_key;
   ctx.created = int64_t(std::time(nullptr));
   if (has_tokenizer(dir)) ctx.tok = Tokenizer::from_dir(dir);
-  std::unique_ptr<CausalLM> model = load_model_and_adapter(dir, dev, a.adapter);
+  std::unique_ptr<CausalLM> model = load_model_and_adapter(dir, dev, a.adapter, weights_dtype(a.dtype));
   ctx.model = model.get();
   ctx.stop_ids = model->info().eos;
   if (ctx.stop_ids.empty() && ctx.tok && ctx.tok->eos_id()) ctx.stop_ids = {*ctx.tok->eos_id()};
@@ -113,6 +114,7 @@ const bool registered = register_command(
        sub.add_option("--host", a.host, "Address to listen on")->capture_default_str();
        sub.add_option("--port", a.port, "Port to listen on (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
        sub.add_option("--adapter", a.adapter, "A LoRA adapter folder (PEFT layout) to apply to the model");
+       add_dtype_option(sub, a.dtype);
        add_device_option(sub, a.device);
        sub.add_option("--api-key", a.api_key, "Require 'Authorization: Bearer KEY' on /v1/ routes");
        check_at_least(sub.add_option("--max-batch", a.max_batch, "Sequences decoded together")->capture_default_str(), 1);

@@ -28,8 +28,15 @@ struct MatmulOptions {
 
 // A [m, k] or [batch, m, k], B [k, n] or [batch, k, n] (stored transposed
 // when asked) -> [m, n] or [batch, m, n]. A rank-2 operand is broadcast across
-// the other's batch.
+// the other's batch. A is f32; B is f32 or bf16 (a dense weight kept in 16
+// bits: its values widen exactly and the products are f32; few rows against
+// B [n, k] with transpose_b read the 16-bit values directly).
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
+
+// ---- bf16 ------------------------------------------------------------------
+
+// x bf16 [..] -> f32 [..] (exact).
+Tensor bf16_to_f32(const Tensor& x);
 
 // ---- Softmax -------------------------------------------------------------
 

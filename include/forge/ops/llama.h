@@ -92,7 +92,8 @@ Tensor silu_gate_fused(const Tensor& up, const Tensor& gate);
 // Decode-step fusions of a block's products (one dispatch on WebGPU where the
 // plain ops take three; the plain ops elsewhere, with the same results up to
 // the order of the f32 sums):
-// x [.., K] times each of up to three weights W_i [n_i, K]: x @ W_i^T.
+// x [.., K] times each of up to three weights W_i [n_i, K] (all f32 or all
+// bf16): x @ W_i^T.
 std::vector<Tensor> matmul_transb_many(const Tensor& x, const std::vector<Tensor>& weights);
 // silu(x @ gate^T) * (x @ up^T) for x [.., K], gate and up [n, K]: what
 // silu_gate_fused(gate_proj(x), up_proj(x)) gives.

@@ -32,6 +32,27 @@ Tensor load_dense(const TensorSource& src, const std::string& name, const Device
   return t;
 }
 
+Tensor load_bf16(const TensorSource& src, const std::string& name, bool transpose, const Device& device,
+                 DeviceTally& tally) {
+  TensorView v = src.get(name);
+  Tensor t;
+  if (v.dtype() == StDType::BF16 && !transpose) {
+    t = Tensor::from_data(v.bytes.data(), v.shape(), DType::BF16, device);
+  } else {
+    const std::vector<float> f = v.to_f32();
+    Shape shape = v.shape();
+    const int64_t rows = shape.at(0), cols = shape.at(1);
+    if (transpose) shape = {cols, rows};
+    std::vector<uint16_t> h(f.size());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        h[size_t(transpose ? c * rows + r : r * cols + c)] = f32_to_bf16(f[size_t(r * cols + c)]);
+    t = Tensor::from_data(h.data(), shape, DType::BF16, device);
+  }
+  tally.add(t);
+  return t;
+}
+
 Tensor load_raw(const TensorSource& src, const std::string& name, const Device& device, DeviceTally& tally) {
   TensorView v = src.get(name);
   std::optional<DType> dt = to_dtype(v.dtype());
@@ -61,10 +82,12 @@ Tensor Linear::operator()(const Tensor& x) const {
     o.bias = b;
     y = matmul(x2, w, o);  // w [in, out]
   } else {
+    // Dense f32 or bf16 (which matmul reads as it is), or many rows of a
+    // quantized weight dequantized.
     MatmulOptions o;
     o.transpose_b = true;
     o.bias = b;
-    y = matmul(x2, dense_weight(), o);
+    y = matmul(x2, quant ? dense_weight() : w, o);
   }
   if (lora.defined()) {
     // Two thin products through the rank: never the dense [out, in] delta.
@@ -78,7 +101,8 @@ Tensor Linear::operator()(const Tensor& x) const {
 }
 
 Tensor Linear::dense_weight() const {
-  return quant ? affine_dequantize(q, scales, biases, quant->bits, quant->group_size) : w;
+  if (quant) return affine_dequantize(q, scales, biases, quant->bits, quant->group_size);
+  return w.dtype() == DType::BF16 ? bf16_to_f32(w) : w;
 }
 
 std::vector<float> transposed(const std::vector<float>& v, int64_t rows, int64_t cols) {
@@ -118,7 +142,7 @@ bool plain(const Linear& l) { return !l.quant && !l.conv1d && !l.bias.defined() 
 
 std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor& x) {
   bool fused = ls.size() <= 3;
-  for (const Linear* l : ls) fused = fused && plain(*l);
+  for (const Linear* l : ls) fused = fused && plain(*l) && l->w.dtype() == ls.front()->w.dtype();
   std::vector<Tensor> out;
   if (fused) {
     std::vector<Tensor> ws;
@@ -130,13 +154,13 @@ std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor
 }
 
 Tensor silu_gate_of(const Linear& gate, const Linear& up, const Tensor& x) {
-  if (plain(gate) && plain(up)) return silu_gate_matmul(x, gate.w, up.w);
+  if (plain(gate) && plain(up) && gate.w.dtype() == up.w.dtype()) return silu_gate_matmul(x, gate.w, up.w);
   return silu_gate_fused(gate(x), up(x));
 }
 
 Linear Linear::load(const TensorSource& src, const std::string& base, int64_t out, int64_t in, bool with_bias,
                     const std::optional<QuantizationConfig>& quant, const Device& device, DeviceTally& tally,
-                    bool conv1d) {
+                    bool conv1d, DType dense) {
   Linear l;
   l.in = in;
   l.out = out;
@@ -146,6 +170,8 @@ Linear Linear::load(const TensorSource& src, const std::string& base, int64_t ou
     l.q = load_raw(src, base + ".weight", device, tally);
     l.scales = load_raw(src, base + ".scales", device, tally);
     l.biases = load_raw(src, base + ".biases", device, tally);
+  } else if (dense == DType::BF16) {
+    l.w = load_bf16(src, base + ".weight", conv1d, device, tally);
   } else {
     l.w = load_dense(src, base + ".weight", device, tally);
     l.conv1d = conv1d;

@@ -37,6 +37,11 @@ struct DeviceTally {
 
 // A dense tensor (f32, f16 or bf16 in the file) as f32 on `device`.
 Tensor load_dense(const TensorSource& src, const std::string& name, const Device& device, DeviceTally& tally);
+// A matrix [rows, cols] (any float dtype in the file) as bf16 on `device`:
+// a bf16 file's values as they are, others rounded to nearest even; with
+// transpose stored [cols, rows].
+Tensor load_bf16(const TensorSource& src, const std::string& name, bool transpose, const Device& device,
+                 DeviceTally& tally);
 // A tensor uploaded with its file dtype unchanged (u32 words, 16-bit scales).
 Tensor load_raw(const TensorSource& src, const std::string& name, const Device& device, DeviceTally& tally);
 

@@ -141,11 +141,12 @@ void tally_weights(Gpt2Weights& w, ModelInfo& info) {
 
 }  // namespace
 
-Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device) {
-  return load(dir, device, SafetensorsFiles::on_disk());
+Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device, DType weights) {
+  return load(dir, device, SafetensorsFiles::on_disk(), weights);
 }
 
-Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device, const SafetensorsFiles& files) {
+Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device, const SafetensorsFiles& files,
+                DType weights) {
   if (!std::filesystem::is_directory(dir))
     throw IoError("[gpt2] model directory '" + dir.string() + "' does not exist");
   ModelConfig mc = load_config(dir);
@@ -161,11 +162,15 @@ Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device, const Sa
   const models::TensorSource src = models::TensorSource::of(ckpt);
   models::DeviceTally tally;
   gpt2::QuantizedSource quantized;
-  if (layout.quantized)
+  if (layout.quantized || weights == DType::BF16)
+    // The modules loaded here, not from host f32 values: the quantized ones,
+    // and with bf16 weights the blocks' projections (wte stays f32).
     quantized = [&](const std::string& base, int64_t out, int64_t in) -> std::optional<models::Linear> {
       const std::string full = layout.name(base);
-      if (!src.contains(full + ".scales")) return std::nullopt;
-      return models::Linear::load(src, full, out, in, base != "wte", mc.quantization, device, tally, true);
+      const bool packed = layout.quantized && src.contains(full + ".scales");
+      if (!packed && (weights != DType::BF16 || base == "wte")) return std::nullopt;
+      return models::Linear::load(src, full, out, in, base != "wte", packed ? mc.quantization : std::nullopt, device,
+                                  tally, true, weights);
     };
   m.w_ = gpt2::build_weights(
       c, [&](const std::string& name, const Shape&) { return ckpt.get(layout.name(name)).to_f32(); }, device,
@@ -179,6 +184,8 @@ Gpt2 Gpt2::load(const std::filesystem::path& dir, const Device& device, const Sa
     m.info_.weights = "mlx q" + std::to_string(q.bits) + " (group " + std::to_string(q.group_size) + ")";
     if (!q.overrides.empty()) m.info_.weights += " with per-layer overrides";
     m.info_.weights += ", " + dt + " norms";
+  } else if (weights == DType::BF16) {
+    m.info_.weights = dt == "bf16" ? "bf16" : dt + " -> bf16";
   } else if (dt != "f32") {
     m.info_.weights = dt + " (computed in f32)";
   }

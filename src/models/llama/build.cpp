@@ -4,7 +4,7 @@
 namespace forge::models {
 
 LlamaModel::LlamaModel(const ModelConfig& mc, const TensorSource& src, const std::string& prefix,
-                       const Device& device)
+                       const Device& device, DType dense)
     : CausalLM(device), c_(mc.llama()), inv_freq_(llama_inv_freq(c_)) {
   const int64_t H = c_.hidden_size, I = c_.intermediate_size, V = c_.vocab_size;
   const int64_t q = c_.num_attention_heads * c_.head_dim, kv = c_.num_key_value_heads * c_.head_dim;
@@ -17,13 +17,13 @@ LlamaModel::LlamaModel(const ModelConfig& mc, const TensorSource& src, const std
     y.input_norm = load_dense(src, p + "input_layernorm.weight", device, tally);
     y.post_norm = load_dense(src, p + "post_attention_layernorm.weight", device, tally);
     const std::string a = p + "self_attn.", m = p + "mlp.";
-    y.q = Linear::load(src, a + "q_proj", q, H, c_.has_bias_q(), quant, device, tally);
-    y.k = Linear::load(src, a + "k_proj", kv, H, c_.has_bias_q(), quant, device, tally);
-    y.v = Linear::load(src, a + "v_proj", kv, H, c_.has_bias_q(), quant, device, tally);
-    y.o = Linear::load(src, a + "o_proj", H, q, c_.attention_bias, quant, device, tally);
-    y.gate = Linear::load(src, m + "gate_proj", I, H, c_.mlp_bias, quant, device, tally);
-    y.up = Linear::load(src, m + "up_proj", I, H, c_.mlp_bias, quant, device, tally);
-    y.down = Linear::load(src, m + "down_proj", H, I, c_.mlp_bias, quant, device, tally);
+    y.q = Linear::load(src, a + "q_proj", q, H, c_.has_bias_q(), quant, device, tally, false, dense);
+    y.k = Linear::load(src, a + "k_proj", kv, H, c_.has_bias_q(), quant, device, tally, false, dense);
+    y.v = Linear::load(src, a + "v_proj", kv, H, c_.has_bias_q(), quant, device, tally, false, dense);
+    y.o = Linear::load(src, a + "o_proj", H, q, c_.attention_bias, quant, device, tally, false, dense);
+    y.gate = Linear::load(src, m + "gate_proj", I, H, c_.mlp_bias, quant, device, tally, false, dense);
+    y.up = Linear::load(src, m + "up_proj", I, H, c_.mlp_bias, quant, device, tally, false, dense);
+    y.down = Linear::load(src, m + "down_proj", H, I, c_.mlp_bias, quant, device, tally, false, dense);
     layers_.push_back(std::move(y));
   }
   norm_ = load_dense(src, prefix + "norm.weight", device, tally);
@@ -46,13 +46,15 @@ LlamaModel::LlamaModel(const ModelConfig& mc, const TensorSource& src, const std
   info_.parameters = params;
   if (mc.bos_token_id) info_.bos = uint32_t(*mc.bos_token_id);
   for (int64_t e : mc.eos_token_ids) info_.eos.push_back(uint32_t(e));
-  const std::string dense = dense_dtype_summary(src, {prefix + "norm.weight"});
   if (quant) {
+    const std::string norms = dense_dtype_summary(src, {prefix + "norm.weight"});
     info_.weights = "mlx q" + std::to_string(quant->bits) + " (group " + std::to_string(quant->group_size) + ")";
     if (!quant->overrides.empty()) info_.weights += " with per-layer overrides";
-    info_.weights += ", " + dense + " norms";
+    info_.weights += ", " + norms + " norms";
   } else {
-    info_.weights = dense == "f32" ? "f32" : dense + " (computed in f32)";
+    const std::string file = dense_dtype_summary(src, {prefix + "norm.weight"});
+    if (dense == DType::BF16) info_.weights = file == "bf16" ? "bf16" : file + " -> bf16";
+    else info_.weights = file == "f32" ? "f32" : file + " (computed in f32)";
   }
 }
 

@@ -32,8 +32,10 @@ class LlamaModel : public CausalLM {
  public:
   // From named tensors laid out as Hugging Face names them (prefix "model."
   // or none; "lm_head.weight" when untied). `config` must be a Llama config
-  // whose tensors check_weights accepted.
-  LlamaModel(const ModelConfig& config, const TensorSource& src, const std::string& prefix, const Device& device);
+  // whose tensors check_weights accepted. `dense`: how the dense Linear
+  // weights are held on the device, f32 or bf16 (Linear::load).
+  LlamaModel(const ModelConfig& config, const TensorSource& src, const std::string& prefix, const Device& device,
+             DType dense = DType::F32);
 
   const LlamaConfig& config() const { return c_; }
   // What training reads (models/llama/train.h): handles sharing the storage.

@@ -32,6 +32,10 @@ LlamaParams llama_params(const LlamaModel& model) {
   if (model.embed().is_quantized() || model.layers().front().q.quant)
     throw ValueError("[llama_train] full fine-tuning needs dense weights; this model is quantized (" +
                      model.info().weights + ")");
+  // f32 master weights: a bf16 load is for inference and LoRA over it.
+  if (model.layers().front().q.w.dtype() == DType::BF16)
+    throw ValueError("[llama_train] full fine-tuning needs f32 weights; this model holds bf16 ones on the device "
+                     "(load it with f32 weights to train it, or attach a LoRA adapter)");
   LlamaParams p;
   p.embed = model.embed().chunks;
   p.layers = model.layers();

@@ -8,7 +8,8 @@
 //           silu_gate.wgsl rounds it), W2 and out1/out2 unused.
 // One dispatch instead of three in both modes. main_serial: the same with one
 // invocation per output column and no barrier, for small k (see
-// matvec.wgsl's main_serial for why).
+// matvec.wgsl's main_serial for why). Preceded by a weights snippet: the
+// weights f32, or bf16 widened as they are read.
 override MODE: u32 = 0u;
 
 struct Params {
@@ -24,9 +25,9 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4f>;   // [m, k / 4]
-@group(0) @binding(2) var<storage, read> w0: array<vec4f>;  // [n0, k / 4]
-@group(0) @binding(3) var<storage, read> w1: array<vec4f>;
-@group(0) @binding(4) var<storage, read> w2: array<vec4f>;
+@group(0) @binding(2) var<storage, read> w0: array<WeightVec4>;  // [n0, k / 4]
+@group(0) @binding(3) var<storage, read> w1: array<WeightVec4>;
+@group(0) @binding(4) var<storage, read> w2: array<WeightVec4>;
 @group(0) @binding(5) var<storage, read_write> o0: array<f32>;  // [m, n0]
 @group(0) @binding(6) var<storage, read_write> o1: array<f32>;
 @group(0) @binding(7) var<storage, read_write> o2: array<f32>;
@@ -40,12 +41,12 @@ var<workgroup> red: array<f32, 2048>;  // [2][MAX_ROWS][WG]
 
 fn weight(which: u32, i: u32) -> vec4f {
   if (which == 0u) {
-    return w0[i];
+    return weight4(w0[i]);
   }
   if (which == 1u) {
-    return w1[i];
+    return weight4(w1[i]);
   }
-  return w2[i];
+  return weight4(w2[i]);
 }
 
 @compute @workgroup_size(256)
@@ -84,8 +85,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
           }
         }
       } else {
-        let g = w0[base + i];
-        let u = w1[base + i];
+        let g = weight4(w0[base + i]);
+        let u = weight4(w1[base + i]);
         for (var r = 0u; r < MAX_ROWS; r++) {
           if (r < p.m) {
             let a = x[r * k4 + i];
@@ -164,8 +165,8 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
         if (MODE == 0u) {
           a0 += dot(a, weight(which, base + i));
         } else {
-          a0 += dot(a, w0[base + i]);
-          a1 += dot(a, w1[base + i]);
+          a0 += dot(a, weight4(w0[base + i]));
+          a1 += dot(a, weight4(w1[base + i]));
         }
       }
       if (MODE == 1u) {

@@ -2,7 +2,8 @@
 // as vec4 (TRANS_B, k and every stride and offset multiples of 4): C[batch,
 // m, n] = alpha * A @ B^T (+ bias) for few rows -- the decode step of every
 // Linear layer, one sequence or a batch of them. Same Params as matmul.wgsl
-// (preceded by matmul_params.wgsl and MAX_ROWS, 4 or 8, from the host).
+// (preceded by matmul_params.wgsl, MAX_ROWS, 4 or 8, from the host, and a
+// weights snippet: B f32, or bf16 widened as it is read).
 // Workgroup row y takes rows y * MAX_ROWS onwards, so a batch of 32
 // sequences reads B four times (from cache) instead of leaving most of the
 // GPU idle in a few 64x64 tiles.
@@ -17,7 +18,7 @@ const COLS: u32 = 8u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> A: array<vec4f>;
-@group(0) @binding(2) var<storage, read> B: array<vec4f>;
+@group(0) @binding(2) var<storage, read> B: array<WeightVec4>;  // f32 or bf16 (the snippet before)
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
 
@@ -47,17 +48,17 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     let b_base = (batch * p.b_batch_stride + col * p.ldb) / 4u;
     var i = lane;
     for (; i + 3u * LANES < k4; i += 4u * LANES) {
-      let b0 = B[b_base + i];
-      let b1 = B[b_base + i + LANES];
-      let b2 = B[b_base + i + 2u * LANES];
-      let b3 = B[b_base + i + 3u * LANES];
+      let b0 = weight4(B[b_base + i]);
+      let b1 = weight4(B[b_base + i + LANES]);
+      let b2 = weight4(B[b_base + i + 2u * LANES]);
+      let b3 = weight4(B[b_base + i + 3u * LANES]);
       accumulate(&acc, rows, a_base, i, b0);
       accumulate(&acc, rows, a_base, i + LANES, b1);
       accumulate(&acc, rows, a_base, i + 2u * LANES, b2);
       accumulate(&acc, rows, a_base, i + 3u * LANES, b3);
     }
     for (; i < k4; i += LANES) {
-      accumulate(&acc, rows, a_base, i, B[b_base + i]);
+      accumulate(&acc, rows, a_base, i, weight4(B[b_base + i]));
     }
   }
   for (var r = 0u; r < rows; r++) {
@@ -107,7 +108,7 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
     let a_row = a_base + r * (p.lda / 4u);
     var acc = 0.0;
     for (var i = 0u; i < k4; i++) {
-      acc += dot(A[a_row + i], B[b_base + i]);
+      acc += dot(A[a_row + i], weight4(B[b_base + i]));
     }
     var v = p.alpha * acc;
     if (p.has_bias != 0u) {
