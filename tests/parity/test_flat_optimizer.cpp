@@ -83,8 +83,10 @@ void check_flat(int64_t n, const std::vector<Seg>& segs, float clip_to) {
     EXPECT_TRUE(all_close(st[k][2].to_vector<float>(), f32(ref.m), 1e-7, 1e-6)) << where;
     EXPECT_TRUE(all_close(st[k][3].to_vector<float>(), f32(ref.v), 1e-9, 1e-6)) << where;
   }
-  if (devices.size() > 1)  // a GPU's sqrt and division may be a few ulp off (see NnValues.AdamW...)
-    EXPECT_TRUE(all_close(st[1][0].to_vector<float>(), st[0][0].to_vector<float>(), 0, 1e-6)) << n;
+  // A GPU's sqrt and division may be a few ulp off (see NnValues.AdamW...):
+  // on an H200, 3e-9 apart on an update of 1e-3 (3e-6 relative).
+  if (devices.size() > 1)
+    EXPECT_TRUE(all_close(st[1][0].to_vector<float>(), st[0][0].to_vector<float>(), 1e-8, 1e-6)) << n;
 }
 
 TEST(FlatAdamW, MatchesReferenceOnEveryBackend) {

@@ -172,10 +172,12 @@ TEST(QuantChunked, AffineAndMatmul) {
                              [](auto& t) { return affine_dequantize(t[0], t[1], t[2], 8, 64); }, 1e-6, 0));
   EXPECT_TRUE(cpu_gpu_parity({h.w, h.scales, h.biases},
                              [](auto& t) { return affine_dequantize(t[0], t[1], t[2], 4, 32); }, 1e-6, 0));
+  // Sums of 256 products in another order on each side: an H200 lands
+  // 2.5e-5 from the CPU where the outputs cancel to 0.09 (1e-4 absolute).
   EXPECT_TRUE(cpu_gpu_parity({x, q.w, q.scales, q.biases},
-                             [](auto& t) { return quantized_matmul(t[0], t[1], t[2], t[3], 8, 64); }, 2e-5, 1e-5));
+                             [](auto& t) { return quantized_matmul(t[0], t[1], t[2], t[3], 8, 64); }, 1e-4, 1e-5));
   EXPECT_TRUE(cpu_gpu_parity({xh, h.w, h.scales, h.biases},
-                             [](auto& t) { return quantized_matmul(t[0], t[1], t[2], t[3], 4, 32); }, 2e-5, 1e-5));
+                             [](auto& t) { return quantized_matmul(t[0], t[1], t[2], t[3], 4, 32); }, 1e-4, 1e-5));
   EXPECT_TRUE(cpu_gpu_parity({words}, [](auto& t) { return dequantize(t[0]); }, 0, 0));
 }
 
