@@ -233,6 +233,7 @@ function open(files, device) {
     // The weights are on the device once forge_open returns; the small files
     // stay for exports.
     try {
+      if (device === "cpu") await checkHeapRoom(M, files);
       const reply = await call(M, "forge_open", ["string"], [JSON.stringify({dir, device})]);
       return new Model(reply.handle, reply.info, device, fallback, dir);
     } catch (e) {
@@ -243,6 +244,38 @@ function open(files, device) {
     }
   });
 }
+
+// The CPU path holds every weight in the heap, in f32: refused up front when
+// they cannot fit under the heap's maximum, before a load that would run it
+// out and leave the module unusable (Asyncify cannot save a stack then).
+const HEAP_MAX = 4 * 1024 * 1024 * 1024;  // the build's MAXIMUM_MEMORY
+async function checkHeapRoom(M, files) {
+  let need = 0;
+  for (const data of Object.values(files)) {
+    if (!(data instanceof Blob)) continue;
+    if (data.size < 8) continue;  // forge_open names the malformed file
+    const n = Number(new DataView(await data.slice(0, 8).arrayBuffer()).getBigUint64(0, true));
+    if (n <= 0 || 8 + n > data.size) continue;
+    let header;
+    try {
+      header = JSON.parse(new TextDecoder().decode(await data.slice(8, 8 + n).arrayBuffer()));
+    } catch {
+      continue;
+    }
+    for (const [name, t] of Object.entries(header)) {
+      if (name === "__metadata__" || !Array.isArray(t?.data_offsets)) continue;
+      const bytes = Number(t.data_offsets[1]) - Number(t.data_offsets[0]);
+      need += t.dtype === "BF16" || t.dtype === "F16" ? 2 * bytes : bytes;  // widened to f32
+    }
+  }
+  const max = settings.maxHeapBytes ? Math.max(INITIAL_HEAP, settings.maxHeapBytes) : HEAP_MAX;
+  const room = max - M.HEAP8.length;
+  if (need > room)
+    throw new Error(`[load] on the CPU the weights take ${mib(need)} of the wasm heap, which has ${mib(room)} ` +
+                    `left of its ${mib(max)} maximum: load the model on WebGPU, or a quantized or smaller one`);
+}
+
+const mib = (n) => `${(n / (1 << 20)).toFixed(1)} MiB`;
 
 function removeTree(M, dir) {
   if (!M.FS.analyzePath(dir).exists) return;

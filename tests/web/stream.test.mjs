@@ -9,7 +9,9 @@
 //    LOGIT_TOL (a random model's logits are ~0.3: a tensor read wrong or
 //    misplaced moves them by as much);
 //  - the heap's growth during the load stays below half the weights (prints
-//    the heap before and after beside the model's size).
+//    the heap before and after beside the model's size);
+//  - on the CPU path, whose weights live in the heap, the same model is a
+//    clear error before loading, and the page's module stays usable.
 //
 // node tests/web/stream.test.mjs (scripts/test-web.sh builds what it needs).
 import {execFileSync} from "node:child_process";
@@ -121,6 +123,29 @@ try {
               `weights ${mb(modelBytes)}; load ${gpu.loadSeconds?.toFixed(2)} s`);
   check(gpu.after - gpu.before < modelBytes / 2,
         `the heap grew by ${mb(gpu.after - gpu.before)} for ${mb(modelBytes)} of weights (less than half)`);
+
+  // The CPU path holds the weights in the heap: a model past its room is a
+  // clear error up front, and the module stays usable (a WebGPU load after it).
+  const cpu = await page.evaluate(async (prompt) => {
+    let error = "";
+    try {
+      await window.forge.load("/models/wide/", {device: "cpu", cache: false});
+    } catch (e) {
+      error = String(e.message || e);
+    }
+    try {
+      const m = await window.forge.load("/models/wide/", {device: "webgpu", cache: false});
+      const g = await m.generate({promptIds: prompt, maxTokens: 2, greedy: true});
+      await m.close();
+      return {error, ids: g.ids};
+    } catch (e) {
+      return {error, after: String(e.message || e)};
+    }
+  }, PROMPT);
+  check(/on the CPU the weights take .* of the wasm heap/.test(cpu.error),
+        `the CPU path refuses a model larger than the heap's room: ${cpu.error || "no error"}`);
+  check(JSON.stringify(cpu.ids) === JSON.stringify(native.slice(0, 2)),
+        `the module stays usable: a WebGPU load after it generates ${cpu.ids ?? cpu.after}`);
 
 } finally {
   await browser.close();
