@@ -1,7 +1,7 @@
 // Figures for forge in the browser (not a test): the wasm and JS sizes, and
 // per model folder and device the load time, greedy decode tokens/s and the
 // fixed-batch training step time in the tab (second run: the first compiles
-// the kernels), beside the native CLI on the same folder and machine. One
+// the kernels; LoRA of rank 8 for a quantized model), beside the native CLI on the same folder and machine. One
 // JSON line per model and device. Needs build/forge and build-wasm
 // (scripts/web.sh --build-only).
 //
@@ -44,12 +44,16 @@ try {
         const load_s = (performance.now() - t0) / 1000;
         const gen = [];
         for (let i = 0; i < 2; ++i) gen.push(await m.generate({promptIds: prompt, maxTokens: tokens, greedy: true}));
+        // A quantized model (the shipped one) fine-tunes with LoRA only.
+        const lora = m.info.weights.startsWith("mlx") ? {rank: 8} : undefined;
         const train = [];
-        for (let i = 0; i < 2; ++i) train.push(await m.train({inputIds: batch, steps, lr: 1e-3, weightDecay: 0.01}));
+        for (let i = 0; i < 2; ++i)  // an adapter, once attached, trains on with resume
+          train.push(await m.train({inputIds: batch, steps, lr: 1e-3, weightDecay: 0.01, lora: i ? undefined : lora,
+                                    resume: Boolean(i && lora)}));
         await m.close();
         return {load_s, tokens: gen[1].ids.length, decode_tokens_per_s: gen[1].tokensPerSecond,
                 first_decode_tokens_per_s: gen[0].tokensPerSecond, train_step_ms: train[1].stepSeconds * 1000,
-                first_train_step_ms: train[0].stepSeconds * 1000, ran_on: m.device};
+                first_train_step_ms: train[0].stepSeconds * 1000, training: lora ? "lora r8" : "full", ran_on: m.device};
       }, {name, device, prompt, batch, tokens, steps});
       r.native_decode_tokens_per_s = native(join(models, name), device);
       console.log(JSON.stringify({model: name, device, ...r}));
