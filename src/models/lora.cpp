@@ -225,21 +225,27 @@ void merge_adapter(CausalLM& model) {
   detach(model);
 }
 
+namespace {
+// Appends `t`'s values as the host tensor `name`, or, when the last one
+// appended has that name, as its next rows (a table held in row chunks).
+void append_rows(std::vector<HostTensor>& out, const std::string& name, const Tensor& t) {
+  std::vector<float> values = t.to_vector<float>();
+  if (!out.empty() && out.back().name == name) {
+    out.back().shape[0] += t.dim(0);
+    out.back().values.insert(out.back().values.end(), values.begin(), values.end());
+    return;
+  }
+  out.push_back({name, t.shape(), std::move(values)});
+}
+}  // namespace
+
 std::vector<HostTensor> model_weights(const CausalLM& model) {
   if (const auto* g = dynamic_cast<const Gpt2*>(&model)) {
     Gpt2Weights w = g->weights();  // handles sharing the model's storage
     std::vector<HostTensor> out;
-    std::string last;
     for (auto& [name, t] : gpt2_named_params(w)) {
       if (!t->defined()) throw ValueError("[lora] model_weights: '" + name + "' is quantized; GPT-2 is written dense");
-      std::vector<float> values = t->to_vector<float>();
-      if (!out.empty() && name == last) {  // the next row chunk of wte
-        out.back().shape[0] += t->dim(0);
-        out.back().values.insert(out.back().values.end(), values.begin(), values.end());
-        continue;
-      }
-      out.push_back({name, t->shape(), std::move(values)});
-      last = name;
+      append_rows(out, name, *t);
     }
     return out;
   }
@@ -248,17 +254,7 @@ std::vector<HostTensor> model_weights(const CausalLM& model) {
   const LlamaModel& m = *llama;
   models::LlamaParams p = models::llama_params(m);
   std::vector<HostTensor> out;
-  std::string last;
-  for (auto& [name, t] : models::llama_named(p, m.config(), m.tied())) {
-    std::vector<float> values = t->to_vector<float>();
-    if (!out.empty() && name == last) {  // the next row chunk of the same table
-      out.back().shape[0] += t->dim(0);
-      out.back().values.insert(out.back().values.end(), values.begin(), values.end());
-      continue;
-    }
-    out.push_back({name, t->shape(), std::move(values)});
-    last = name;
-  }
+  for (auto& [name, t] : models::llama_named(p, m.config(), m.tied())) append_rows(out, name, *t);
   return out;
 }
 
