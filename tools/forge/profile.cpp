@@ -42,12 +42,12 @@ void print_profile(const Device& d, const std::string& what, double per) {
   const char* unit = per == 1.0 ? "in all" : "a step";
   std::fprintf(stderr, "\nforge: kernel profile of %s on %s (%s), %s: %.3f ms in %.0f dispatches\n", what.c_str(),
                d.name().c_str(), rt.profile_clock().c_str(), unit, total / per, double(dispatches) / per);
-  std::fprintf(stderr, "%10s %7s %11s %10s %6s  %-22s %s\n", "total ms", "share", "dispatches", "us each", "", "op",
+  std::fprintf(stderr, "%10s %7s %11s %10s         %-22s %s\n", "total ms", "share", "dispatches", "us each", "op",
                "kernel");
   for (const auto& k : times)
-    std::fprintf(stderr, "%10.3f %6.1f%% %11.1f %10.2f %6s  %-22s %s\n", k.ms / per, total > 0 ? 100.0 * k.ms / total : 0.0,
-                 double(k.dispatches) / per, k.dispatches ? k.ms * 1e3 / double(k.dispatches) : 0.0, "",
-                 k.op.c_str(), k.kernel.c_str());
+    std::fprintf(stderr, "%10.3f %6.1f%% %11.1f %10.2f         %-22s %s\n", k.ms / per,
+                 total > 0 ? 100.0 * k.ms / total : 0.0, double(k.dispatches) / per,
+                 k.dispatches ? k.ms * 1e3 / double(k.dispatches) : 0.0, k.op.c_str(), k.kernel.c_str());
 }
 
 }  // namespace forge::cli
