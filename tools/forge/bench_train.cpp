@@ -25,6 +25,7 @@
 #include "cli_util.h"
 #include "command.h"
 #include "devices.h"
+#include "model_arg.h"
 #include "profile.h"
 #include "forge/gpt2_train.h"
 #include "forge/lora.h"
@@ -161,18 +162,19 @@ ModelConfig arch_config(const std::string& arch) {
   return model_preset(arch);
 }
 
-void run_arch(const std::string& device, const std::string& arch, int64_t lora_rank, int steps,
-              const std::vector<BatchShape>& batch_shapes, bool json) {
+void run_arch(const std::string& device, const std::string& arch, int64_t lora_rank, const std::string& dtype,
+              int steps, const std::vector<BatchShape>& batch_shapes, bool json) {
   const ModelConfig config = arch_config(arch);
+  const DType weights = weights_dtype(dtype);
   for (const Device& dev : resolve_devices(device)) {
-    auto model = random_model(config, 1, dev);
+    auto model = random_model(config, 1, dev, weights, weights);
     if (lora_rank > 0) {
       LoraConfig lc;
       lc.rank = lora_rank;
       lc.alpha = 2.0 * double(lora_rank);
       attach_new_adapter(*model, lc, 1);
     }
-    const std::string mode = lora_rank > 0 ? "LoRA r " + std::to_string(lora_rank) : "full";
+    const std::string mode = (lora_rank > 0 ? "LoRA r " + std::to_string(lora_rank) : "full") + ", " + dtype;
     nlohmann::json shapes = nlohmann::json::array();
     for (auto [B, T] : batch_shapes) {
       nlohmann::json j = bench_llama_shape(*model, B, std::min(T, model->context_length()), steps);
@@ -187,7 +189,7 @@ void run_arch(const std::string& device, const std::string& arch, int64_t lora_r
     }
     if (json)
       std::printf("%s\n", nlohmann::json{{"bench", "train"}, {"arch", arch}, {"device", dev.name()},
-                                         {"training", lora_rank > 0 ? "lora" : "full"}, {"lora_rank", lora_rank},
+                                         {"training", lora_rank > 0 ? "lora" : "full"}, {"lora_rank", lora_rank}, {"dtype", dtype},
                                          {"parameters", model->info().parameters}, {"steps", steps},
                                          {"shapes", shapes}}
                               .dump()
@@ -223,7 +225,7 @@ void run(const std::string& device, const std::string& preset, int steps, const 
 
 const bool registered = register_bench(
     {"train", "Training step time and tokens/s: GPT-2 at B4xT64 and B8xT1024, or a Llama-family --arch (full or LoRA)", [](CLI::App& sub) {
-       static std::string device = "auto", preset = "124M", shapes = "4x64,8x1024", arch;
+       static std::string device = "auto", preset = "124M", shapes = "4x64,8x1024", arch, dtype = "f32";
        static int steps = 2;
        static int64_t lora_rank = 0;
        static bool json = false;
@@ -233,6 +235,8 @@ const bool registered = register_bench(
        check_at_least(
            sub.add_option("--lora-rank", lora_rank, "With --arch: train a fresh LoRA adapter of this rank on q, k, v, o"),
            1);
+       add_dtype_option(sub, dtype)
+           ->description("With --arch and --lora-rank: the frozen base's dense weights on the device, f32 or bf16");
        check_at_least(sub.add_option("--steps", steps, "Timed steps per shape (after one warm-up)"), 1);
        sub.add_option("--shapes", shapes, "Comma-separated BxT shapes (T capped at the context length)")
            ->capture_default_str();
@@ -240,7 +244,9 @@ const bool registered = register_bench(
        add_profile_flag(sub);
        sub.add_flag("--json", json, "Print JSON");
        sub.callback([] {
-         if (!arch.empty()) return run_arch(device, arch, lora_rank, steps, parse_shapes(shapes), json);
+         if (dtype != "f32" && (arch.empty() || lora_rank == 0))
+           throw CLI::ValidationError("--dtype", dtype + " weights are a frozen LoRA base: pass --arch and --lora-rank");
+         if (!arch.empty()) return run_arch(device, arch, lora_rank, dtype, steps, parse_shapes(shapes), json);
          if (lora_rank > 0) throw CLI::ValidationError("--lora-rank", "LoRA is benchmarked on a Llama-family --arch");
          run(device, preset, steps, parse_shapes(shapes), json);
        });

@@ -49,6 +49,7 @@
 #include "train_lora.h"
 #include "train_model.h"
 #include "train_run_dir.h"
+#include "model_arg.h"
 #include "train_settings.h"
 
 namespace forge::cli {
@@ -153,7 +154,8 @@ std::string model_text(const Gpt2Config& c) {
 // with the LoRA flags the folder of --model, frozen, under an adapter.
 Gpt2 load_gpt2(const TrainArgs& a, const std::optional<FoundCheckpoint>& found, const Device& dev, int64_t vocab) {
   const fs::path dir = run_weights_dir(a, found);
-  Gpt2 m = dir.empty() ? Gpt2::random(new_model_config(a, vocab), a.seed, dev) : Gpt2::load(dir, dev);
+  Gpt2 m = dir.empty() ? Gpt2::random(new_model_config(a, vocab), a.seed, dev)
+                        : Gpt2::load(dir, dev, train_weights_dtype(a));
   attach_run_adapter(a, found, m);
   return m;
 }
@@ -233,6 +235,7 @@ void run(TrainArgs a) {
                      std::to_string(micro));
 
   if (!found && !a.model.empty()) check_model_dir(a.model);
+  train_weights_dtype(a);  // a bf16 base without LoRA is refused before anything loads
   const Device dev = resolve_devices(a.device)[0];
   const RunTokenizer rt = load_tokenizer(a, found);
   const int64_t vocab = rt.tok.bpe ? int64_t(rt.tok.bpe->vocab_size()) : kByteVocabSize;
@@ -412,6 +415,9 @@ void add_options(CLI::App& sub, TrainArgs& a) {
   sub.add_option("--lora-targets", a.lora_targets, "LoRA: the modules adapted, comma-separated")
       ->default_str(a.lora_targets + " (GPT-2: c_attn)");
   sub.add_flag("--rslora", a.rslora, "LoRA: scale alpha / sqrt(rank) (rank-stabilised)");
+  add_dtype_option(sub, a.dtype)
+      ->description("LoRA: the frozen dense base on the device, f32 or bf16 (half the memory; computed in f32). Full "
+                    "training keeps f32 weights");
   sub.add_option("--fixed-batch", a.fixed_batch, "Parity mode: train on input_ids of this safetensors file");
   check_at_least(sub.add_option("--steps", a.steps, "Optimizer steps"), 1);
   check_at_least(sub.add_option("--batch", a.batch, "Sequences per step"), 1);

@@ -51,7 +51,7 @@ void run_fixed_batch(const TrainArgs& a) {
   if (a.model.empty()) throw UsageError("--fixed-batch needs --model DIR");
   const Device dev = resolve_devices(a.device)[0];
   const bool lora = wants_lora(a);
-  auto model = load_model(check_model_dir(a.model), dev);
+  auto model = load_model(check_model_dir(a.model), dev, train_weights_dtype(a));
   auto* gpt2 = dynamic_cast<Gpt2*>(model.get());
   if (lora) attach_lora(a, *model);
   const Tensor ids = read_fixed_ids(a.fixed_batch, model->vocab_size());

@@ -7,6 +7,7 @@
 #include "hf_model_out.h"
 #include "train_lora.h"
 #include "train_model.h"
+#include "train_settings.h"
 
 namespace forge::cli {
 
@@ -18,7 +19,7 @@ class LlamaTrainModel : public TrainModel {
  public:
   LlamaTrainModel(const TrainArgs& a, const std::optional<FoundCheckpoint>& found, const Device& dev)
       : base_(check_model_dir(a.model)), lora_(wants_lora(a)) {
-    model_ = load_model(run_weights_dir(a, found), dev);
+    model_ = load_model(run_weights_dir(a, found), dev, train_weights_dtype(a));
     attach_run_adapter(a, found, *model_);
     trainer_ = std::make_unique<LlamaTrainer>(*model_, make_llama_train_config(a));
     if (found) trainer_->read_state(found->dir);

@@ -4,6 +4,8 @@
 #include <functional>
 
 #include "cli_util.h"
+#include "model_arg.h"
+#include "train_lora.h"
 
 namespace forge::cli {
 
@@ -59,6 +61,7 @@ const std::vector<Setting>& settings() {
       setting("--save-every", &TrainArgs::save_every, kFree),
       setting("--sample-tokens", &TrainArgs::sample_tokens, kFree),
       setting("--device", &TrainArgs::device, kFree),
+      setting("--dtype", &TrainArgs::dtype, kFree),
   };
   return list;
 }
@@ -104,6 +107,14 @@ std::vector<std::string> apply_saved_settings(TrainArgs& a, const json& saved, i
                                          " on differs from the original schedule"));
   }
   return notes;
+}
+
+DType train_weights_dtype(const TrainArgs& a) {
+  const DType d = weights_dtype(a.dtype);
+  if (d != DType::F32 && !wants_lora(a))
+    throw UsageError("--dtype " + a.dtype + " keeps the frozen base of a LoRA run in 16 bits; full training updates "
+                     "f32 weights (add --lora-rank R or --adapter DIR, or drop --dtype)");
+  return d;
 }
 
 Gpt2TrainConfig make_train_config(const TrainArgs& a, bool fixed) {

@@ -15,6 +15,7 @@ namespace forge::cli {
 struct TrainArgs {
   std::vector<std::string> data;
   std::string model, preset, out, tokenizer, fixed_batch, device = "auto", decay = "all";
+  std::string dtype = "f32";  // --dtype: a LoRA run's frozen dense base on the device, f32 or bf16
   int64_t steps = 100, batch = 8, seq = 0, micro = 0, warmup = 0, eval_every = 50, save_every = 0;
   int64_t eval_batches = 4, sample_tokens = 32, stop_at = 0;
   int64_t n_layer = 0, n_embd = 0, n_head = 0, context = 0;  // 0: the preset's
@@ -50,6 +51,10 @@ Gpt2TrainConfig make_train_config(const TrainArgs& a, bool fixed);
 // never drops): its attention dropout is --dropout when above 0, else the
 // config's attention_dropout.
 TrainConfig make_llama_train_config(const TrainArgs& a);
+
+// The dense weights to load for the run: bf16 only under LoRA, whose base is
+// frozen; full training updates f32 weights (a UsageError says so).
+DType train_weights_dtype(const TrainArgs& a);
 
 // --fixed-batch: trains on one batch and prints the losses (train_fixed.cpp).
 void run_fixed_batch(const TrainArgs& a);

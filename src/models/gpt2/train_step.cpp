@@ -62,6 +62,10 @@ Gpt2Weights trainable_weights(const Gpt2& model, bool lora) {
   if (quantized && !lora)
     throw ValueError("[gpt2_train] full fine-tuning needs dense weights; this model is quantized (train a LoRA "
                      "adapter over it, or train the dense model)");
+  // f32 master weights: a bf16 load is for inference and LoRA over it.
+  if (!quantized && !lora && !w.h.empty() && w.h.front().c_attn.w.dtype() == DType::BF16)
+    throw ValueError("[gpt2_train] full fine-tuning needs f32 weights; this model holds bf16 ones on the device "
+                     "(load it with f32 weights to train it, or attach a LoRA adapter)");
   return w;
 }
 
