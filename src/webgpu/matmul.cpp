@@ -146,10 +146,16 @@ int64_t split_k(const MatmulPlan& p, int64_t tile, uint64_t binding_limit) {
   return best;
 }
 
-// The depth of each slice for `splits` of k: a multiple of 64, so that the
-// last, shorter slice's B starts at a binding offset that is a multiple of
-// 256 bytes.
-int64_t slice_depth(int64_t k, int64_t splits) { return ceil_div(ceil_div(k, splits), 64) * 64; }
+// The depth of each slice for `splits` of k: k / splits when that is whole
+// vec4s (one dispatch), else a multiple of 64, so that the last, shorter
+// slice's B starts at a binding offset that is a multiple of 256 bytes. That
+// last slice is a second dispatch, serialized after the first: on the H200
+// 2048x960x320 nt took 0.158 ms in slices of 256 + 192 against 0.093 ms in
+// 4 x 240.
+int64_t slice_depth(int64_t k, int64_t splits) {
+  if (k % splits == 0 && four(k / splits)) return k / splits;
+  return ceil_div(ceil_div(k, splits), 64) * 64;
+}
 
 struct SplitKParams {
   uint32_t m, n, splits, has_bias, ldc, c_offset, pad0, pad1;
@@ -252,7 +258,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     pt.k = uint32_t(tail);
     pt.a_offset = uint32_t(plan.a_offset + full * ps.a_batch_stride);
     pt.c_offset = uint32_t(full * plan.m * plan.n);
-    const uint64_t b_skip = uint64_t(full) * ps.b_batch_stride * 4;  // a multiple of 256 (kc of 64s)
+    const uint64_t b_skip = uint64_t(full) * ps.b_batch_stride * 4;  // a multiple of 256 (kc: 64s)
     launch(out.device(), "matmul", tiles, pt, {arg(a), arg(b, b_skip, b.nbytes() - b_skip), arg(a), arg(part)},
            tiles_grid, {trans_a, trans_b, t});
   }

@@ -141,8 +141,9 @@ TEST(Parity, Matmul) {
 // partial products one pass sums (in order, deterministic), in every layout,
 // with A aligned and not, and with the bias added once. A k that the slices
 // (multiples of 64 deep) do not divide ends in a shorter slice, a second
-// dispatch. A batch, and a binding limit too low for the partial products,
-// keep a single pass; each must agree as well.
+// dispatch. A batch, or a k no slicing leaves 128 deep, keeps a single
+// pass, and a binding limit too low for the partial products fewer slices;
+// each must agree as well.
 TEST(Parity, MatmulSplitK) {
   std::vector<MatmulCase> cases = {
       {{72, 1024}, {1024, 20}, false, false, true, -1},
@@ -154,14 +155,17 @@ TEST(Parity, MatmulSplitK) {
       {{68, 1000}, {36, 1000}, false, true, true, -1},   // 3 x 256 and 232, B [n, k]
       {{70, 1027}, {1027, 24}, false, false, true, -1},  // odd k: scalar A, last slice 67
       {{2, 72, 512}, {2, 512, 20}, false, false, false, -1},
+      {{72, 200}, {200, 20}, false, false, true, -1},  // k / 2 < 128: one pass
   };
   uint32_t seed = 900;
   for (const auto& c : cases) check_matmul(c, seed += 3);
-  // Room for two slices' partial products [2, 72, 20] but not four.
-  LoweredBindingLimit limit(2 * 72 * 20 * 4);
-  check_matmul({{72, 1024}, {1024, 20}, false, false, true, -1}, seed += 3);
-  LoweredBindingLimit none(72 * 20 * 4);
-  check_matmul({{72, 1024}, {1024, 20}, false, false, true, -1}, seed += 3);
+  // 9 tiles over k = 512 take 4 slices; a binding limit of A's size (every
+  // binding must fit) leaves room for the partial products of 2 [2, 192,
+  // 192] but not of 4.
+  const MatmulCase square{{192, 512}, {512, 192}, false, false, true, -1};
+  check_matmul(square, seed += 3);
+  LoweredBindingLimit limit(192 * 512 * 4);
+  check_matmul(square, seed += 3);
 }
 
 TEST(Values, MatmulSmallExact) {
