@@ -122,12 +122,13 @@ int64_t tile_edge(const MatmulPlan& p) {
 // in 64x64 tiles with a deep k (a weight gradient, k = the batch's rows; the
 // LM head's input gradient, k = the vocabulary), whose tiles alone leave
 // cores idle: a tile's time grows with k, not with how many tiles run beside
-// it. The fewest splits (a power of two) that give four workgroups a core,
-// each slice at least kMinSplitK deep, the partial products [splits, m, n]
-// within one binding. 1 = no split. FORGE_MATMUL_SPLIT_K forces a count
-// where the shape allows (measurement). On the H200: 192x2048x576 tn 0.108
-// ms whole, 0.056 ms in 8 slices; 320x2048x960 tn 0.108 / 0.090 ms in 4;
-// 2048x960x320 nt 0.117 / 0.093 ms in 4.
+// it. Below two workgroups a core, the fewest splits (a power of two) that
+// give four, each slice at least kMinSplitK deep, the partial products
+// [splits, m, n] within one binding. 1 = no split. FORGE_MATMUL_SPLIT_K
+// forces a count where the shape allows (measurement). On the H200:
+// 192x2048x576 tn 0.108 ms whole, 0.056 ms in 8 slices; 320x2048x960 tn
+// 0.108 / 0.090 ms in 4; 2048x960x320 nt 0.117 / 0.093 ms in 4; but
+// 2048x576x576 nt (288 tiles) 0.106 / 0.137 ms in 2.
 constexpr int64_t kMinSplitK = 128;
 constexpr int64_t kMaxSplits = 16;
 int64_t split_k(const MatmulPlan& p, int64_t tile, uint64_t binding_limit) {
@@ -137,6 +138,7 @@ int64_t split_k(const MatmulPlan& p, int64_t tile, uint64_t binding_limit) {
   if (forced > 0) return p.k / forced >= 64 && allowed(forced) ? forced : 1;
   if (tile != 64) return 1;
   const int64_t groups = ceil_div(p.m, tile) * ceil_div(p.n, tile);
+  if (groups >= 2 * device_cores()) return 1;
   const int64_t want = 4 * device_cores();
   int64_t best = 1;
   for (int64_t s = 2; s <= kMaxSplits && groups * best < want; s *= 2) {
