@@ -106,9 +106,10 @@ bool vec4_aligned(const MatmulPlan& p) { return a_aligned(p) && b_aligned(p); }
 // Output tile edge (64 or 128). A 128x128 tile does twice the work per value
 // loaded, but a core holds about one, so the grid runs in waves of `cores`
 // tiles: 128 when that grid fills its waves (at least 15/16 of one, 3/4 of
-// the last), else 64x64 tiles, several a core. On the H200: [2048, 960] @
-// [960, 2560]^T (128 tiles of 128) 0.435 ms against 0.495 ms in 64x64
-// tiles, [2560, 2048] @ [2048, 960] (160: 1.2 waves) 0.542 against 0.363.
+// the last), else 64x64 tiles, several a core. On the H200 (forge bench
+// matmul --shapes MxKxN): 2048x2560x960 nt (128 tiles of 128) 0.435 ms
+// against 0.495 ms in 64x64 tiles; 2560x2048x960 tn (160: 1.2 waves) 0.542
+// against 0.363.
 // FORGE_MATMUL_TILE=64|128 forces one (measurement).
 int64_t tile_edge(const MatmulPlan& p) {
   static const int64_t forced = env_int("FORGE_MATMUL_TILE", 0);
@@ -152,8 +153,8 @@ int64_t split_k(const MatmulPlan& p, int64_t tile, uint64_t binding_limit) {
 // vec4s (one dispatch), else a multiple of 64, so that the last, shorter
 // slice's B starts at a binding offset that is a multiple of 256 bytes. That
 // last slice is a second dispatch, serialized after the first: on the H200
-// 2048x960x320 nt took 0.158 ms in slices of 256 + 192 against 0.093 ms in
-// 4 x 240.
+// 2048x960x320 nt took 0.158 ms in slices of 256 + 192, 0.093 ms in 4 x 240
+// (another run).
 int64_t slice_depth(int64_t k, int64_t splits) {
   if (k % splits == 0 && four(k / splits)) return k / splits;
   return ceil_div(ceil_div(k, splits), 64) * 64;
