@@ -1,10 +1,14 @@
 // Host side of matmul: the tiled kernels in two tile sizes, over vec4 loads
 // (shaders/matmul_vec4.wgsl) when the operands are aligned and over scalars
-// (shaders/matmul.wgsl) when not, and matrix-vector kernels for few rows
+// (shaders/matmul.wgsl) when B is not (A alone unaligned reads its vec4s as
+// scalars), their size chosen by how well the grid fills the GPU, and a
+// small output over a deep k split into k-slices summed by a second pass
+// (shaders/matmul_split_k.wgsl); matrix-vector kernels for few rows
 // (shaders/matvec_vec4.wgsl against an aligned B [n, k], shaders/matvec.wgsl
 // otherwise). B may be bf16 (a dense weight kept in 16 bits): the vec4
 // matrix-vector kernels widen it as they read it; other shapes take a
 // widened copy.
+#include <algorithm>
 #include <cstdlib>
 
 #include "forge_shaders.h"
@@ -17,7 +21,12 @@ namespace forge::webgpu {
 namespace {
 
 const ComposedKernel kMatmul{"matmul", {shaders::matmul_params, shaders::matmul}};
-const ComposedKernel kMatmulVec4{"matmul_vec4", {shaders::matmul_params, shaders::matmul_vec4}};
+const ComposedKernel kMatmulVec4{"matmul_vec4", {shaders::matmul_params, shaders::matmul_a_vec4, shaders::matmul_vec4}};
+// The same tiles with A read as scalars: an A whose row stride is not a
+// multiple of 4 (the LM head's logit gradient, row stride the vocabulary).
+const ComposedKernel kMatmulVec4ScalarA{"matmul_vec4_sa",
+                                        {shaders::matmul_params, shaders::matmul_a_scalar, shaders::matmul_vec4}};
+const gpu::Kernel kSplitKReduce{"matmul_split_k", shaders::matmul_split_k, "main"};
 // The matrix-vector kernels come in two sizes of MAX_ROWS (rows a workgroup
 // computes, prepended as a constant): 4 for one sequence's decode step, whose
 // registers and workgroup memory stay as small as they were tuned, and 8 for
@@ -69,19 +78,92 @@ constexpr int64_t kSerialGroup = 64;    // main_serial's workgroup size
 // batch or re-prefill, whose 64x64 tiles and their barriers cost a CPU driver
 // milliseconds each (SwiftShader: 16 ms for 32 x 32 x 96).
 constexpr int64_t kSerialMaxRows = 64;
-constexpr int64_t kLargeTileGroups = 256;  // enough 128x128 tiles to fill a large GPU
+
+// WebGPU reports no count of compute units, so the fill rules below assume a
+// large discrete GPU: the H200's 132 SMs. FORGE_MATMUL_CORES overrides it
+// (calibration on other GPUs); a smaller GPU is filled by any grid sized for
+// a larger one, so the estimate errs on the large side.
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoll(v) : fallback;
+}
+int64_t device_cores() {
+  static const int64_t cores = std::max<int64_t>(1, env_int("FORGE_MATMUL_CORES", 132));
+  return cores;
+}
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // matmul_vec4.wgsl reads each operand as vec4s along its contiguous dim:
 // that dim, the strides and the offsets must be multiples of 4 (whole vec4s).
-bool vec4_aligned(const MatmulPlan& p) {
-  auto four = [](int64_t v) { return v % 4 == 0; };
-  const int64_t a_contig = p.trans_a ? p.m : p.k;
-  const int64_t b_contig = p.trans_b ? p.k : p.n;
-  return four(a_contig) && four(b_contig) && four(p.lda) && four(p.ldb) && four(p.a_batch_stride) &&
-         four(p.b_batch_stride) && four(p.a_offset);
+bool four(int64_t v) { return v % 4 == 0; }
+bool a_aligned(const MatmulPlan& p) {
+  return four(p.trans_a ? p.m : p.k) && four(p.lda) && four(p.a_batch_stride) && four(p.a_offset);
 }
+bool b_aligned(const MatmulPlan& p) { return four(p.trans_b ? p.k : p.n) && four(p.ldb) && four(p.b_batch_stride); }
+bool vec4_aligned(const MatmulPlan& p) { return a_aligned(p) && b_aligned(p); }
+
+// Output tile edge (64 or 128). A 128x128 tile does twice the work per value
+// loaded, but a core holds about one, so the grid runs in waves of `cores`
+// tiles: 128 when that grid fills its waves (at least 15/16 of one, 3/4 of
+// the last), else 64x64 tiles, several a core. On the H200 (forge bench
+// matmul --shapes MxKxN): 2048x2560x960 nt (128 tiles of 128) 0.435 ms
+// against 0.495 ms in 64x64 tiles; 2560x2048x960 tn (160: 1.2 waves) 0.542
+// against 0.363.
+// FORGE_MATMUL_TILE=64|128 forces one (measurement).
+int64_t tile_edge(const MatmulPlan& p) {
+  static const int64_t forced = env_int("FORGE_MATMUL_TILE", 0);
+  if (forced == 64 || forced == 128) return forced;
+  const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128) * p.batch, cores = device_cores();
+  const int64_t waves = ceil_div(groups, cores);
+  return groups * 16 >= cores * 15 && groups * 4 >= waves * cores * 3 ? 128 : 64;
+}
+
+// Slices of k computed as separate workgroups (split-K) for a small output
+// in 64x64 tiles with a deep k (a weight gradient, k = the batch's rows; the
+// LM head's input gradient, k = the vocabulary), whose tiles alone leave
+// cores idle: a tile's time grows with k, not with how many tiles run beside
+// it. Below two workgroups a core, the fewest splits (a power of two) that
+// give four, each slice at least kMinSplitK deep, the partial products
+// [splits, m, n] within one binding. 1 = no split. FORGE_MATMUL_SPLIT_K
+// forces a count where the shape allows (measurement). On the H200:
+// 192x2048x576 tn 0.108 ms whole, 0.056 ms in 8 slices; 320x2048x960 tn
+// 0.108 / 0.090 ms in 4; 2048x960x320 nt 0.117 / 0.093 ms in 4; but
+// 2048x576x576 nt (288 tiles) 0.106 / 0.137 ms in 2.
+constexpr int64_t kMinSplitK = 128;
+constexpr int64_t kMaxSplits = 16;
+int64_t split_k(const MatmulPlan& p, int64_t tile, uint64_t binding_limit) {
+  if (p.batch != 1) return 1;
+  auto allowed = [&](int64_t s) { return uint64_t(s * p.m * p.n) * 4 <= binding_limit; };
+  static const int64_t forced = env_int("FORGE_MATMUL_SPLIT_K", 0);
+  if (forced > 0) return p.k / forced >= 64 && allowed(forced) ? forced : 1;
+  if (tile != 64) return 1;
+  const int64_t groups = ceil_div(p.m, tile) * ceil_div(p.n, tile);
+  if (groups >= 2 * device_cores()) return 1;
+  const int64_t want = 4 * device_cores();
+  int64_t best = 1;
+  for (int64_t s = 2; s <= kMaxSplits && groups * best < want; s *= 2) {
+    if (p.k / s < kMinSplitK || !allowed(s)) break;
+    best = s;
+  }
+  return best;
+}
+
+// The depth of each slice for `splits` of k: k / splits when that is whole
+// vec4s (one dispatch), else a multiple of 64, so that the last, shorter
+// slice's B starts at a binding offset that is a multiple of 256 bytes. That
+// last slice is a second dispatch, serialized after the first: on the H200
+// 2048x960x320 nt took 0.158 ms in slices of 256 + 192, 0.093 ms in 4 x 240
+// (another run).
+int64_t slice_depth(int64_t k, int64_t splits) {
+  if (k % splits == 0 && four(k / splits)) return k / splits;
+  return ceil_div(ceil_div(k, splits), 64) * 64;
+}
+
+struct SplitKParams {
+  uint32_t m, n, splits, has_bias, ldc, c_offset, pad0, pad1;
+};
+static_assert(sizeof(SplitKParams) == 32);
 
 }  // namespace
 
@@ -138,14 +220,55 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
            {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
     return;
   }
-  // 128x128 tiles when there are enough of them to occupy the device, else 64x64.
-  int64_t t = ceil_div(plan.m, 128) * ceil_div(plan.n, 128) * plan.batch >= kLargeTileGroups ? 8 : 4;
-  int64_t tile = 16 * t;
-  std::array<uint32_t, 3> groups{uint32_t(ceil_div(plan.n, tile)), uint32_t(ceil_div(plan.m, tile)),
-                                 uint32_t(plan.batch)};
-  const bool vec4 = vec4_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR");
-  launch(out.device(), "matmul", vec4 ? kMatmulVec4.kernel() : kMatmul.kernel(), p, args, groups,
-         {{"TRANS_A", plan.trans_a ? 1.0 : 0.0}, {"TRANS_B", plan.trans_b ? 1.0 : 0.0}, {"T", double(t)}});
+  const int64_t tile = tile_edge(plan);
+  const gpu::Constant trans_a{"TRANS_A", plan.trans_a ? 1.0 : 0.0}, trans_b{"TRANS_B", plan.trans_b ? 1.0 : 0.0},
+      t{"T", double(tile / 16)};
+  if (std::getenv("FORGE_MATMUL_SCALAR") || !b_aligned(plan)) {
+    launch(out.device(), "matmul", kMatmul.kernel(), p, args,
+           {uint32_t(ceil_div(plan.n, tile)), uint32_t(ceil_div(plan.m, tile)), uint32_t(plan.batch)},
+           {trans_a, trans_b, t});
+    return;
+  }
+  const gpu::Kernel& tiles = a_aligned(plan) ? kMatmulVec4.kernel() : kMatmulVec4ScalarA.kernel();
+  const int64_t splits = split_k(plan, tile, out.device().runtime().binding_limit());
+  if (splits == 1) {
+    launch(out.device(), "matmul", tiles, p, args,
+           {uint32_t(ceil_div(plan.n, tile)), uint32_t(ceil_div(plan.m, tile)), uint32_t(plan.batch)},
+           {trans_a, trans_b, t});
+    return;
+  }
+  // Split-K: the slices of k but the last, shorter one (when k is no
+  // multiple of kc) are the batch items of one dispatch (A and B advanced by
+  // kc each, each slice's [m, n] partial product dense in `part`); the last
+  // is a second dispatch over B bound from its start. One pass then sums the
+  // slices in order and adds the bias.
+  const int64_t kc = slice_depth(plan.k, splits), full = plan.k / kc, tail = plan.k - full * kc;
+  const int64_t slices = full + (tail > 0);
+  MatmulParams ps = p;
+  ps.k = uint32_t(kc);
+  ps.a_batch_stride = uint32_t(plan.trans_a ? kc * plan.lda : kc);
+  ps.b_batch_stride = uint32_t(plan.trans_b ? kc : kc * plan.ldb);
+  ps.has_bias = 0;
+  ps.ldc = uint32_t(plan.n);
+  ps.c_offset = 0;
+  Tensor part = Tensor::empty({slices, plan.m, plan.n}, DType::F32, out.device());  // [slices, m, n]
+  const std::array<uint32_t, 3> tiles_grid{uint32_t(ceil_div(plan.n, tile)), uint32_t(ceil_div(plan.m, tile)), 1};
+  if (full > 0)
+    launch(out.device(), "matmul", tiles, ps, {arg(a), arg(b), arg(a), arg(part)},
+           {tiles_grid[0], tiles_grid[1], uint32_t(full)}, {trans_a, trans_b, t});
+  if (tail > 0) {
+    MatmulParams pt = ps;
+    pt.k = uint32_t(tail);
+    pt.a_offset = uint32_t(plan.a_offset + full * ps.a_batch_stride);
+    pt.c_offset = uint32_t(full * plan.m * plan.n);
+    const uint64_t b_skip = uint64_t(full) * ps.b_batch_stride * 4;  // a multiple of 256 (kc: 64s)
+    launch(out.device(), "matmul", tiles, pt, {arg(a), arg(b, b_skip, b.nbytes() - b_skip), arg(a), arg(part)},
+           tiles_grid, {trans_a, trans_b, t});
+  }
+  SplitKParams r{uint32_t(plan.m), uint32_t(plan.n), uint32_t(slices), bias ? 1u : 0u, uint32_t(ldc),
+                 uint32_t(plan.c_offset), 0, 0};
+  launch(out.device(), "matmul", kSplitKReduce, r, {arg(part), bias ? arg(*bias) : arg(part), arg(out)},
+         grid_1d(uint64_t(ceil_div(plan.m * plan.n, 256)), limits));
 }
 
 }  // namespace forge::webgpu

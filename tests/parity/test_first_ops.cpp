@@ -109,7 +109,8 @@ TEST(Parity, Matmul) {
       {{5, 264}, {33, 264}, false, true, true, -1},
       {{13, 520}, {41, 520}, false, true, true, -1},
       {{2, 32, 260}, {2, 19, 260}, false, true, false, -1},
-      // Enough 128x128 tiles (>= 256) select the large-tile kernel.
+      // Enough 128x128 tiles to fill two waves of a large GPU select the
+      // large-tile kernel.
       {{256, 17, 3}, {3, 17}, false, false, true, -1},
       {{256, 17, 5}, {17, 5}, false, true, false, -1},
       // Contiguous dims, strides and offsets that are multiples of 4 take the
@@ -124,9 +125,47 @@ TEST(Parity, Matmul) {
       {{256, 21, 8}, {20, 8}, false, true, false, -1},
       {{256, 8, 20}, {256, 8, 12}, true, false, false, -1},
       {{256, 20, 8}, {256, 12, 8}, false, true, true, -1},
+      // B aligned but A not (its contiguous dim odd): the vec4 tiles with A
+      // read as scalars, in each layout that allows it (nt has A and B
+      // contiguous along the same k).
+      {{70, 37}, {37, 24}, false, false, true, -1},
+      {{37, 70}, {37, 24}, true, false, false, -1},
+      {{36, 70}, {24, 36}, true, true, true, -1},
+      {{3, 9, 21}, {3, 21, 12}, false, false, false, -1},
   };
   uint32_t seed = 100;
   for (const auto& c : cases) check_matmul(c, seed += 3);
+}
+
+// Split-K: a small output over a deep k is computed as slices of k whose
+// partial products one pass sums (in order, deterministic), in every layout,
+// with A aligned and not, and with the bias added once. A k that the slices
+// (multiples of 64 deep) do not divide ends in a shorter slice, a second
+// dispatch. A batch, or a k no slicing leaves 128 deep, keeps a single
+// pass, and a binding limit too low for the partial products fewer slices;
+// each must agree as well.
+TEST(Parity, MatmulSplitK) {
+  std::vector<MatmulCase> cases = {
+      {{72, 1024}, {1024, 20}, false, false, true, -1},
+      {{1024, 40}, {1024, 24}, true, false, false, -1},
+      {{68, 768}, {36, 768}, false, true, true, -1},
+      {{1024, 40}, {24, 1024}, true, true, false, -1},
+      {{1024, 70}, {1024, 24}, true, false, true, -1},   // A [k, 70]: scalar A
+      {{1030, 40}, {1030, 24}, true, false, false, -1},  // 5 x 192 and 70
+      {{68, 1000}, {36, 1000}, false, true, true, -1},   // 3 x 256 and 232, B [n, k]
+      {{70, 1027}, {1027, 24}, false, false, true, -1},  // odd k: scalar A, last slice 67
+      {{2, 72, 512}, {2, 512, 20}, false, false, false, -1},
+      {{72, 200}, {200, 20}, false, false, true, -1},  // k / 2 < 128: one pass
+  };
+  uint32_t seed = 900;
+  for (const auto& c : cases) check_matmul(c, seed += 3);
+  // 9 tiles over k = 512 take 4 slices; a binding limit of A's size (every
+  // binding must fit) leaves room for the partial products of 2 [2, 192,
+  // 192] but not of 4.
+  const MatmulCase square{{192, 512}, {512, 192}, false, false, true, -1};
+  check_matmul(square, seed += 3);
+  LoweredBindingLimit limit(192 * 512 * 4);
+  check_matmul(square, seed += 3);
 }
 
 TEST(Values, MatmulSmallExact) {

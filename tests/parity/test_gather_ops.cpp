@@ -266,7 +266,11 @@ TEST(Parity, GatherLmHeadBackward) {
     Shape a;
     std::vector<int64_t> rows;
   };
-  std::vector<Case> cases = {{{1, 1}, {1}}, {{3, 17}, {3, 3, 2}}, {{17, 32}, {16, 16, 5}}, {{2, 65, 17}, {64, 65}}};
+  // The last: a vocabulary of 133 (not a multiple of 4) over a hidden size of
+  // 32 and 70 rows, so both gradients take the tiled vec4 kernel with A (the
+  // logit gradient, row stride 133) read as scalars.
+  std::vector<Case> cases = {{{1, 1}, {1}},          {{3, 17}, {3, 3, 2}},      {{17, 32}, {16, 16, 5}},
+                             {{2, 65, 17}, {64, 65}}, {{70, 32}, {64, 7, 62}}};
   uint32_t seed = 1300;
   for (const auto& c : cases) {
     const int64_t k = c.a.back(), m = numel(c.a) / k;

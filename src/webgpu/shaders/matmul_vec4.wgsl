@@ -1,13 +1,16 @@
 // Tiled matmul over vec4 loads: C[batch, m, n] = alpha * op(A) @ op(B)
 // (+ bias[n]) when each operand's contiguous dim, row stride, batch stride
 // and offset are multiples of 4 (the host checks; matmul.wgsl takes the
-// rest). A workgroup of 16x16 threads computes a (16T)x(16T) tile of C. Each
-// thread owns (T/4)x(T/4) blocks of 4x4 outputs, block (i, j) at rows
-// 4 * (lid.y + 16 i) and columns 4 * (lid.x + 16 j): one vec4 read of
-// workgroup memory feeds four FMAs, and adjacent threads read adjacent
-// vec4s. k advances in slices of BK; the next slice is fetched from global
-// memory into registers while the current one is multiplied.
-// Preceded by matmul_params.wgsl.
+// rest); A alone may be unaligned (matmul_a_scalar.wgsl: the LM head's
+// logit gradient, whose row stride is the vocabulary). A workgroup of 16x16
+// threads computes a (16T)x(16T) tile of C. Each thread owns (T/4)x(T/4)
+// blocks of 4x4 outputs, block (i, j) at rows 4 * (lid.y + 16 i) and columns
+// 4 * (lid.x + 16 j): one vec4 read of workgroup memory feeds four FMAs, and
+// adjacent threads read adjacent vec4s. k advances in slices of BK; the next
+// slice is fetched from global memory into registers while the current one is
+// multiplied.
+// Preceded by matmul_params.wgsl and one of matmul_a_vec4.wgsl /
+// matmul_a_scalar.wgsl (the binding of A and its loader).
 override TRANS_A: bool = false;  // A stored [k, m] (row stride lda)
 override TRANS_B: bool = false;  // B stored [n, k] (row stride ldb)
 override T: u32 = 8u;            // outputs per thread along each dim: 4 or 8
@@ -18,26 +21,12 @@ override BM4: u32 = 4u * T;       // vec4s across a tile's rows (BM / 4); BN = B
 override LOADS: u32 = T / 4u;     // vec4s of each operand a thread stages per slice
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> A: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> B: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
 
 var<workgroup> As: array<vec4<f32>, 512>;  // [BK][BM / 4]: column kk of the A tile
 var<workgroup> Bs: array<vec4<f32>, 512>;  // [BK][BN / 4]: row kk of the B tile
-
-// Logical A[row, col .. col + 3] (stored [m, k]) or A[row .. row + 3, col]
-// (TRANS_A, stored [k, m]) as one vec4; zero outside. Element offsets are
-// multiples of 4, so a vec4 is wholly inside or wholly outside.
-fn load_a(base: u32, row: u32, col: u32) -> vec4<f32> {
-  if (row >= p.m || col >= p.k) {
-    return vec4<f32>(0.0);
-  }
-  if (TRANS_A) {
-    return A[(base + col * p.lda + row) / 4u];
-  }
-  return A[(base + row * p.lda + col) / 4u];
-}
 
 // Logical B[row, col .. col + 3] (stored [k, n]) or B[row .. row + 3, col]
 // (TRANS_B, stored [n, k]); zero outside.
