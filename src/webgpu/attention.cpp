@@ -1,10 +1,10 @@
 // Host side of flash attention (shaders/flash_*.wgsl): the parameter block,
 // the choice between the tiled prefill kernel, the one-query-per-invocation
 // prefill kernel (where the tiled one does not fit) and the split-K decode
-// kernel, and the backward passes: stats, then grad_q and grad_k / grad_v
-// through the register-tiled kernels where they fit (grad_k / grad_v summed
-// over the query heads of a GQA group in a second pass), else the
-// one-row-per-invocation kernels.
+// kernel, and the backward passes: stats, grad_q (one query per
+// invocation), then grad_k / grad_v through the register-tiled kernel where
+// it fits (summed over the query heads of a GQA group in a second pass),
+// else the one-key-per-invocation kernel.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -36,8 +36,6 @@ const ComposedKernel kBwdDkv{"flash_bwd_dkv", {shaders::flash_params, shaders::p
                                                shaders::flash_bwd_dkv}};
 const ComposedKernel kBwdDkvTiled{"flash_bwd_dkv_tiled", {shaders::flash_params, shaders::philox,
                                                           shaders::flash_common, shaders::flash_bwd_dkv_tiled}};
-const ComposedKernel kBwdDqTiled{"flash_bwd_dq_tiled", {shaders::flash_params, shaders::philox,
-                                                        shaders::flash_common, shaders::flash_bwd_dq_tiled}};
 const ComposedKernel kBwdSum{"flash_bwd_sum", {shaders::flash_params, shaders::flash_bwd_sum}};
 
 // Mirrors `struct Params` of shaders/flash_params.wgsl.
@@ -139,7 +137,7 @@ void backward_dkv_tiled(const Device& dev, const char* op, const FlashParams& f,
 
 std::string attention_backward_kernel(int64_t head_dim, const gpu::Runtime& rt) {
   auto t = backward_tiling(head_dim, rt);
-  return t ? "flash_bwd_*_tiled " + std::to_string(t->bk) + "x" + std::to_string(t->bq) : "flash_bwd_dq, flash_bwd_dkv";
+  return t ? "flash_bwd_dkv_tiled " + std::to_string(t->bk) + "x" + std::to_string(t->bq) : "flash_bwd_dkv";
 }
 
 std::string attention_forward_kernel(int64_t seq_q, int64_t head_dim, const gpu::Runtime& rt) {
@@ -205,20 +203,13 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   const uint64_t rows = uint64_t(plan.batch * plan.heads * plan.seq_q);
   launch(dev, op, kBwdStats.kernel(), f, {arg(out), arg(grad_out), arg(lse), arg(stats)},
          grid_1d(ceil_div(rows, kBlock), lim), {{"HEAD_DIM", dim}});
-  if (auto t = backward_tiling(plan.head_dim, dev.runtime())) {
-    // grad_q: blocks of t->bk queries, tiles of t->bq keys (the grad_k layout's
-    // space bounds its smaller one).
-    launch(dev, op, kBwdDqTiled.kernel(), f,
-           {arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(grad_q)},
-           grid_1d(uint64_t(plan.batch * plan.heads) * ceil_div(uint64_t(plan.seq_q), t->bk), lim),
-           {{"HEAD_DIM", dim}, {"BK", double(t->bk)}, {"BQ", double(t->bq)}, {"STRIDE", double(t->stride)},
-            {"SM_VEC4", double(t->vec4s)}});
-    backward_dkv_tiled(dev, op, f, *t, plan, q, k, v, m, grad_out, stats, grad_k, grad_v);
-    return;
-  }
   uint64_t q_groups = uint64_t(plan.batch * plan.heads) * ceil_div(uint64_t(plan.seq_q), kBlock);
   launch(dev, op, kBwdDq.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(grad_q)},
          grid_1d(q_groups, lim), {{"HEAD_DIM", dim}});
+  if (auto t = backward_tiling(plan.head_dim, dev.runtime())) {
+    backward_dkv_tiled(dev, op, f, *t, plan, q, k, v, m, grad_out, stats, grad_k, grad_v);
+    return;
+  }
   f.tile = std::min<uint32_t>(kBlock, kDkvTileFloats / u32(plan.head_dim));
   uint64_t k_groups = uint64_t(plan.batch * plan.kv_heads) * ceil_div(uint64_t(plan.seq_k), kBlock);
   launch(dev, op, kBwdDkv.kernel(), f,

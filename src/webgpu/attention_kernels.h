@@ -20,9 +20,9 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
 // per tile), "flash_fwd" or "flash_decode".
 std::string attention_forward_kernel(int64_t seq_q, int64_t head_dim, const gpu::Runtime& rt);
 
-// The grad_q and grad_k / grad_v kernels attention_backward runs for
-// head_dim on `rt`, for benchmark reports: "flash_bwd_*_tiled 32x32" (rows
-// per workgroup x rows per tile) or "flash_bwd_dq, flash_bwd_dkv".
+// The grad_k / grad_v kernel attention_backward runs for head_dim on `rt`,
+// for benchmark reports: "flash_bwd_dkv_tiled 32x32" (keys per workgroup x
+// queries per tile) or "flash_bwd_dkv".
 std::string attention_backward_kernel(int64_t head_dim, const gpu::Runtime& rt);
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,

@@ -6,7 +6,7 @@
 // SmolLM2-360M. Reports ms and TFLOP/s counting 4 * D flops
 // per visible (query, key) pair forward and 10 * D backward (the two and five
 // matmul-equivalents; the backward's recomputation of P is not counted).
-// Names the forward and backward kernels each shape ran (fwd_kernel,
+// Names the forward and grad_k / grad_v kernels each shape ran (fwd_kernel,
 // bwd_kernel). bench/torch_attention.py
 // measures the same shapes with PyTorch.
 #include <nlohmann/json.hpp>
