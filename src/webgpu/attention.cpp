@@ -1,7 +1,10 @@
 // Host side of flash attention (shaders/flash_*.wgsl): the parameter block,
 // the choice between the tiled prefill kernel, the one-query-per-invocation
 // prefill kernel (where the tiled one does not fit) and the split-K decode
-// kernel, and the three backward passes.
+// kernel, and the backward passes: stats, grad_q (one query per
+// invocation), then grad_k / grad_v through the register-tiled kernel where
+// it fits (summed over the query heads of a GQA group in a second pass),
+// else the one-key-per-invocation kernel.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -31,6 +34,9 @@ const ComposedKernel kBwdDq{"flash_bwd_dq", {shaders::flash_params, shaders::phi
                                              shaders::flash_rows, shaders::flash_bwd_dq}};
 const ComposedKernel kBwdDkv{"flash_bwd_dkv", {shaders::flash_params, shaders::philox, shaders::flash_common,
                                                shaders::flash_bwd_dkv}};
+const ComposedKernel kBwdDkvTiled{"flash_bwd_dkv_tiled", {shaders::flash_params, shaders::philox,
+                                                          shaders::flash_common, shaders::flash_bwd_dkv_tiled}};
+const ComposedKernel kBwdSum{"flash_bwd_sum", {shaders::flash_params, shaders::flash_bwd_sum}};
 
 // Mirrors `struct Params` of shaders/flash_params.wgsl.
 struct FlashParams {
@@ -69,9 +75,13 @@ FlashParams params(const AttentionPlan& p) {
 }
 
 // The kernels bind whole tensors and index with u32: both must fit.
+bool fits(const Device& dev, uint64_t bytes) {
+  return bytes <= dev.runtime().binding_limit() && bytes / 4 < (uint64_t(1) << 32);
+}
+
 void check_fits(const char* op, const Device& dev, std::initializer_list<const Tensor*> ts) {
   for (const Tensor* t : ts) {
-    if (t->nbytes() > dev.runtime().binding_limit() || t->numel() >= (int64_t(1) << 32))
+    if (!fits(dev, uint64_t(t->nbytes())))
       throw DeviceError(std::string("[") + op + "] " + t->describe() +
                         " exceeds the device's storage binding limit of " +
                         std::to_string(dev.runtime().binding_limit()) + " bytes");
@@ -85,7 +95,50 @@ std::optional<FlashTiling> prefill_tiling(int64_t head_dim, const gpu::Runtime& 
   return flash_tiling(head_dim, rt.workgroup_storage(), invocations);
 }
 
+// The tiled grad_k / grad_v kernel's tiles on this device, if it fits.
+std::optional<FlashBwdTiling> backward_tiling(int64_t head_dim, const gpu::Runtime& rt) {
+  const gpu::Limits& lim = rt.limits();
+  const uint32_t invocations = std::min(lim.max_workgroup_invocations, lim.max_workgroup_size_x);
+  return flash_bwd_tiling(head_dim, rt.workgroup_storage(), invocations);
+}
+
+// grad_k and grad_v through flash_bwd_dkv_tiled. With a GQA group, each query
+// head gets its own workgroups and writes a partial [B, Sk, H, D] that
+// flash_bwd_sum adds up, when the partials fit a binding; else one
+// workgroup loops over the group.
+void backward_dkv_tiled(const Device& dev, const char* op, const FlashParams& f, const FlashBwdTiling& t,
+                        const AttentionPlan& plan, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m,
+                        const Tensor& grad_out, const Tensor& stats, Tensor& grad_k, Tensor& grad_v) {
+  const gpu::Limits& lim = dev.runtime().limits();
+  const uint64_t part_bytes = uint64_t(plan.batch * plan.seq_k * plan.heads * plan.head_dim) * 4;
+  const bool split = plan.heads > plan.kv_heads && fits(dev, part_bytes);
+  const uint64_t ktiles = ceil_div(uint64_t(plan.seq_k), t.bk);
+  const uint64_t groups = uint64_t(plan.batch * (split ? plan.heads : plan.kv_heads)) * ktiles;
+  const double dim = double(plan.head_dim);
+  auto dkv = [&](Tensor& out_k, Tensor& out_v) {
+    launch(dev, op, kBwdDkvTiled.kernel(), f,
+           {arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(out_k), arg(out_v)}, grid_1d(groups, lim),
+           {{"HEAD_DIM", dim}, {"BK", double(t.bk)}, {"BQ", double(t.bq)}, {"STRIDE", double(t.stride)},
+            {"SM_VEC4", double(t.vec4s)}, {"SPLIT_HEADS", split ? 1.0 : 0.0}});
+  };
+  if (!split) {
+    dkv(grad_k, grad_v);
+    return;
+  }
+  const Shape part_shape{plan.batch, plan.seq_k, plan.heads, plan.head_dim};
+  Tensor part_k = Tensor::empty(part_shape, DType::F32, dev), part_v = Tensor::empty(part_shape, DType::F32, dev);
+  dkv(part_k, part_v);
+  const uint64_t vec4s = uint64_t(grad_k.numel()) / 4;
+  launch(dev, op, kBwdSum.kernel(), f, {arg(part_k), arg(part_v), arg(grad_k), arg(grad_v)},
+         grid_1d(ceil_div(vec4s, 64), lim), {{"HEAD_DIM", dim}});
+}
+
 }  // namespace
+
+std::string attention_backward_kernel(int64_t head_dim, const gpu::Runtime& rt) {
+  auto t = backward_tiling(head_dim, rt);
+  return t ? "flash_bwd_dkv_tiled " + std::to_string(t->bk) + "x" + std::to_string(t->bq) : "flash_bwd_dkv";
+}
 
 std::string attention_forward_kernel(int64_t seq_q, int64_t head_dim, const gpu::Runtime& rt) {
   if (seq_q <= kDecodeMaxQueries) return "flash_decode";
@@ -153,6 +206,10 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   uint64_t q_groups = uint64_t(plan.batch * plan.heads) * ceil_div(uint64_t(plan.seq_q), kBlock);
   launch(dev, op, kBwdDq.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(grad_q)},
          grid_1d(q_groups, lim), {{"HEAD_DIM", dim}});
+  if (auto t = backward_tiling(plan.head_dim, dev.runtime())) {
+    backward_dkv_tiled(dev, op, f, *t, plan, q, k, v, m, grad_out, stats, grad_k, grad_v);
+    return;
+  }
   f.tile = std::min<uint32_t>(kBlock, kDkvTileFloats / u32(plan.head_dim));
   uint64_t k_groups = uint64_t(plan.batch * plan.kv_heads) * ceil_div(uint64_t(plan.seq_k), kBlock);
   launch(dev, op, kBwdDkv.kernel(), f,

@@ -20,6 +20,11 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
 // per tile), "flash_fwd" or "flash_decode".
 std::string attention_forward_kernel(int64_t seq_q, int64_t head_dim, const gpu::Runtime& rt);
 
+// The grad_k / grad_v kernel attention_backward runs for head_dim on `rt`,
+// for benchmark reports: "flash_bwd_dkv_tiled 32x32" (keys per workgroup x
+// queries per tile) or "flash_bwd_dkv".
+std::string attention_backward_kernel(int64_t head_dim, const gpu::Runtime& rt);
+
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
                         const Tensor& grad_out, const Tensor& lse, const AttentionPlan& plan, Tensor& grad_q,
                         Tensor& grad_k, Tensor& grad_v);

@@ -46,4 +46,19 @@ std::optional<FlashTiling> flash_tiling(int64_t head_dim, uint64_t storage_bytes
   return std::nullopt;
 }
 
+std::optional<FlashBwdTiling> flash_bwd_tiling(int64_t head_dim, uint64_t storage_bytes, uint32_t max_invocations) {
+  if (head_dim <= 0 || head_dim > 128 || head_dim % 4 != 0) return std::nullopt;
+  const uint32_t d4 = uint32_t(head_dim / 4);
+  // Largest first; an invocation holds at most 4 vec4 columns of each
+  // gradient (MAX_DC of the kernel), so bq / 4 * 4 >= head_dim / 4.
+  constexpr uint32_t kTiles[][2] = {{32, 32}, {16, 32}, {32, 16}, {16, 16}};
+  for (const auto& [bk, bq] : kTiles) {
+    FlashBwdTiling t;
+    t.bk = bk, t.bq = bq, t.stride = d4 | 1u;
+    t.vec4s = 2 * (bk + bq) * t.stride + 2 * bq * (bk / 4);
+    if (bq >= d4 && t.invocations() <= max_invocations && t.bytes() <= storage_bytes) return t;
+  }
+  return std::nullopt;
+}
+
 }  // namespace forge::webgpu

@@ -1,6 +1,7 @@
-// Tile sizes and the workgroup-memory layout of the tiled prefill kernel
-// (shaders/flash_fwd_tiled.wgsl), chosen per head_dim so that the kernel
-// fits the device's workgroup storage. Offsets and sizes count vec4s.
+// Tile sizes and the workgroup-memory layouts of the tiled prefill kernel
+// (shaders/flash_fwd_tiled.wgsl) and of the tiled grad_k / grad_v kernel
+// (shaders/flash_bwd_dkv_tiled.wgsl), chosen per head_dim so that they fit
+// the device's workgroup storage. Offsets and sizes count vec4s.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -25,5 +26,21 @@ struct FlashTiling {
 // 128, or when nothing fits (the caller then runs the one-query-per-invocation
 // kernel).
 std::optional<FlashTiling> flash_tiling(int64_t head_dim, uint64_t storage_bytes, uint32_t max_invocations);
+
+// The backward's layout: K and V [bk, stride] of the block, Q and grad_out
+// [bq, stride] of the query tile, then P and dS [bq, bk / 4].
+struct FlashBwdTiling {
+  uint32_t bk = 0, bq = 0;  // keys per workgroup, queries per tile
+  uint32_t stride = 0;      // vec4s per staged row: head_dim / 4, made odd against bank conflicts
+  uint32_t vec4s = 0;       // the whole layout
+
+  uint32_t invocations() const { return bk * bq / 16; }
+  uint64_t bytes() const { return uint64_t(vec4s) * 16; }
+};
+
+// The largest backward tiling that fits, as flash_tiling; none when head_dim
+// is not a multiple of 4 or above 128, or when nothing fits (the caller then
+// runs the one-key-per-invocation kernel).
+std::optional<FlashBwdTiling> flash_bwd_tiling(int64_t head_dim, uint64_t storage_bytes, uint32_t max_invocations);
 
 }  // namespace forge::webgpu

@@ -219,6 +219,48 @@ TEST(AttentionParity, BackwardAgainstCpu) {
   }
 }
 
+// WebGPU backward against the CPU backward with the given lse.
+void expect_backward_parity(const Case& c) {
+  Operands cpu = operands(c);
+  AttentionForward fc = flash_attention_v2_lse(cpu.q, cpu.k, cpu.v, c.o, cpu.m());
+  AttentionGrads want = flash_attention_v2_backward(cpu.q, cpu.k, cpu.v, fc.out, cpu.g, c.o, cpu.m(), &fc.lse);
+  Operands gpu = cpu.to(gpu_device());
+  Tensor out = fc.out.to(gpu_device()), lse = fc.lse.to(gpu_device());
+  AttentionGrads got = flash_attention_v2_backward(gpu.q, gpu.k, gpu.v, out, gpu.g, c.o, gpu.m(), &lse);
+  EXPECT_TRUE(all_close(got.grad_q, want.grad_q, 5e-4, 5e-3)) << "grad_q";
+  EXPECT_TRUE(all_close(got.grad_k, want.grad_k, 5e-4, 5e-3)) << "grad_k";
+  EXPECT_TRUE(all_close(got.grad_v, want.grad_v, 5e-4, 5e-3)) << "grad_v";
+}
+
+// The backward again with the workgroup storage lowered to 32 and 16 KiB,
+// where the tiled grad_k / grad_v kernel takes smaller tiles or gives way to
+// the one-key-per-invocation kernel.
+TEST(AttentionParity, BackwardAtSmallerTilings) {
+  const uint32_t device_storage = gpu_device().runtime().limits().max_workgroup_storage;
+  for (uint32_t storage : {32768u, 16384u}) {
+    if (storage > device_storage) continue;
+    LoweredWorkgroupStorage lowered(storage);
+    for (const Case& c : cases()) {
+      auto t = webgpu::flash_bwd_tiling(c.dim, storage, 256);
+      SCOPED_TRACE(c.name + " at " + std::to_string(storage) + " bytes: " +
+                   (t ? "bk " + std::to_string(t->bk) + " bq " + std::to_string(t->bq) : std::string("untiled")));
+      expect_backward_parity(c);
+    }
+  }
+}
+
+// GQA whose per-query-head partials of grad_k / grad_v exceed the binding
+// limit (q and k still fit): the tiled kernel loops over the group's heads
+// in one workgroup instead of splitting them.
+TEST(AttentionParity, BackwardGqaWithoutSplitHeads) {
+  {
+    LoweredBindingLimit lowered(110000);  // q 102400 bytes, partials 119808
+    expect_backward_parity(make("gqa2 d64 causal offset", 1, 100, 117, 4, 2, 64, opts(true, 17)));
+  }
+  LoweredBindingLimit lowered(60000);  // q 51200 bytes, partials 76800
+  expect_backward_parity(make("gqa2 d32 dropout window", 1, 100, 150, 4, 2, 32, opts(true, 50, 30, 0.2f, 5)));
+}
+
 // A long sequence on one small head: 1000 queries, causal, forward and
 // backward (kept small: SwiftShader is slow).
 TEST(AttentionParity, Sequence1000) {

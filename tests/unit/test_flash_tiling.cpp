@@ -1,13 +1,14 @@
 // The tile sizes and workgroup-memory layouts of the tiled flash attention
-// forward (src/webgpu/flash_tiling.h): what GPT-2-like and 128-wide heads get
-// at common storage limits, and that every layout fits and keeps its regions
-// apart.
+// forward and of the tiled grad_k / grad_v kernel (src/webgpu/flash_tiling.h):
+// what GPT-2-like and 128-wide heads get at common storage limits, and that
+// every layout fits and keeps its regions apart.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "webgpu/flash_tiling.h"
 
+using forge::webgpu::flash_bwd_tiling;
 using forge::webgpu::flash_tiling;
 using forge::webgpu::FlashTiling;
 
@@ -64,6 +65,44 @@ TEST(FlashTiling, LayoutsFitAndDoNotOverlap) {
       EXPECT_EQ(t->vec4s, t->red_off + 16 * t->row_stride);
     }
     EXPECT_TRUE(flash_tiling(64, limit, 256)) << "GPT-2's heads fit every limit";
+  }
+}
+
+TEST(FlashBwdTiling, ChoicesAtCommonLimits) {
+  auto d64 = flash_bwd_tiling(64, 49152, 1024);
+  ASSERT_TRUE(d64);
+  EXPECT_EQ(d64->bk, 32u);
+  EXPECT_EQ(d64->bq, 32u);
+  EXPECT_EQ(d64->stride, 17u);
+  EXPECT_EQ(d64->bytes(), 43008u);  // K, V, Q, dO [32, 17] and P, dS [32, 8] vec4s
+  EXPECT_EQ(d64->invocations(), 64u);
+  auto d64_32k = flash_bwd_tiling(64, 32768, 1024);
+  ASSERT_TRUE(d64_32k);
+  EXPECT_EQ(d64_32k->bk, 16u);
+  EXPECT_EQ(d64_32k->bq, 32u);
+  EXPECT_FALSE(flash_bwd_tiling(64, 16384, 256)) << "the one-key-per-invocation kernel takes over";
+  auto d32_16k = flash_bwd_tiling(32, 16384, 256);
+  ASSERT_TRUE(d32_16k);
+  EXPECT_EQ(d32_16k->bq, 16u);
+  EXPECT_FALSE(flash_bwd_tiling(6, 49152, 1024)) << "not a multiple of 4";
+  EXPECT_FALSE(flash_bwd_tiling(132, 65536, 1024));
+  EXPECT_FALSE(flash_bwd_tiling(64, 49152, 8)) << "no tile fits 8 invocations";
+}
+
+TEST(FlashBwdTiling, LayoutsFit) {
+  for (uint32_t limit : {16384u, 32768u, 49152u, 65536u}) {
+    for (int64_t d = 4; d <= 128; d += 4) {
+      SCOPED_TRACE("limit " + std::to_string(limit) + " head_dim " + std::to_string(d));
+      auto t = flash_bwd_tiling(d, limit, 256);
+      if (!t) continue;
+      const uint32_t d4 = uint32_t(d / 4);
+      EXPECT_LE(t->bytes(), limit);
+      EXPECT_EQ(t->stride % 2, 1u);
+      EXPECT_GE(t->stride, d4);
+      EXPECT_GE(t->bq, d4) << "at most 4 vec4 columns of each gradient per invocation";
+      EXPECT_EQ(t->vec4s, 2 * (t->bk + t->bq) * t->stride + 2 * t->bq * t->bk / 4);
+      EXPECT_LE(t->invocations(), 256u);
+    }
   }
 }
 
