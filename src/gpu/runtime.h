@@ -167,10 +167,24 @@ class Runtime {
     return workgroup_storage_override_ ? workgroup_storage_override_ : limits().max_workgroup_storage;
   }
   void set_workgroup_storage_for_testing(uint32_t bytes) { workgroup_storage_override_ = bytes; }
+  // Whether the adapter is a CPU driver (SwiftShader; a browser's fallback
+  // adapter), which runs each SIMD group of a workgroup that has barriers as
+  // a coroutine: ops pick barrier-free kernels there where a GPU keeps its
+  // cooperative ones. $FORGE_CPU_DRIVER=0 or 1 overrides the adapter type,
+  // and tests override both to cover either path on one adapter.
+  bool cpu_driver() const {
+    if (cpu_driver_override_ >= 0) return cpu_driver_override_ == 1;
+    const char* env = std::getenv("FORGE_CPU_DRIVER");
+    if (env && *env) return std::string_view(env) != "0";
+    return adapter().adapter_type == "cpu";
+  }
+  // 1 or 0 forces cpu_driver(); -1 restores the adapter's answer.
+  void set_cpu_driver_for_testing(int forced) { cpu_driver_override_ = forced; }
 
  private:
   uint64_t binding_limit_override_ = 0;
   uint32_t workgroup_storage_override_ = 0;
+  int cpu_driver_override_ = -1;
 };
 
 // How to choose an adapter.

@@ -48,6 +48,15 @@ struct LoweredWorkgroupStorage {
   LoweredWorkgroupStorage& operator=(const LoweredWorkgroupStorage&) = delete;
 };
 
+// Forces Runtime::cpu_driver() for the GPU device while in scope, so that the
+// kernels picked for a CPU driver and for a hardware GPU both run here.
+struct ForcedCpuDriver {
+  explicit ForcedCpuDriver(bool yes) { gpu_device().runtime().set_cpu_driver_for_testing(yes ? 1 : 0); }
+  ~ForcedCpuDriver() { gpu_device().runtime().set_cpu_driver_for_testing(-1); }
+  ForcedCpuDriver(const ForcedCpuDriver&) = delete;
+  ForcedCpuDriver& operator=(const ForcedCpuDriver&) = delete;
+};
+
 // Runs `fn` and expects exception E whose message starts with "[op]" (and
 // contains `also` when given).
 template <class E>

@@ -2,7 +2,8 @@
 // dequantization against hand-packed values (4 and 8 bits, groups 32, 64,
 // 128; f32, bf16 and f16 scales) and against the dequantized tensors of the
 // llama-tiny-mlx8 fixture; quantized_matmul against affine_dequantize +
-// matmul; CPU vs WebGPU; chunked paths; validation.
+// matmul (both WebGPU kernels: hardware GPUs' and CPU drivers'); CPU vs
+// WebGPU; chunked paths; validation.
 #include <cstring>
 #include <functional>
 
@@ -127,36 +128,48 @@ TEST(QuantValues, AffineDequantizeFixture) {
   }
 }
 
+// Both WebGPU kernels: the 32-lane one of hardware GPUs and the barrier-free
+// one of CPU drivers (main_serial), forced either way on this adapter.
 TEST(QuantParity, QuantizedMatmul) {
-  uint32_t seed = 100;
-  for (int bits : {2, 4, 8})
-    for (int group : {32, 64, 128})
-      for (DType dt : {DType::F32, DType::BF16})
-        for (Shape xs :
-             std::vector<Shape>{{2 * group}, {1, 2 * group}, {3, 2 * group}, {17, 2 * group}, {2, 3, 2 * group}}) {
-          int64_t in = xs.back(), out = 17;
-          Quantized q = make_quantized(out, in, bits, group, dt, seed++);
-          Tensor x = random_tensor(xs, seed++);
-          std::string what = std::to_string(bits) + " bits, group " + std::to_string(group) + ", " + dtype_name(dt) +
-                             ", x " + shape_str(xs);
-          auto op = [&](auto& t) { return quantized_matmul(t[0], t[1], t[2], t[3], bits, group); };
-          // Against the dense route on each device: f32 sums of in <= 256
-          // terms of size <= 1.3: 2e-5 absolute, 1e-5 relative.
-          for (const Device& d : {Device::cpu(), gpu_device()}) {
-            Tensor xd = x.to(d);
-            Tensor dense = affine_dequantize(q.w.to(d), q.scales.to(d), q.biases.to(d), bits, group);
-            MatmulOptions tb;
-            tb.transpose_b = true;
-            Tensor want = matmul(xd.reshape({numel(xs) / in, in}), dense, tb);
-            Tensor got = quantized_matmul(xd, q.w.to(d), q.scales.to(d), q.biases.to(d), bits, group);
-            Shape want_shape = xs;
-            want_shape.back() = out;
-            EXPECT_EQ(got.shape(), want_shape);
-            EXPECT_TRUE(all_close(got.to_vector<float>(), want.to_vector<float>(), 2e-5, 1e-5))
-                << what << " " << d.name();
+  for (bool cpu_driver : {false, true}) {
+    ForcedCpuDriver forced(cpu_driver);
+    uint32_t seed = 100;
+    for (int bits : {2, 4, 8})
+      for (int group : {32, 64, 128})
+        for (DType dt : {DType::F32, DType::BF16})
+          for (Shape xs : std::vector<Shape>{
+                   {2 * group}, {1, 2 * group}, {3, 2 * group}, {17, 2 * group}, {2, 3, 2 * group}, {64, group}}) {
+            int64_t in = xs.back(), out = 17;
+            Quantized q = make_quantized(out, in, bits, group, dt, seed++);
+            Tensor x = random_tensor(xs, seed++);
+            // A bias on the 3-row case: the kernels add it after the sum.
+            const bool with_bias = numel(xs) == 3 * in;
+            Tensor bias = random_tensor({out}, seed++);
+            std::string what = std::to_string(bits) + " bits, group " + std::to_string(group) + ", " +
+                               dtype_name(dt) + ", x " + shape_str(xs) + (cpu_driver ? ", serial" : ", 32 lanes");
+            auto op = [&](auto& t) {
+              return quantized_matmul(t[0], t[1], t[2], t[3], bits, group, with_bias ? &t[4] : nullptr);
+            };
+            // Against the dense route on each device: f32 sums of in <= 256
+            // terms of size <= 1.3: 2e-5 absolute, 1e-5 relative.
+            for (const Device& d : {Device::cpu(), gpu_device()}) {
+              Tensor xd = x.to(d), bd = bias.to(d);
+              Tensor dense = affine_dequantize(q.w.to(d), q.scales.to(d), q.biases.to(d), bits, group);
+              MatmulOptions tb;
+              tb.transpose_b = true;
+              tb.bias = with_bias ? &bd : nullptr;
+              Tensor want = matmul(xd.reshape({numel(xs) / in, in}), dense, tb);
+              Tensor got = quantized_matmul(xd, q.w.to(d), q.scales.to(d), q.biases.to(d), bits, group,
+                                            with_bias ? &bd : nullptr);
+              Shape want_shape = xs;
+              want_shape.back() = out;
+              EXPECT_EQ(got.shape(), want_shape);
+              EXPECT_TRUE(all_close(got.to_vector<float>(), want.to_vector<float>(), 2e-5, 1e-5))
+                  << what << " " << d.name();
+            }
+            EXPECT_TRUE(cpu_gpu_parity({x, q.w, q.scales, q.biases, bias}, op, 2e-5, 1e-5)) << what;
           }
-          EXPECT_TRUE(cpu_gpu_parity({x, q.w, q.scales, q.biases}, op, 2e-5, 1e-5)) << what;
-        }
+  }
 }
 
 TEST(QuantChunked, AffineAndMatmul) {
@@ -174,10 +187,16 @@ TEST(QuantChunked, AffineAndMatmul) {
                              [](auto& t) { return affine_dequantize(t[0], t[1], t[2], 4, 32); }, 1e-6, 0));
   // Sums of 256 products in another order on each side: an H200 lands
   // 2.5e-5 from the CPU where the outputs cancel to 0.09 (1e-4 absolute).
-  EXPECT_TRUE(cpu_gpu_parity({x, q.w, q.scales, q.biases},
-                             [](auto& t) { return quantized_matmul(t[0], t[1], t[2], t[3], 8, 64); }, 1e-4, 1e-5));
-  EXPECT_TRUE(cpu_gpu_parity({xh, h.w, h.scales, h.biases},
-                             [](auto& t) { return quantized_matmul(t[0], t[1], t[2], t[3], 4, 32); }, 1e-4, 1e-5));
+  // Both kernels (see QuantParity.QuantizedMatmul).
+  for (bool cpu_driver : {false, true}) {
+    ForcedCpuDriver forced(cpu_driver);
+    EXPECT_TRUE(cpu_gpu_parity({x, q.w, q.scales, q.biases},
+                               [](auto& t) { return quantized_matmul(t[0], t[1], t[2], t[3], 8, 64); }, 1e-4, 1e-5))
+        << (cpu_driver ? "serial" : "32 lanes");
+    EXPECT_TRUE(cpu_gpu_parity({xh, h.w, h.scales, h.biases},
+                               [](auto& t) { return quantized_matmul(t[0], t[1], t[2], t[3], 4, 32); }, 1e-4, 1e-5))
+        << (cpu_driver ? "serial" : "32 lanes");
+  }
   EXPECT_TRUE(cpu_gpu_parity({words}, [](auto& t) { return dequantize(t[0]); }, 0, 0));
 }
 

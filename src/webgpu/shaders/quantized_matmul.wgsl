@@ -85,3 +85,53 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
   }
 }
+
+// main_serial, for CPU drivers (the host picks it): one invocation per output
+// feature and up to TM rows of x, no workgroup memory and no barrier.
+// SwiftShader runs each SIMD group of a workgroup that has a barrier as a
+// coroutine, which made main cost hundreds of milliseconds a dispatch there
+// (see matvec.wgsl's main_serial). Each word is unpacked once for the rows;
+// a group's products are summed before its scale and bias apply, as above.
+const SERIAL_WG: u32 = 64u;
+
+@compute @workgroup_size(SERIAL_WG)
+fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+               @builtin(local_invocation_index) lid: u32) {
+  let blocks = (p.w_rows + SERIAL_WG - 1u) / SERIAL_WG;
+  let g = wg.y * nwg.x + wg.x;
+  let o = (g % blocks) * SERIAL_WG + lid;
+  let m0 = (g / blocks) * TM;
+  if (o >= p.w_rows || m0 >= p.x_rows) {
+    return;
+  }
+  let rows = min(p.x_rows - m0, TM);
+  let cols4 = p.cols / 4u;
+  let words_per_group = GROUP / PER;
+  var acc = vec4f(0.0);  // rows m0 .. m0 + 3
+  for (var grp = 0u; grp < p.groups; grp++) {
+    var qx = vec4f(0.0);
+    var sx = vec4f(0.0);
+    for (var wj = 0u; wj < words_per_group; wj++) {
+      let wi = grp * words_per_group + wj;
+      let word = w[o * p.words + wi];
+      for (var c = 0u; c < PER / 4u; c++) {
+        let q = unpack4(word, c);
+        let i4 = wi * (PER / 4u) + c;
+        for (var r = 0u; r < rows; r++) {
+          let xv = x[(m0 + r) * cols4 + i4];
+          qx[r] += dot(q, xv);
+          sx[r] += (xv.x + xv.y) + (xv.z + xv.w);
+        }
+      }
+    }
+    let gi = o * p.groups + grp;
+    acc += scale_at(gi) * qx + bias_at(gi) * sx;
+  }
+  for (var r = 0u; r < rows; r++) {
+    var y = acc[r];
+    if (p.has_bias != 0u) {
+      y += bias[o];
+    }
+    out[(m0 + r) * p.out_stride + p.out_first + o] = y;
+  }
+}
