@@ -56,7 +56,9 @@ EM_ASYNC_JS(char*, forge_gpu_open, (), {
     const parts = [ info.vendor, info.architecture, info.device ].filter((x) => x);
     G.info = {name : info.description || parts.join(" ") || "WebGPU adapter",
               vendor : info.vendor || "", description : info.description || "",
-              fallback : !!(adapter.isFallbackAdapter || info.isFallbackAdapter), limits};
+              fallback : !!(adapter.isFallbackAdapter || info.isFallbackAdapter),
+              software : /swiftshader|llvmpipe|lavapipe/i.test(parts.join(" ") + " " + (info.description || "")),
+              limits};
     Module.forgeGpu = G;
     return reply(G.info);
   } catch (e) {

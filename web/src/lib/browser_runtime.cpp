@@ -359,7 +359,9 @@ std::shared_ptr<Runtime> create_runtime(AdapterPreference pref, std::string* not
   info.name = j.value("name", "");
   info.vendor = j.value("vendor", "");
   info.backend = "browser";
-  info.adapter_type = j.value("fallback", false) ? "cpu" : "unknown";
+  // A fallback adapter, or a software rasteriser named as such (Chromium's
+  // SwiftShader need not say it is a fallback): a CPU driver.
+  info.adapter_type = j.value("fallback", false) || j.value("software", false) ? "cpu" : "unknown";
   info.driver = j.value("description", "");
   info.shader_f16 = false;  // the kernels are f32; not requested
   const nlohmann::json& l = j.at("limits");
