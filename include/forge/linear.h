@@ -47,6 +47,10 @@ struct Linear {
 
   // x [.., in] -> [.., out].
   Tensor operator()(const Tensor& x) const;
+  // r + (*this)(x) for x [N, in], r [N, out]: the product that feeds a
+  // residual stream, fused into one dispatch where the weight is dense
+  // without an adapter (a decode step on WebGPU); the plain sum otherwise.
+  Tensor residual(const Tensor& x, const Tensor& r) const;
   // W as dense f32 in the stored orientation ([out, in], or [in, out] when
   // conv1d; widened from bf16 or dequantized; the delta excluded).
   Tensor dense_weight() const;

@@ -39,4 +39,13 @@ void same_shape(const char* op, const Tensor& a, const Tensor& b) {
                      shape_str(b.shape()));
 }
 
+void row_norm(const char* op, const Tensor& x, const RowNorm& n) {
+  if (!n.weight || !n.weight->defined()) throw ValueError(std::string("[") + op + "] the row norm has no weight");
+  same_device(op, {&x, n.weight});
+  dtype(op, "norm weight", *n.weight, DType::F32);
+  if (n.weight->rank() != 1 || n.weight->dim(0) != x.dim(-1))
+    throw ShapeError(std::string("[") + op + "] norm weight " + n.weight->describe() + " must be [" +
+                     std::to_string(x.dim(-1)) + "] for x " + x.describe());
+}
+
 }  // namespace forge::check

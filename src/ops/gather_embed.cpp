@@ -202,9 +202,10 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
   return g;
 }
 
-Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, float alpha) {
+Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, float alpha, const RowNorm* norm) {
   const char* op = "matmul_chunked_transb";
   const int64_t n_total = check_chunked_transb(op, a, chunks);
+  if (norm) check::row_norm(op, a, *norm);
   const int64_t k = a.dim(-1);
   const int64_t m = k ? a.numel() / k : numel(gather::leading_shape(a));
   Shape out_shape = gather::leading_shape(a);
@@ -219,6 +220,18 @@ Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks,
   base.lda = k;
   base.ldb = k;
   if (m == 0) return out;
+  // A row norm is fused where every chunk's product takes the WebGPU
+  // matrix-vector kernels (few rows); elsewhere it runs first.
+  const webgpu::MatvecFusion f{norm ? norm->weight : nullptr, norm ? norm->eps : 0.0f, nullptr};
+  if (norm) {
+    bool fused = a.device().is_webgpu();
+    for (const Tensor& w : chunks) {
+      MatmulPlan p = base;
+      p.n = w.dim(0);
+      fused = fused && webgpu::matvec_fusable(p, f);
+    }
+    if (!fused) return matmul_chunked_transb(row_norm(a, *norm), chunks, alpha);
+  }
   if (a.device().is_cpu()) {
     int64_t col = 0;
     for (const Tensor& w : chunks) {
@@ -230,7 +243,7 @@ Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks,
       col += p.n;
     }
   } else {
-    webgpu::matmul_chunked_transb(a2, chunks, base, out2);
+    webgpu::matmul_chunked_transb(a2, chunks, base, out2, norm ? &f : nullptr);
   }
   return out;
 }

@@ -1,5 +1,5 @@
 // matmul_transb_many and silu_gate_matmul: validation, and the fused WebGPU
-// kernel for few rows or the plain ops.
+// kernel for few rows (the row norm applied as x is read) or the plain ops.
 #include "forge/ops.h"
 #include "ops/check.h"
 #include "webgpu/kernels.h"
@@ -31,6 +31,13 @@ Tensor product(const Tensor& x, const Tensor& w) {
   return matmul(x.reshape({x.numel() / x.dim(-1), x.dim(-1)}), w, o).reshape(shape);
 }
 
+// The kernel's form of a row norm (validated: f32 [K] on x's device).
+webgpu::MatvecFusion fusion(const char* op, const Tensor& x, const RowNorm* norm) {
+  if (!norm) return {};
+  check::row_norm(op, x, *norm);
+  return {norm->weight, norm->eps, nullptr};
+}
+
 Shape with_last(const Tensor& x, int64_t n) {
   Shape s = x.shape();
   s.back() = n;
@@ -39,38 +46,42 @@ Shape with_last(const Tensor& x, int64_t n) {
 
 }  // namespace
 
-std::vector<Tensor> matmul_transb_many(const Tensor& x, const std::vector<Tensor>& weights) {
+std::vector<Tensor> matmul_transb_many(const Tensor& x, const std::vector<Tensor>& weights, const RowNorm* norm) {
   const char* op = "matmul_transb_many";
   if (weights.empty() || weights.size() > 3)
     throw ValueError(std::string("[") + op + "] takes one to three weights, got " + std::to_string(weights.size()));
   std::vector<const Tensor*> ws;
   for (const Tensor& w : weights) ws.push_back(&w);
   check_products(op, x, ws);
+  const webgpu::MatvecFusion f = fusion(op, x, norm);
   if (x.device().is_webgpu() && weights.size() == 3) {
     std::vector<Tensor> out;
     for (const Tensor& w : weights) out.push_back(Tensor::empty(with_last(x, w.dim(0)), DType::F32, x.device()));
-    if (webgpu::matvec_multi(x, {ws[0], ws[1], ws[2]}, /*silu_gate=*/false, {&out[0], &out[1], &out[2]}))
+    if (webgpu::matvec_multi(x, {ws[0], ws[1], ws[2]}, /*silu_gate=*/false, {&out[0], &out[1], &out[2]}, &f))
       return out;
   }
+  const Tensor h = norm ? row_norm(x, *norm) : x;
   std::vector<Tensor> out;
-  for (const Tensor& w : weights) out.push_back(product(x, w));
+  for (const Tensor& w : weights) out.push_back(product(h, w));
   return out;
 }
 
-Tensor silu_gate_matmul(const Tensor& x, const Tensor& gate, const Tensor& up) {
+Tensor silu_gate_matmul(const Tensor& x, const Tensor& gate, const Tensor& up, const RowNorm* norm) {
   const char* op = "silu_gate_matmul";
   check_products(op, x, {&gate, &up});
   if (gate.shape() != up.shape())
     throw ShapeError(std::string("[") + op + "] gate " + gate.describe() + " and up " + up.describe() +
                      " must have one shape");
+  const webgpu::MatvecFusion f = fusion(op, x, norm);
   if (x.device().is_webgpu()) {
     // The kernel's unused outputs still need buffers of their own (writable
     // bindings may not alias).
     Tensor out = Tensor::empty(with_last(x, gate.dim(0)), DType::F32, x.device());
     Tensor unused1 = Tensor::empty({1}, DType::F32, x.device()), unused2 = Tensor::empty({1}, DType::F32, x.device());
-    if (webgpu::matvec_multi(x, {&gate, &up, &up}, /*silu_gate=*/true, {&out, &unused1, &unused2})) return out;
+    if (webgpu::matvec_multi(x, {&gate, &up, &up}, /*silu_gate=*/true, {&out, &unused1, &unused2}, &f)) return out;
   }
-  return silu_gate_fused(product(x, gate), product(x, up));
+  const Tensor h = norm ? row_norm(x, *norm) : x;
+  return silu_gate_fused(product(h, gate), product(h, up));
 }
 
 }  // namespace forge

@@ -1,13 +1,25 @@
 // matmul: shape resolution (transposes, batch broadcast, b_rows) and dispatch;
-// bf16_to_f32, the widening behind a bf16 B.
+// bf16_to_f32, the widening behind a bf16 B; the decode-step fusions (a
+// norm of A's rows, a residual added to the product).
 #include "cpu/kernels.h"
+#include "forge/ops/llama.h"
 #include "ops/check.h"
 #include "webgpu/kernels.h"
 
 namespace forge {
 
+Tensor row_norm(const Tensor& x, const RowNorm& n) {
+  check::row_norm("row_norm", x, n);
+  return rms_norm(x, *n.weight, n.eps);
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   const char* op = "matmul";
+  if (o.norm || o.residual) {
+    if (o.transpose_a || a.rank() != 2)
+      throw ShapeError("[matmul] a row norm or residual takes a rank-2 a, not transposed: a " + a.describe());
+    if (o.norm) check::row_norm(op, a, *o.norm);
+  }
   check::same_device(op, {&a, &b});
   if (o.bias) check::same_device(op, {&a, o.bias});
   check::dtype(op, "a", a, DType::F32);
@@ -53,6 +65,27 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
       throw ShapeError("[matmul] bias must be [" + std::to_string(p.n) + "], got " + o.bias->describe());
   }
   Shape out_shape = (a_batch || b_batch) ? Shape{p.batch, p.m, p.n} : Shape{p.m, p.n};
+  if (o.residual) {
+    check::same_device(op, {&a, o.residual});
+    check::dtype(op, "residual", *o.residual, DType::F32);
+    if (o.residual->shape() != out_shape)
+      throw ShapeError("[matmul] residual " + o.residual->describe() + " must be the product's " +
+                       shape_str(out_shape) + ": " + shapes());
+  }
+  if (o.norm || o.residual) {
+    webgpu::MatvecFusion f{o.norm ? o.norm->weight : nullptr, o.norm ? o.norm->eps : 0.0f, o.residual};
+    if (a.device().is_webgpu() && webgpu::matvec_fusable(p, f)) {
+      Tensor out = Tensor::empty(out_shape, DType::F32, a.device());
+      webgpu::matmul(a, b, o.bias, p, out, &f);
+      return out;
+    }
+    // The plain ops (the CPU's reference, and shapes the kernels do not take).
+    MatmulOptions plain = o;
+    plain.norm = nullptr;
+    plain.residual = nullptr;
+    Tensor y = matmul(o.norm ? row_norm(a, *o.norm) : a, b, plain);
+    return o.residual ? add(*o.residual, y) : y;
+  }
   Tensor out = Tensor::empty(out_shape, DType::F32, a.device());
   if (a.device().is_cpu()) cpu::matmul(a, b, o.bias, p, out);
   else webgpu::matmul(a, b, o.bias, p, out);

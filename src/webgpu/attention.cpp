@@ -55,6 +55,10 @@ constexpr uint32_t kBlock = 64;           // queries (or keys) per workgroup
 constexpr uint32_t kTileFloats = 2048;    // TILE_FLOATS of flash_rows.wgsl
 constexpr uint32_t kDkvTileFloats = 1984; // TILE_FLOATS of flash_bwd_dkv
 constexpr int64_t kDecodeMaxQueries = 8;  // up to this many queries use the split-K kernel
+// Up to this many keys a decode row takes one split (no combine dispatch):
+// 512 keys of head_dim 64 are 128 KiB of K and V per row, which one
+// workgroup streams in about the time a second dispatch costs on the H200.
+constexpr uint64_t kDirectKeys = 512;
 
 uint32_t u32(int64_t x) { return uint32_t(x); }
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -177,15 +181,22 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
   const uint64_t rows = uint64_t(plan.batch * plan.seq_q * plan.heads);
   const uint64_t keys = plan.causal ? std::min<uint64_t>(uint64_t(plan.seq_k), uint64_t(plan.kv_offset + plan.seq_q))
                                     : uint64_t(plan.seq_k);
+  // Up to kDirectKeys keys one workgroup per row reads them all and writes
+  // the output itself: a combine dispatch costs more than the split saves.
   const uint64_t key_tiles = std::max<uint64_t>(1, ceil_div(keys, 64));
-  uint64_t splits = std::clamp<uint64_t>(ceil_div(512, rows), 1, std::min<uint64_t>(key_tiles, 64));
+  uint64_t splits = keys <= kDirectKeys ? 1 : std::clamp<uint64_t>(ceil_div(512, rows), 1, std::min<uint64_t>(key_tiles, 64));
   uint64_t split_len = ceil_div(key_tiles, splits) * 64;
   splits = std::max<uint64_t>(1, ceil_div(keys, split_len));
   f.splits = uint32_t(splits), f.split_len = uint32_t(split_len);
+  if (splits == 1) {
+    launch(dev, op, kDecode.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(out), arg(lse)}, grid_1d(rows, lim),
+           {{"HEAD_DIM", dim}});
+    return;
+  }
   Tensor part = Tensor::empty({int64_t(rows * splits), plan.head_dim + 2}, DType::F32, dev);
   check_fits(op, dev, {&part});
-  launch(dev, op, kDecode.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(part)}, grid_1d(rows * splits, lim),
-         {{"HEAD_DIM", dim}});
+  launch(dev, op, kDecode.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(part), arg(lse)},
+         grid_1d(rows * splits, lim), {{"HEAD_DIM", dim}});
   launch(dev, op, kCombine.kernel(), f, {arg(part), arg(out), arg(lse)}, grid_1d(rows, lim), {{"HEAD_DIM", dim}});
 }
 

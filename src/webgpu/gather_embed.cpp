@@ -96,7 +96,7 @@ void embedding(const Tensor& ids, const std::vector<Tensor>& chunks, const Tenso
 }
 
 void matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, const MatmulPlan& base,
-                           Tensor& out) {
+                           Tensor& out, const MatvecFusion* fuse) {
   const int64_t n_total = out.dim(1);
   const uint64_t row_bytes = uint64_t(n_total) * 4;
   // Row blocks of the logits within the binding limit; per block, one matmul
@@ -112,7 +112,7 @@ void matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, c
                          p.ldc = n_total;
                          p.c_offset = col;
                          p.a_offset = first * base.lda;
-                         matmul(a, w, nullptr, p, block);
+                         matmul(a, w, nullptr, p, block, fuse);
                          col += p.n;
                        }
                      });

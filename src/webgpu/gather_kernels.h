@@ -13,6 +13,7 @@
 #include "gpu/runtime.h"
 #include "ops/gather_plan.h"
 #include "ops/matmul_plan.h"
+#include "webgpu/kernels.h"
 
 namespace forge::webgpu {
 
@@ -20,9 +21,10 @@ namespace forge::webgpu {
 // limit; wpe [P, cols] or nullptr; out [rows, cols].
 void embedding(const Tensor& ids, const std::vector<Tensor>& chunks, const Tensor* wpe, const EmbedPlan& p,
                Tensor& out);
-// a [m, k]; chunks[i] [n_i, k]; out [m, sum n_i]. `base` carries m, k, alpha.
+// a [m, k]; chunks[i] [n_i, k]; out [m, sum n_i]. `base` carries m, k, alpha;
+// `fuse` (a row norm, where matvec_fusable) goes to every chunk's product.
 void matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, const MatmulPlan& base,
-                           Tensor& out);
+                           Tensor& out, const MatvecFusion* fuse = nullptr);
 // probs [rows, cols]; ids [rows]; out [rows].
 void gather_nll(const Tensor& probs, const Tensor& ids, const RowsPlan& p, Tensor& out);
 // probs [rows, cols]; ids [rows]; out [rows, cols].

@@ -41,10 +41,12 @@ const ComposedKernel kMatvecSerial{"matvec_serial", {shaders::matmul_params, "co
 struct Vec4Kernels {
   ComposedKernel rows4, rows8, serial;
   explicit Vec4Kernels(std::string_view weights)
-      : rows4{"matvec_vec4", {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 4u;", shaders::matvec_vec4}},
-        rows8{"matvec_vec4", {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 8u;", shaders::matvec_vec4}},
+      : rows4{"matvec_vec4",
+              {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::matvec_vec4}},
+        rows8{"matvec_vec4",
+              {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 8u;", shaders::norm_prologue, shaders::matvec_vec4}},
         serial{"matvec_vec4_serial",
-               {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 4u;", shaders::matvec_vec4},
+               {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::matvec_vec4},
                "main_serial"} {}
 };
 const Vec4Kernels kVec4F32{shaders::weights_f32};
@@ -165,9 +167,26 @@ struct SplitKParams {
 };
 static_assert(sizeof(SplitKParams) == 32);
 
+// The vec4 matrix-vector kernels (matvec_vec4.wgsl) take this plan.
+bool vec4_matvec(const MatmulPlan& plan) {
+  const bool serial = plan.m <= kSerialMaxRows && plan.k <= kSerialMaxK;
+  const bool matvec = plan.m <= kMatvecRows || (plan.m <= kBatchedMatvecRows && plan.k > kSerialMaxK);
+  return !plan.trans_a && plan.trans_b && vec4_aligned(plan) && (serial || matvec);
+}
+
 }  // namespace
 
-void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out) {
+bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f) {
+  if (!vec4_matvec(plan) || plan.m == 0 || plan.n == 0 || plan.k == 0) return false;
+  if (f.norm && (plan.batch != 1 || plan.k % 4 != 0)) return false;
+  // The residual is read at C's own index.
+  return !f.residual || plan.batch == 1;
+}
+
+void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out,
+            const MatvecFusion* fuse) {
+  if (fuse && !matvec_fusable(plan, *fuse))
+    throw DeviceError("[matmul] internal: a norm or residual fusion on a plan the matrix-vector kernels do not take");
   if (plan.m == 0 || plan.n == 0) return;
   const int64_t ldc = plan.ldc ? plan.ldc : plan.n;
   if (plan.k == 0 && ldc == plan.n && plan.c_offset == 0) {
@@ -195,10 +214,18 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   }
   const Vec4Kernels& vec4k = bf16 ? kVec4Bf16 : kVec4F32;
   std::initializer_list<gpu::Arg> args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out)};
+  // The vec4 kernels also bind the residual and the norm's weight (A where unused).
+  const Tensor* residual = fuse ? fuse->residual : nullptr;
+  const Tensor* norm = fuse ? fuse->norm : nullptr;
+  std::initializer_list<gpu::Arg> vec4_args{arg(a),   arg(b), bias ? arg(*bias) : arg(a), arg(out),
+                                            residual ? arg(*residual) : arg(a), norm ? arg(*norm) : arg(a)};
+  std::initializer_list<gpu::Constant> fusion{{"NORM", norm ? 1.0 : 0.0},
+                                              {"NORM_EPS", fuse ? double(fuse->eps) : 1e-5},
+                                              {"RESIDUAL", residual ? 1.0 : 0.0}};
   if (serial) {
     const std::array<uint32_t, 3> groups{uint32_t(ceil_div(plan.n, kSerialGroup)), uint32_t(ceil_div(plan.m, kMatvecRows)),
                                          uint32_t(plan.batch)};
-    if (vec4_rows) launch(out.device(), "matmul", vec4k.serial.kernel(), p, args, groups);
+    if (vec4_rows) launch(out.device(), "matmul", vec4k.serial.kernel(), p, vec4_args, groups, fusion);
     else launch(out.device(), "matmul", kMatvecSerial.kernel(), p, args, groups, {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
     return;
   }
@@ -207,8 +234,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     // column's row of B read in vec4s by 32 lanes.
     const int64_t cols = 8;  // matvec_vec4.wgsl's COLS
     const int64_t rows = plan.m <= kMatvecRows ? kMatvecRows : 8;
-    launch(out.device(), "matmul", (rows == 4 ? vec4k.rows4 : vec4k.rows8).kernel(), p, args,
-           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)});
+    launch(out.device(), "matmul", (rows == 4 ? vec4k.rows4 : vec4k.rows8).kernel(), p, vec4_args,
+           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)}, fusion);
     return;
   }
   if (matvec) {

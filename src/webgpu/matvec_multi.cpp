@@ -10,10 +10,12 @@ namespace forge::webgpu {
 namespace {
 
 // One pair per weight dtype (its weights snippet): f32, or bf16 widened as read.
-const ComposedKernel kMulti{"matvec_multi", {shaders::weights_f32, shaders::matvec_multi}};
-const ComposedKernel kMultiSerial{"matvec_multi_serial", {shaders::weights_f32, shaders::matvec_multi}, "main_serial"};
-const ComposedKernel kMultiBf16{"matvec_multi", {shaders::weights_bf16, shaders::matvec_multi}};
-const ComposedKernel kMultiBf16Serial{"matvec_multi_serial", {shaders::weights_bf16, shaders::matvec_multi},
+const ComposedKernel kMulti{"matvec_multi", {shaders::weights_f32, shaders::norm_prologue, shaders::matvec_multi}};
+const ComposedKernel kMultiSerial{"matvec_multi_serial",
+                                  {shaders::weights_f32, shaders::norm_prologue, shaders::matvec_multi}, "main_serial"};
+const ComposedKernel kMultiBf16{"matvec_multi", {shaders::weights_bf16, shaders::norm_prologue, shaders::matvec_multi}};
+const ComposedKernel kMultiBf16Serial{"matvec_multi_serial",
+                                      {shaders::weights_bf16, shaders::norm_prologue, shaders::matvec_multi},
                                       "main_serial"};
 
 // Mirrors `struct Params` of shaders/matvec_multi.wgsl.
@@ -32,7 +34,8 @@ constexpr int64_t kSerialGroup = 64;  // main_serial's workgroup size
 
 }  // namespace
 
-bool matvec_multi(const Tensor& x, std::array<const Tensor*, 3> w, bool silu_gate, std::array<Tensor*, 3> out) {
+bool matvec_multi(const Tensor& x, std::array<const Tensor*, 3> w, bool silu_gate, std::array<Tensor*, 3> out,
+                  const MatvecFusion* norm) {
   const gpu::Runtime& rt = x.device().runtime();
   const int64_t K = x.dim(-1), m = x.numel() / K;
   if (m < 1 || m > kMaxRows || K % 4 != 0) return false;
@@ -47,9 +50,12 @@ bool matvec_multi(const Tensor& x, std::array<const Tensor*, 3> w, bool silu_gat
   const int64_t per_group = serial ? kSerialGroup : kCols;
   const bool bf16 = w[0]->dtype() == DType::BF16;
   const ComposedKernel& kernel = bf16 ? (serial ? kMultiBf16Serial : kMultiBf16) : (serial ? kMultiSerial : kMulti);
-  launch(x.device(), silu_gate ? "silu_gate_matmul" : "matmul_transb_many", kernel.kernel(),
-         p, {arg(x), arg(*w[0]), arg(*w[1]), arg(*w[2]), arg(*out[0]), arg(*out[1]), arg(*out[2])},
-         {uint32_t((cols + per_group - 1) / per_group), 1, 1}, {{"MODE", silu_gate ? 1.0 : 0.0}});
+  const bool normed = norm && norm->norm;
+  launch(x.device(), silu_gate ? "silu_gate_matmul" : "matmul_transb_many", kernel.kernel(), p,
+         {arg(x), arg(*w[0]), arg(*w[1]), arg(*w[2]), arg(*out[0]), arg(*out[1]), arg(*out[2]),
+          normed ? arg(*norm->norm) : arg(x)},
+         {uint32_t((cols + per_group - 1) / per_group), 1, 1},
+         {{"MODE", silu_gate ? 1.0 : 0.0}, {"NORM", normed ? 1.0 : 0.0}, {"NORM_EPS", normed ? double(norm->eps) : 1e-5}});
   return true;
 }
 

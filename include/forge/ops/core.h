@@ -16,6 +16,18 @@ Tensor scale(const Tensor& x, float alpha);
 
 // ---- Matmul --------------------------------------------------------------
 
+// A row norm that a decode-step product applies to its input rows as it
+// reads them: RMSNorm with `weight` [K] and eps (as rms_norm). On WebGPU the
+// matrix-vector kernels (few rows) fuse it, so a decode step needs no norm
+// dispatch; elsewhere the op runs rms_norm first, with the same results up to
+// the order of the f32 sums.
+struct RowNorm {
+  const Tensor* weight = nullptr;  // [K], f32
+  float eps = 1e-5f;
+};
+// x [.., K] normed as `n` says (rms_norm(x, *n.weight, n.eps)).
+Tensor row_norm(const Tensor& x, const RowNorm& n);
+
 struct MatmulOptions {
   bool transpose_a = false;  // A stored as [.., k, m]
   bool transpose_b = false;  // B stored as [.., n, k]
@@ -24,6 +36,13 @@ struct MatmulOptions {
   // Use only the first b_rows rows of each batch element of B (B a view over
   // a larger preallocated buffer such as a KV cache); -1 = all rows.
   int64_t b_rows = -1;
+  // Decode-step fusions (A rank 2 and not transposed): A's rows normed as
+  // they are read, and out = residual + the product (residual of out's
+  // shape: a product that feeds a residual stream). Fused on WebGPU for few
+  // rows against B [n, k] (transpose_b); the plain ops (rms_norm, add)
+  // otherwise.
+  const RowNorm* norm = nullptr;
+  const Tensor* residual = nullptr;
 };
 
 // A [m, k] or [batch, m, k], B [k, n] or [batch, k, n] (stored transposed

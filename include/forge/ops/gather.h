@@ -56,8 +56,11 @@ std::vector<Tensor> split_rows_for_binding(const Tensor& table, const Device& de
 
 // a [m, k] or [.., k]; chunks[i] [n_i, k] (a row-chunked weight-tied wte)
 // -> [m, sum n_i] (or [.., sum n_i]) = alpha * a @ concat(chunks)^T. On WebGPU
-// the output is written in row blocks so no binding exceeds the limit.
-Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, float alpha = 1.0f);
+// the output is written in row blocks so no binding exceeds the limit. With
+// `norm` a's rows are normed first (row_norm), in the same dispatches on
+// WebGPU for few rows (a model's final norm before its LM head).
+Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, float alpha = 1.0f,
+                             const RowNorm* norm = nullptr);
 
 struct ChunkedTransbGrads {
   Tensor da;                     // shaped as a

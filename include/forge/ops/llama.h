@@ -93,11 +93,13 @@ Tensor silu_gate_fused(const Tensor& up, const Tensor& gate);
 // plain ops take three; the plain ops elsewhere, with the same results up to
 // the order of the f32 sums):
 // x [.., K] times each of up to three weights W_i [n_i, K] (all f32 or all
-// bf16): x @ W_i^T.
-std::vector<Tensor> matmul_transb_many(const Tensor& x, const std::vector<Tensor>& weights);
+// bf16): x @ W_i^T. With `norm`, x's rows are normed first (row_norm), in the
+// same dispatch on WebGPU (a block's input norm: no separate norm dispatch).
+std::vector<Tensor> matmul_transb_many(const Tensor& x, const std::vector<Tensor>& weights,
+                                       const RowNorm* norm = nullptr);
 // silu(x @ gate^T) * (x @ up^T) for x [.., K], gate and up [n, K]: what
-// silu_gate_fused(gate_proj(x), up_proj(x)) gives.
-Tensor silu_gate_matmul(const Tensor& x, const Tensor& gate, const Tensor& up);
+// silu_gate_fused(gate_proj(x), up_proj(x)) gives; `norm` as above.
+Tensor silu_gate_matmul(const Tensor& x, const Tensor& gate, const Tensor& up, const RowNorm* norm = nullptr);
 
 struct SiluGateGrads {
   Tensor grad_up;    // dy * gate * silu'(up)

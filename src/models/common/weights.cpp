@@ -100,6 +100,15 @@ Tensor Linear::operator()(const Tensor& x) const {
   return y.reshape(shape);
 }
 
+Tensor Linear::residual(const Tensor& x, const Tensor& r) const {
+  if (quant || lora.defined() || x.rank() != 2) return add(r, (*this)(x));
+  MatmulOptions o;
+  o.transpose_b = !conv1d;
+  o.bias = bias.defined() ? &bias : nullptr;
+  o.residual = &r;
+  return matmul(x, w, o);
+}
+
 Tensor Linear::dense_weight() const {
   if (quant) return affine_dequantize(q, scales, biases, quant->bits, quant->group_size);
   return w.dtype() == DType::BF16 ? bf16_to_f32(w) : w;
@@ -140,22 +149,24 @@ namespace {
 bool plain(const Linear& l) { return !l.quant && !l.conv1d && !l.bias.defined() && !l.lora.defined(); }
 }  // namespace
 
-std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor& x) {
+std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor& x, const RowNorm* norm) {
   bool fused = ls.size() <= 3;
   for (const Linear* l : ls) fused = fused && plain(*l) && l->w.dtype() == ls.front()->w.dtype();
   std::vector<Tensor> out;
   if (fused) {
     std::vector<Tensor> ws;
     for (const Linear* l : ls) ws.push_back(l->w);
-    return matmul_transb_many(x, ws);
+    return matmul_transb_many(x, ws, norm);
   }
-  for (const Linear* l : ls) out.push_back((*l)(x));
+  const Tensor h = norm ? row_norm(x, *norm) : x;
+  for (const Linear* l : ls) out.push_back((*l)(h));
   return out;
 }
 
-Tensor silu_gate_of(const Linear& gate, const Linear& up, const Tensor& x) {
-  if (plain(gate) && plain(up) && gate.w.dtype() == up.w.dtype()) return silu_gate_matmul(x, gate.w, up.w);
-  return silu_gate_fused(gate(x), up(x));
+Tensor silu_gate_of(const Linear& gate, const Linear& up, const Tensor& x, const RowNorm* norm) {
+  if (plain(gate) && plain(up) && gate.w.dtype() == up.w.dtype()) return silu_gate_matmul(x, gate.w, up.w, norm);
+  const Tensor h = norm ? row_norm(x, *norm) : x;
+  return silu_gate_fused(gate(h), up(h));
 }
 
 Linear Linear::load(const TensorSource& src, const std::string& base, int64_t out, int64_t in, bool with_bias,
@@ -187,13 +198,13 @@ Tensor Embedding::lookup(const Tensor& ids) const {
   return embedding_chunked(ids, chunks, chunk_rows);
 }
 
-Tensor Embedding::project(const Tensor& x) const {
+Tensor Embedding::project(const Tensor& x, const RowNorm* norm) const {
   // A vocabulary-sized table is not dequantized whole (it may exceed a
   // storage binding as f32): the product reads the packed words.
   if (is_quantized())
-    return quantized_matmul(x, quantized.q, quantized.scales, quantized.biases, quantized.quant->bits,
-                            quantized.quant->group_size);
-  return matmul_chunked_transb(x, chunks);
+    return quantized_matmul(norm ? row_norm(x, *norm) : x, quantized.q, quantized.scales, quantized.biases,
+                            quantized.quant->bits, quantized.quant->group_size);
+  return matmul_chunked_transb(x, chunks, 1.0f, norm);
 }
 
 Embedding Embedding::load(const TensorSource& src, const std::string& base, int64_t vocab, int64_t width,

@@ -12,6 +12,7 @@
 
 #include "forge/linear.h"
 #include "forge/model_config.h"
+#include "forge/ops/core.h"
 #include "forge/safetensors.h"
 #include "forge/tensor.h"
 
@@ -65,12 +66,14 @@ Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Lin
 
 // Linears that read the same x [.., in], as {l(x) for l in ls}: one dispatch
 // for a decode step where all are dense without a bias or adapter
-// (matmul_transb_many).
-std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor& x);
+// (matmul_transb_many). With `norm` they read row_norm(x) instead, the norm
+// applied inside that dispatch; the other formats (quantized, biases,
+// adapters) take the norm as an op of its own and then each Linear.
+std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor& x, const RowNorm* norm = nullptr);
 // silu(gate(x)) * up(x), the Llama MLP's input to down_proj: one dispatch for
 // a decode step where both are dense without a bias or adapter
-// (silu_gate_matmul).
-Tensor silu_gate_of(const Linear& gate, const Linear& up, const Tensor& x);
+// (silu_gate_matmul); `norm` as for apply_all.
+Tensor silu_gate_of(const Linear& gate, const Linear& up, const Tensor& x, const RowNorm* norm = nullptr);
 
 // The token table [V, C]: dense (row chunks, each within one storage binding)
 // or quantized (rows dequantized as they are gathered). Also the output layer
@@ -84,8 +87,9 @@ struct Embedding {
   bool is_quantized() const { return quantized.quant.has_value(); }
   // ids [B, T] -> [B, T, C].
   Tensor lookup(const Tensor& ids) const;
-  // x [N, C] -> logits [N, V] = x @ table^T (the tied LM head).
-  Tensor project(const Tensor& x) const;
+  // x [N, C] -> logits [N, V] = x @ table^T (the tied LM head); with `norm`
+  // of row_norm(x) (fused into the product for few rows of a dense table).
+  Tensor project(const Tensor& x, const RowNorm* norm = nullptr) const;
 
   static Embedding load(const TensorSource& src, const std::string& base, int64_t vocab, int64_t width,
                         const std::optional<QuantizationConfig>& quant, const Device& device, DeviceTally& tally);

@@ -85,6 +85,12 @@ Tensor LlamaModel::attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, cons
   return flash_attention_v2(q, K, Vc, o);
 }
 
+bool LlamaModel::fused_rows(int64_t rows) {
+  // The rows the fused decode kernels take (matvec_multi.wgsl's MAX_ROWS);
+  // prefill keeps its separate norm passes.
+  return rows <= 4;
+}
+
 Tensor LlamaModel::norm_stream(Stream& s, const Tensor& weight) const {
   const float eps = float(c_.rms_norm_eps);
   if (!s.pending.defined()) return rms_norm(s.x, weight, eps);
@@ -101,14 +107,25 @@ LlamaModel::Qkv LlamaModel::project(int64_t l, Stream& s) const {
   const LlamaLayer& y = layers_[size_t(l)];
   const int64_t B = s.x.dim(0), T = s.x.dim(1), H = c_.hidden_size, hd = c_.head_dim;
   const int64_t nh = c_.num_attention_heads, nkv = c_.num_key_value_heads;
-  Tensor h = norm_stream(s, y.input_norm).reshape({B * T, H});
-  std::vector<Tensor> qkv = apply_all({&y.q, &y.k, &y.v}, h);
+  std::vector<Tensor> qkv;
+  if (s.fused) {
+    const RowNorm n{&y.input_norm, float(c_.rms_norm_eps)};
+    qkv = apply_all({&y.q, &y.k, &y.v}, s.x.reshape({B * T, H}), &n);
+  } else {
+    qkv = apply_all({&y.q, &y.k, &y.v}, norm_stream(s, y.input_norm).reshape({B * T, H}));
+  }
   return {qkv[0].reshape({B, T, nh, hd}), qkv[1].reshape({B, T, nkv, hd}), qkv[2].reshape({B, T, nkv, hd})};
 }
 
 void LlamaModel::finish(int64_t l, Stream& s, const Tensor& a) const {
   const LlamaLayer& y = layers_[size_t(l)];
   const int64_t B = s.x.dim(0), T = s.x.dim(1), H = c_.hidden_size;
+  if (s.fused) {
+    const Tensor x1 = y.o.residual(a, s.x.reshape({B * T, H}));  // x + o_proj(a)
+    const RowNorm n{&y.post_norm, float(c_.rms_norm_eps)};
+    s.x = y.down.residual(silu_gate_of(y.gate, y.up, x1, &n), x1).reshape({B, T, H});
+    return;
+  }
   RmsNormResidual r = rms_norm_residual(y.o(a).reshape({B, T, H}), s.x, y.post_norm, float(c_.rms_norm_eps));
   Tensor n = r.out.reshape({B * T, H});
   s.x = r.sum;                                                           // x1 = x + o_proj(a)
@@ -124,6 +141,17 @@ void LlamaModel::layer(int64_t l, Stream& s, const Tensor& rope_tab, KvCache* ca
 
 
 Tensor LlamaModel::logits(const Tensor& n) const { return tied_ ? embed_.project(n) : lm_head_.project(n); }
+
+LlamaModel::Stream LlamaModel::last_rows(const Stream& s, int64_t B, int64_t T) {
+  auto last = [&](const Tensor& t) { return t.defined() ? last_positions(t.reshape({B * T, t.dim(-1)}), B, T) : t; };
+  return {last(s.x), last(s.pending), s.fused};
+}
+
+Tensor LlamaModel::head(Stream& s) const {
+  if (!s.fused) return logits(norm_stream(s, norm_));
+  const RowNorm n{&norm_, float(c_.rms_norm_eps)};
+  return tied_ ? embed_.project(s.x, &n) : lm_head_.project(s.x, &n);
+}
 
 Tensor LlamaModel::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) const {
   Tensor ids = ids_as_batch(ids_in, "llama");
@@ -159,7 +187,7 @@ KvCache LlamaModel::new_cache(int64_t batch, int64_t capacity) const {
 
 Tensor LlamaModel::forward_cached(const Tensor& ids_in, KvCache& cache) const {
   Tensor ids = ids_as_batch(ids_in, "llama");
-  const int64_t B = ids.dim(0), T = ids.dim(1), H = c_.hidden_size;
+  const int64_t B = ids.dim(0), T = ids.dim(1);
   if (cache.k.size() != size_t(c_.num_hidden_layers) || cache.batch != B)
     throw ShapeError("[llama] cache does not match ids " + ids.describe() + " (make it with new_cache(" + S(B) + "))");
   if (T < 1) throw ShapeError("[llama] ids " + ids.describe() + " hold no positions");
@@ -185,11 +213,11 @@ Tensor LlamaModel::forward_cached(const Tensor& ids_in, KvCache& cache) const {
   }
   // The table first: its upload submits what is recorded before it.
   const Tensor rope_tab = rope_table(inv_freq_, cache.len, T, device_);
-  Stream s{embed_.lookup(ids), {}};  // [B, T, H]
+  Stream s{embed_.lookup(ids), {}, fused_rows(B * T)};  // [B, T, H]
   for (int64_t l = 0; l < c_.num_hidden_layers; ++l) layer(l, s, rope_tab, &cache);
   cache.len += T;
-  Stream last{last_positions(s.x.reshape({B * T, H}), B, T), last_positions(s.pending.reshape({B * T, H}), B, T)};
-  return logits(norm_stream(last, norm_));  // [B, V]
+  Stream last = last_rows(s, B, T);
+  return head(last);  // [B, V]
 }
 
 }  // namespace forge::models

@@ -31,7 +31,7 @@ void check_row_cache(const KvCache& cache, int64_t layers) {
 
 Tensor LlamaModel::prefill_row(const Tensor& ids_in, KvCache& cache, int64_t row) const {
   Tensor ids = ids_as_batch(ids_in, "llama");
-  const int64_t T = ids.dim(1), H = c_.hidden_size;
+  const int64_t T = ids.dim(1);
   check_row_cache(cache, c_.num_hidden_layers);
   if (ids.dim(0) != 1) throw ShapeError("[llama] prefill_row takes one sequence, got ids " + ids.describe());
   if (T < 1) throw ShapeError("[llama] ids " + ids.describe() + " hold no positions");
@@ -40,7 +40,7 @@ Tensor LlamaModel::prefill_row(const Tensor& ids_in, KvCache& cache, int64_t row
   if (T > cache.capacity)
     throw ValueError("[llama] a prompt of " + S(T) + " tokens exceeds the cache capacity " + S(cache.capacity));
   const Tensor rope_tab = rope_table(inv_freq_, 0, T, device_);
-  Stream s{embed_.lookup(ids), {}};  // [1, T, H]
+  Stream s{embed_.lookup(ids), {}, fused_rows(T)};  // [1, T, H]
   for (int64_t l = 0; l < c_.num_hidden_layers; ++l) {
     Qkv p = project(l, s);
     rope(p.q, c_.head_dim, rope_tab);
@@ -53,13 +53,13 @@ Tensor LlamaModel::prefill_row(const Tensor& ids_in, KvCache& cache, int64_t row
     Tensor a = flash_attention_v2(p.q, p.k, p.v, o).reshape({T, c_.num_attention_heads * c_.head_dim});
     finish(l, s, a);
   }
-  Stream last{last_positions(s.x.reshape({T, H}), 1, T), last_positions(s.pending.reshape({T, H}), 1, T)};
-  return logits(norm_stream(last, norm_));  // [1, V]
+  Stream last = last_rows(s, 1, T);
+  return head(last);  // [1, V]
 }
 
 Tensor LlamaModel::decode_rows(const Tensor& ids_in, KvCache& cache, const std::vector<int64_t>& pos) const {
   check_row_cache(cache, c_.num_hidden_layers);
-  const int64_t n = int64_t(pos.size()), cap = cache.capacity, H = c_.hidden_size, hd = c_.head_dim;
+  const int64_t n = int64_t(pos.size()), cap = cache.capacity, hd = c_.head_dim;
   if (ids_in.numel() != n || n < 1 || n > cache.batch)
     throw ShapeError("[llama] decode_rows takes one id per row: ids " + ids_in.describe() + " for " + S(n) +
                      " positions and a cache of " + S(cache.batch) + " rows");
@@ -72,7 +72,7 @@ Tensor LlamaModel::decode_rows(const Tensor& ids_in, KvCache& cache, const std::
     tab.insert(tab.end(), r.begin(), r.end());
   }
   const Tensor rope_tab = Tensor::from_vector(tab, {n, hd / 2, 2}, device_);
-  Stream s{embed_.lookup(ids_in.reshape({1, n})), {}};  // [1, n, H]: the rows' tokens as one sequence
+  Stream s{embed_.lookup(ids_in.reshape({1, n})), {}, fused_rows(n)};  // [1, n, H]: the rows' tokens as one sequence
   std::vector<std::pair<int64_t, Tensor>> masks;         // by window
   for (int64_t l = 0; l < c_.num_hidden_layers; ++l) {
     Qkv p = project(l, s);
@@ -90,8 +90,8 @@ Tensor LlamaModel::decode_rows(const Tensor& ids_in, KvCache& cache, const std::
                                   first_rows(cache.v[size_t(l)], n), rows_attention(pos), mask);
     finish(l, s, a.reshape({n, nh * hd}));
   }
-  Stream rows{s.x.reshape({n, H}), s.pending.reshape({n, H})};
-  return logits(norm_stream(rows, norm_));  // [n, V]
+  Stream rows = last_rows(s, n, 1);
+  return head(rows);  // [n, V]
 }
 
 }  // namespace forge::models

@@ -63,11 +63,22 @@ class LlamaModel : public CausalLM {
 
  private:
   // The residual stream between layers: x, plus the last MLP output while it
-  // waits to be added in the next norm's pass (x' = x + pending).
+  // waits to be added in the next norm's pass (x' = x + pending). A fused
+  // stream (few rows: a decode step) has no norm passes of its own: the
+  // products that read it apply the norms as they read it, and o_proj and
+  // down_proj add their outputs to it (pending stays undefined).
   struct Stream {
     Tensor x;        // [B, T, H] or [N, H]
     Tensor pending;  // like x, or undefined
+    bool fused = false;
   };
+  // Whether a stream of `rows` rows is fused (see Stream).
+  static bool fused_rows(int64_t rows);
+  // The logits [N, V] of the stream's rows [N, H] after the final norm.
+  Tensor head(Stream& s) const;
+  // The stream at the last of each sequence's T positions ([B * T, H] rows
+  // -> [B, H]).
+  static Stream last_rows(const Stream& s, int64_t B, int64_t T);
   struct Qkv {
     Tensor q, k, v;  // [B, T, nh | nkv, hd], rope not applied yet
   };

@@ -2,14 +2,17 @@
 // workgroup per (query row, key split). The 64 invocations score 64 keys at
 // a time (one each), then each owns output columns lid and lid + 64 for the
 // weighted sum of V. Every invocation tracks the same running max m and sum l.
-// Writes the split's partial (m, l, acc[D]) to part for flash_combine.wgsl.
-// Preceded by flash_params, philox and flash_common.
+// Writes the split's partial (m, l, acc[D]) to part for flash_combine.wgsl;
+// with one split (splits == 1) it writes the row's output to part (then the
+// output tensor [rows, D]) and its lse as flash_combine.wgsl would, bit for
+// bit, and no combine runs. Preceded by flash_params, philox and flash_common.
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;
 @group(0) @binding(3) var<storage, read> v: array<f32>;
 @group(0) @binding(4) var<storage, read> mask: array<f32>;
-@group(0) @binding(5) var<storage, read_write> part: array<f32>;  // [rows, splits, D + 2]
+@group(0) @binding(5) var<storage, read_write> part: array<f32>;  // [rows, splits, D + 2], or out [rows, D]
+@group(0) @binding(6) var<storage, read_write> lse: array<f32>;   // [B, H, Sq] (one split only)
 
 var<workgroup> qs: array<f32, MAX_D>;
 var<workgroup> sc: array<f32, 64>;  // scores of the tile (NEG when masked)
@@ -96,6 +99,20 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     m = mn;
   }
 
+  if (p.splits == 1u) {
+    // flash_combine's result for one split: M = m, total = l.
+    let inv = select(0.0, 1.0 / l, l > 0.0);
+    if (lid < dim) {
+      part[r * dim + lid] = acc0 * inv;
+    }
+    if (c1 < dim) {
+      part[r * dim + c1] = acc1 * inv;
+    }
+    if (lid == 0u) {
+      lse[(b * p.heads + h) * p.seq_q + i] = select(p.neg_inf, m + log(l), l > 0.0);
+    }
+    return;
+  }
   let base = (r * p.splits + sp) * (dim + 2u);
   if (lid == 0u) {
     part[base] = m;

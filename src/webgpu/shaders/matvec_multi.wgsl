@@ -8,8 +8,10 @@
 //           silu_gate.wgsl rounds it), W2 and out1/out2 unused.
 // One dispatch instead of three in both modes. main_serial: the same with one
 // invocation per output column and no barrier, for small k (see
-// matvec.wgsl's main_serial for why). Preceded by a weights snippet: the
-// weights f32, or bf16 widened as they are read.
+// matvec.wgsl's main_serial for why). Preceded by a weights snippet (the
+// weights f32, or bf16 widened as they are read) and norm_prologue.wgsl: with
+// NORM, x's rows are RMS-normed as they are read (the block's input norm or
+// its post-attention norm, no separate dispatch).
 override MODE: u32 = 0u;
 
 struct Params {
@@ -31,6 +33,7 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> o0: array<f32>;  // [m, n0]
 @group(0) @binding(6) var<storage, read_write> o1: array<f32>;
 @group(0) @binding(7) var<storage, read_write> o2: array<f32>;
+@group(0) @binding(8) var<storage, read> norm_w: array<vec4f>;  // [k / 4] (NORM), else unused
 
 const WG: u32 = 256u;
 const MAX_ROWS: u32 = 4u;
@@ -72,6 +75,17 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       }
     }
   }
+  var scale: array<f32, MAX_ROWS>;
+  if (NORM != 0u) {
+    for (var r = 0u; r < p.m; r++) {
+      var sq = 0.0;
+      for (var i = lid; i < k4; i += WG) {
+        let v = x[r * k4 + i];
+        sq += dot(v, v);
+      }
+      scale[r] = norm_scale(norm_workgroup_sum(sq, lid), p.k);
+    }
+  }
   var acc0: array<f32, MAX_ROWS>;
   var acc1: array<f32, MAX_ROWS>;
   if (valid) {
@@ -81,7 +95,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
         let b = weight(which, base + i);
         for (var r = 0u; r < MAX_ROWS; r++) {
           if (r < p.m) {
-            acc0[r] += dot(x[r * k4 + i], b);
+            acc0[r] += dot(normed(x[r * k4 + i], scale[r], i), b);
           }
         }
       } else {
@@ -89,7 +103,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
         let u = weight4(w1[base + i]);
         for (var r = 0u; r < MAX_ROWS; r++) {
           if (r < p.m) {
-            let a = x[r * k4 + i];
+            let a = normed(x[r * k4 + i], scale[r], i);
             acc0[r] += dot(a, g);
             acc1[r] += dot(a, u);
           }
@@ -158,10 +172,19 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
   let base = col * k4;
   for (var r = 0u; r < MAX_ROWS; r++) {
     if (r < p.m) {
+      var scale = 1.0;
+      if (NORM != 0u) {
+        var sq = 0.0;
+        for (var i = 0u; i < k4; i++) {
+          let v = x[r * k4 + i];
+          sq += dot(v, v);
+        }
+        scale = norm_scale(sq, p.k);
+      }
       var a0 = 0.0;
       var a1 = 0.0;
       for (var i = 0u; i < k4; i++) {
-        let a = x[r * k4 + i];
+        let a = normed(x[r * k4 + i], scale, i);
         if (MODE == 0u) {
           a0 += dot(a, weight(which, base + i));
         } else {

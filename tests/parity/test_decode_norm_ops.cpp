@@ -1,0 +1,149 @@
+// The decode-step fusions of a norm and a residual into the products around
+// them (RowNorm, MatmulOptions::norm / residual, matmul_transb_many,
+// silu_gate_matmul and matmul_chunked_transb with a norm): on every device
+// they equal the plain ops on the CPU (rms_norm, then the product, then add).
+// WebGPU fuses few rows against aligned weights, f32 or bf16, and composes
+// the rest, so the table holds both. Tolerance as for matmul (sums in
+// another order) plus the norm's scale, formed by another reduction.
+#include <cmath>
+
+#include "parity.h"
+
+namespace forge::testing {
+namespace {
+
+double tolerance(int64_t k) { return 4e-6 * std::sqrt(double(k) + 1); }
+
+Tensor product(const Tensor& x, const Tensor& w, const Tensor* bias = nullptr) {
+  MatmulOptions o;
+  o.transpose_b = true;
+  o.bias = bias;
+  return matmul(x, w, o);
+}
+
+Tensor as_dtype(const Tensor& w, DType dt) {
+  if (dt == DType::F32) return w;
+  std::vector<uint16_t> h;
+  for (float v : w.to_vector<float>()) h.push_back(f32_to_bf16(v));
+  return Tensor::from_data(h.data(), w.shape(), DType::BF16);
+}
+
+// Rows m (1, 3: the 4-row kernels; 8, 17: the 8-row ones past k 256, or the
+// serial one; 40: composed) x k (serial up to 256, 32 lanes past it; 30 is
+// not a multiple of 4: composed).
+struct Case {
+  int64_t m, k, n;
+};
+const std::vector<Case> kCases = {{1, 64, 40}, {3, 260, 17}, {1, 516, 9}, {8, 516, 33},
+                                  {17, 64, 5}, {40, 132, 7}, {2, 30, 7},  {4, 8, 1}};
+
+TEST(DecodeNormParity, MatmulWithNormResidualAndBiasEqualsThePlainOps) {
+  uint32_t seed = 700;
+  for (DType dt : {DType::F32, DType::BF16}) {
+    for (const Device& dev : test_devices()) {
+      for (const Case& c : kCases) {
+        SCOPED_TRACE(dev.name() + " " + dtype_name(dt) + " m " + std::to_string(c.m) + " k " + std::to_string(c.k));
+        Tensor x = random_tensor({c.m, c.k}, seed++, -2.0f, 2.0f);
+        Tensor w = as_dtype(random_tensor({c.n, c.k}, seed++), dt);
+        Tensor nw = random_tensor({c.k}, seed++, 0.5f, 1.5f), bias = random_tensor({c.n}, seed++);
+        Tensor r = random_tensor({c.m, c.n}, seed++);
+        const float eps = 1e-5f;
+        const Tensor h = rms_norm(x, nw, eps);
+        const Tensor wd = dt == DType::BF16 ? bf16_to_f32(w) : w;
+        const Tensor want_norm = product(h, wd);
+        const Tensor want_all = add(r, product(h, wd, &bias));
+        const Tensor want_res = add(r, product(x, wd));
+        const Tensor X = x.to(dev), W = w.to(dev), NW = nw.to(dev), BIAS = bias.to(dev), R = r.to(dev);
+        const RowNorm norm{&NW, eps};
+        MatmulOptions o;
+        o.transpose_b = true;
+        o.norm = &norm;
+        const double atol = tolerance(c.k);
+        EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_norm, atol, 1e-5)) << "norm";
+        o.bias = &BIAS;
+        o.residual = &R;
+        EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_all, atol, 1e-5)) << "norm, bias, residual";
+        o.norm = nullptr;
+        o.bias = nullptr;
+        EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_res, atol, 1e-5)) << "residual";
+        EXPECT_TRUE(all_close(row_norm(X, norm).to(Device::cpu()), h, 1e-6, 1e-6)) << "row_norm";
+      }
+    }
+  }
+}
+
+TEST(DecodeNormParity, FusedProductsWithNormEqualThePlainOps) {
+  uint32_t seed = 800;
+  for (DType dt : {DType::F32, DType::BF16}) {
+    for (const Device& dev : test_devices()) {
+      for (const Case& c : kCases) {
+        SCOPED_TRACE(dev.name() + " " + dtype_name(dt) + " m " + std::to_string(c.m) + " k " + std::to_string(c.k));
+        Tensor x = random_tensor({c.m, c.k}, seed++, -2.0f, 2.0f), nw = random_tensor({c.k}, seed++, 0.5f, 1.5f);
+        std::vector<Tensor> ws;
+        for (int64_t n : {c.n, c.n / 2 + 1, 3L}) ws.push_back(as_dtype(random_tensor({n, c.k}, seed++), dt));
+        const Tensor up = as_dtype(random_tensor({c.n, c.k}, seed++), dt);
+        const float eps = 1e-6f;
+        const Tensor h = rms_norm(x, nw, eps);
+        auto wide = [&](const Tensor& w) { return dt == DType::BF16 ? bf16_to_f32(w) : w; };
+        const Tensor NW = nw.to(dev);
+        const RowNorm norm{&NW, eps};
+        std::vector<Tensor> wd;
+        for (const Tensor& w : ws) wd.push_back(w.to(dev));
+        const std::vector<Tensor> got = matmul_transb_many(x.to(dev), wd, &norm);
+        const double atol = tolerance(c.k);
+        ASSERT_EQ(got.size(), 3u);
+        for (size_t i = 0; i < 3; ++i)
+          EXPECT_TRUE(all_close(got[i].to(Device::cpu()), product(h, wide(ws[i])), atol, 1e-5)) << i;
+        const Tensor want = silu_gate_fused(product(h, wide(ws[0])), product(h, wide(up)));
+        const Tensor sg = silu_gate_matmul(x.to(dev), wd[0], up.to(dev), &norm);
+        EXPECT_TRUE(all_close(sg.to(Device::cpu()), want, atol, 1e-5)) << "silu gate";
+      }
+    }
+  }
+}
+
+TEST(DecodeNormParity, ChunkedHeadWithNormEqualsThePlainOps) {
+  uint32_t seed = 900;
+  for (const Device& dev : test_devices()) {
+    for (const Case& c : kCases) {
+      SCOPED_TRACE(dev.name() + " m " + std::to_string(c.m) + " k " + std::to_string(c.k));
+      Tensor x = random_tensor({c.m, c.k}, seed++, -2.0f, 2.0f), nw = random_tensor({c.k}, seed++, 0.5f, 1.5f);
+      std::vector<Tensor> chunks = {random_tensor({c.n, c.k}, seed++), random_tensor({5, c.k}, seed++)};
+      const Tensor want = matmul_chunked_transb(rms_norm(x, nw, 1e-5f), chunks, 0.5f);
+      const Tensor NW = nw.to(dev);
+      const RowNorm norm{&NW, 1e-5f};
+      const Tensor got = matmul_chunked_transb(x.to(dev), {chunks[0].to(dev), chunks[1].to(dev)}, 0.5f, &norm);
+      EXPECT_TRUE(all_close(got.to(Device::cpu()), want, tolerance(c.k), 1e-5));
+    }
+  }
+}
+
+TEST(DecodeNormParity, BadNormsAndResidualsAreRefused) {
+  Tensor x = Tensor::zeros({2, 8}), w = Tensor::zeros({4, 8}), short_w = Tensor::zeros({7});
+  const RowNorm bad{&short_w, 1e-5f}, none{nullptr, 1e-5f};
+  MatmulOptions o;
+  o.transpose_b = true;
+  o.norm = &bad;
+  expect_error<ShapeError>("matmul", [&] { matmul(x, w, o); }, "norm weight");
+  o.norm = &none;
+  expect_error<ValueError>("matmul", [&] { matmul(x, w, o); }, "no weight");
+  o.norm = nullptr;
+  Tensor r = Tensor::zeros({2, 5});
+  o.residual = &r;
+  expect_error<ShapeError>("matmul", [&] { matmul(x, w, o); }, "residual");
+  o.residual = nullptr;
+  o.transpose_a = true;
+  const RowNorm good{&short_w, 1e-5f};
+  o.norm = &good;
+  expect_error<ShapeError>("matmul", [&] { matmul(w, w, o); }, "rank-2");
+  expect_error<ShapeError>("matmul_transb_many", [&] { matmul_transb_many(x, {w, w, w}, &bad); }, "norm weight");
+  expect_error<ShapeError>("silu_gate_matmul", [&] { silu_gate_matmul(x, w, w, &bad); }, "norm weight");
+  expect_error<ShapeError>("matmul_chunked_transb", [&] { matmul_chunked_transb(x, {w}, 1.0f, &bad); }, "norm weight");
+  expect_error<ShapeError>("row_norm", [&] { row_norm(x, bad); }, "norm weight");
+  Tensor wi = Tensor::zeros({8}, DType::I32);
+  const RowNorm int_norm{&wi, 1e-5f};
+  expect_error<DTypeError>("row_norm", [&] { row_norm(x, int_norm); }, "norm weight");
+}
+
+}  // namespace
+}  // namespace forge::testing
