@@ -151,7 +151,9 @@ TEST(QuantParity, QuantizedMatmul) {
               return quantized_matmul(t[0], t[1], t[2], t[3], bits, group, with_bias ? &t[4] : nullptr);
             };
             // Against the dense route on each device: f32 sums of in <= 256
-            // terms of size <= 1.3: 2e-5 absolute, 1e-5 relative.
+            // terms of size <= 1.3, each order's rounding up to about 2e-5;
+            // two orders (a GPU's 32-lane tree against a serial sum, as on
+            // the H200) differ by up to twice that: 5e-5 absolute, 1e-5 relative.
             for (const Device& d : {Device::cpu(), gpu_device()}) {
               Tensor xd = x.to(d), bd = bias.to(d);
               Tensor dense = affine_dequantize(q.w.to(d), q.scales.to(d), q.biases.to(d), bits, group);
@@ -164,10 +166,10 @@ TEST(QuantParity, QuantizedMatmul) {
               Shape want_shape = xs;
               want_shape.back() = out;
               EXPECT_EQ(got.shape(), want_shape);
-              EXPECT_TRUE(all_close(got.to_vector<float>(), want.to_vector<float>(), 2e-5, 1e-5))
+              EXPECT_TRUE(all_close(got.to_vector<float>(), want.to_vector<float>(), 5e-5, 1e-5))
                   << what << " " << d.name();
             }
-            EXPECT_TRUE(cpu_gpu_parity({x, q.w, q.scales, q.biases, bias}, op, 2e-5, 1e-5)) << what;
+            EXPECT_TRUE(cpu_gpu_parity({x, q.w, q.scales, q.biases, bias}, op, 5e-5, 1e-5)) << what;
           }
   }
 }
