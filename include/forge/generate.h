@@ -45,6 +45,7 @@ struct GenerateOptions {
 struct GenerateStats {
   int64_t prefill_tokens = 0, decode_tokens = 0;
   double prefill_s = 0, decode_s = 0;  // wall time, device work included
+  double decode_wait_s = 0;  // of decode_s, the host blocked on reading ids back
 };
 
 // Called with each new id as soon as it is read back; returning false stops

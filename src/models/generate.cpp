@@ -207,7 +207,9 @@ std::vector<uint32_t> generate(const CausalLM& model, const std::vector<uint32_t
       ahead = step(i + 1, next);
       ahead_read.emplace(ahead);
     }
+    const auto tw = std::chrono::steady_clock::now();
     id = pending->get();
+    st.decode_wait_s += seconds_since(tw);
     ++st.decode_tokens;
     if (!accept(id)) {
       if (ahead_read) cache.len -= 1;  // the dropped step's position

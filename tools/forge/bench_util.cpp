@@ -41,8 +41,12 @@ double best_decode_rate(const CausalLM& model, const std::vector<uint32_t>& prom
   generate(model, prompt, o, {}, &st);  // warm-up
   double rate = 0;
   for (int rep = 0; rep < 3; ++rep) {
-    generate(model, prompt, o, {}, &st);
-    if (st.decode_s > 0) rate = std::max(rate, double(st.decode_tokens) / st.decode_s);
+    GenerateStats run;
+    generate(model, prompt, o, {}, &run);
+    if (run.decode_s > 0 && double(run.decode_tokens) / run.decode_s > rate) {
+      rate = double(run.decode_tokens) / run.decode_s;
+      st = run;
+    }
   }
   if (stats) *stats = st;
   return rate;
