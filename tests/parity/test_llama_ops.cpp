@@ -395,6 +395,74 @@ TEST(LlamaParity, RopeAppendEqualsRopeThenAppendOnEveryDevice) {
   }
 }
 
+// rope_append_attention against rope_append (or kv_append, without a table)
+// then flash_attention_v2, both on the CPU: the attention output and the
+// caches. Decode steps (one dispatch on WebGPU) with GQA, MQA, head_dim 128,
+// several sequences, a window, a ring slot in the middle with causal off,
+// no rotation; and cases the fused kernel leaves to the two ops (3 queries,
+// over 512 keys).
+TEST(LlamaParity, RopeAppendAttentionEqualsTheTwoOpsOnEveryDevice) {
+  struct Case {
+    int64_t B, T, nh, nkv, hd, keys, at;
+    bool causal, rotate;
+    int64_t window;
+  };
+  const std::vector<Case> cases = {
+      {1, 1, 4, 2, 64, 37, 36, true, true, 0},   {2, 1, 6, 1, 128, 20, 19, true, true, 0},
+      {1, 1, 3, 3, 8, 300, 299, true, true, 0},  {1, 1, 4, 2, 16, 90, 89, true, true, 17},
+      {1, 1, 4, 2, 16, 24, 9, false, true, 0},   {1, 1, 2, 2, 6, 5, 4, true, false, 0},
+      {1, 3, 4, 2, 16, 40, 37, true, true, 0},   {1, 1, 2, 1, 8, 700, 699, true, true, 0},
+  };
+  uint32_t seed = 300;
+  for (const Device& dev : test_devices()) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(dev.name() + " B" + std::to_string(c.B) + " T" + std::to_string(c.T) + " nh" + std::to_string(c.nh) +
+                   " keys" + std::to_string(c.keys) + " at" + std::to_string(c.at));
+      Tensor q = random_tensor({c.B, c.T, c.nh, c.hd}, seed++), k = random_tensor({c.B, c.T, c.nkv, c.hd}, seed++);
+      Tensor v = random_tensor({c.B, c.T, c.nkv, c.hd}, seed++);
+      Tensor kc = random_tensor({c.B, c.keys, c.nkv, c.hd}, seed++), vc = random_tensor({c.B, c.keys, c.nkv, c.hd}, seed++);
+      const Tensor table = rope_table(rope_inv_freq(c.hd, 1e4), c.at, c.T, Device::cpu());
+      AttentionOptions o;
+      o.causal = c.causal;
+      o.kv_offset = c.causal ? c.at : 0;
+      o.window = c.window;
+      // The reference: the two ops on the CPU.
+      Tensor wq = q.clone(), wk = k.clone(), wkc = kc.clone(), wvc = vc.clone();
+      if (c.rotate) {
+        rope_append(wq, wk, v, table, wkc, wvc, c.at);
+      } else {
+        const int64_t D = c.nkv * c.hd;
+        Tensor wkc4 = wkc.reshape({c.B, 1, c.keys, D}), wvc4 = wvc.reshape({c.B, 1, c.keys, D});
+        kv_append(wkc4, wk.reshape({c.B, 1, c.T, D}), c.at);
+        kv_append(wvc4, v.reshape({c.B, 1, c.T, D}), c.at);
+      }
+      const Tensor want = flash_attention_v2(wq, wkc, wvc, o);
+
+      Tensor gq = q.to(dev), gk = k.to(dev), gkc = kc.to(dev), gvc = vc.to(dev), gt = table.to(dev);
+      const Tensor got = rope_append_attention(gq, gk, v.to(dev), c.rotate ? &gt : nullptr, gkc, gvc, c.at, o);
+      EXPECT_EQ(got.shape(), want.shape());
+      EXPECT_TRUE(all_close(got.to(Device::cpu()), want, 1e-5, 1e-5));
+      EXPECT_TRUE(all_close(gkc.to(Device::cpu()), wkc, 1e-6, 1e-6));
+      EXPECT_TRUE(all_close(gvc.to(Device::cpu()), wvc, 0, 0));
+    }
+  }
+}
+
+TEST(LlamaParity, RopeAppendAttentionRefusesBadInput) {
+  Tensor q = Tensor::zeros({1, 1, 4, 8}), k = Tensor::zeros({1, 1, 2, 8}), v = Tensor::zeros({1, 1, 2, 8});
+  Tensor kc = Tensor::zeros({1, 10, 2, 8}), vc = Tensor::zeros({1, 10, 2, 8});
+  const Tensor table = rope_table(rope_inv_freq(8, 1e4), 0, 1, Device::cpu());
+  AttentionOptions o;
+  o.causal = true;
+  EXPECT_THROW(rope_append_attention(q, k, v, &table, kc, vc, 10, o), ValueError);  // slot past the cache
+  Tensor k3 = Tensor::zeros({1, 1, 3, 8});
+  EXPECT_THROW(rope_append_attention(q, k3, v, &table, kc, vc, 2, o), ShapeError);  // k and v differ
+  Tensor bad_table = Tensor::zeros({1, 3, 2});
+  EXPECT_THROW(rope_append_attention(q, k, v, &bad_table, kc, vc, 2, o), ShapeError);
+  o.window = -1;
+  EXPECT_THROW(rope_append_attention(q, k, v, &table, kc, vc, 2, o), ValueError);
+}
+
 // Under a binding limit the whole cache exceeds, several sequences take the
 // composed path and one sequence binds only its slots: both stay exact.
 TEST(LlamaParity, RopeAppendWebGpuUnderALoweredBindingLimit) {
