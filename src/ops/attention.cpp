@@ -18,10 +18,8 @@ std::string shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   return s;
 }
 
-}  // namespace
-
-AttentionPlan make_attention_plan(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
-                                  const AttentionOptions& o, const Tensor* mask) {
+AttentionPlan make_plan(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const AttentionOptions& o, const Tensor* mask) {
   if (mask) check::same_device(op, {&q, &k, &v, mask});
   else check::same_device(op, {&q, &k, &v});
   check::dtype(op, "q", q, DType::F32);
@@ -83,8 +81,6 @@ AttentionPlan make_attention_plan(const char* op, const Tensor& q, const Tensor&
   return p;
 }
 
-namespace {
-
 bool empty(const AttentionPlan& p) {
   return p.batch == 0 || p.seq_q == 0 || p.heads == 0 || p.head_dim == 0;
 }
@@ -94,7 +90,7 @@ bool empty(const AttentionPlan& p) {
 AttentionForward flash_attention_v2_lse(const Tensor& q, const Tensor& k, const Tensor& v,
                                         const AttentionOptions& options, const Tensor* mask) {
   const char* op = "flash_attention_v2";
-  AttentionPlan p = make_attention_plan(op, q, k, v, options, mask);
+  AttentionPlan p = make_plan(op, q, k, v, options, mask);
   AttentionForward r;
   if (empty(p) || p.seq_k == 0) {  // nothing to attend to: zeros, lse -inf
     r.out = Tensor::zeros(q.shape(), DType::F32, q.device());
@@ -132,7 +128,7 @@ AttentionGrads flash_attention_v2_backward(const Tensor& q, const Tensor& k, con
                                            const Tensor& grad_out, const AttentionOptions& options,
                                            const Tensor* mask, const Tensor* lse) {
   const char* op = "flash_attention_v2_backward";
-  AttentionPlan p = make_attention_plan(op, q, k, v, options, mask);
+  AttentionPlan p = make_plan(op, q, k, v, options, mask);
   check::same_device(op, {&q, &out, &grad_out});
   check::dtype(op, "out", out, DType::F32);
   check::dtype(op, "grad_out", grad_out, DType::F32);

@@ -4,8 +4,6 @@
 #pragma once
 #include <cstdint>
 
-#include "forge/ops/attention.h"
-
 namespace forge {
 
 struct AttentionPlan {
@@ -37,11 +35,6 @@ struct AttentionPlan {
     return hi > seq_k ? seq_k : (hi < 0 ? 0 : hi);
   }
 };
-
-// Validates the operands and options of attention op `op` (ShapeError,
-// ValueError, DeviceError naming them) and resolves its plan.
-AttentionPlan make_attention_plan(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
-                                  const AttentionOptions& o, const Tensor* mask);
 
 // Scores at or below this count as masked out (a -inf mask entry among them).
 constexpr float kAttentionMaskedScore = -1e30f;

@@ -27,10 +27,7 @@ const ComposedKernel kForward{"flash_fwd", {shaders::flash_params, shaders::phil
 const ComposedKernel kForwardTiled{"flash_fwd_tiled", {shaders::flash_params, shaders::philox,
                                                         shaders::flash_common, shaders::flash_fwd_tiled}};
 const ComposedKernel kDecode{"flash_decode", {shaders::flash_params, shaders::philox, shaders::flash_common,
-                                              shaders::flash_decode, shaders::flash_decode_core}};
-const ComposedKernel kDecodeAppend{"flash_decode_append",
-                                   {shaders::flash_params, shaders::philox, shaders::flash_common,
-                                    shaders::flash_decode_append, shaders::flash_decode_core}};
+                                              shaders::flash_decode}};
 const ComposedKernel kCombine{"flash_combine", {shaders::flash_params, shaders::flash_combine}};
 const ComposedKernel kBwdStats{"flash_bwd_stats", {shaders::flash_params, shaders::flash_bwd_stats}};
 const ComposedKernel kBwdDq{"flash_bwd_dq", {shaders::flash_params, shaders::philox, shaders::flash_common,
@@ -51,9 +48,8 @@ struct FlashParams {
   float scale, drop_scale;
   uint32_t tile, splits, split_len;
   float neg_inf;
-  uint32_t append_at, pad0, pad1, pad2;
 };
-static_assert(sizeof(FlashParams) == 112);
+static_assert(sizeof(FlashParams) == 96);
 
 constexpr uint32_t kBlock = 64;           // queries (or keys) per workgroup
 constexpr uint32_t kTileFloats = 2048;    // TILE_FLOATS of flash_rows.wgsl
@@ -202,27 +198,6 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
   launch(dev, op, kDecode.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(part), arg(lse)},
          grid_1d(rows * splits, lim), {{"HEAD_DIM", dim}});
   launch(dev, op, kCombine.kernel(), f, {arg(part), arg(out), arg(lse)}, grid_1d(rows, lim), {{"HEAD_DIM", dim}});
-}
-
-bool attention_decode_append(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* table,
-                             Tensor& k_cache, Tensor& v_cache, int64_t at, const AttentionPlan& plan, Tensor& out) {
-  const Device& dev = out.device();
-  const gpu::Runtime& rt = dev.runtime();
-  if (plan.seq_q != 1 || plan.has_mask || plan.dropout || plan.head_dim > kAttentionMaxHeadDim) return false;
-  const uint64_t keys = plan.causal ? std::min<uint64_t>(uint64_t(plan.seq_k), uint64_t(plan.kv_offset + 1))
-                                    : uint64_t(plan.seq_k);
-  if (keys > kDirectKeys) return false;  // splits and a combine: the two ops
-  const uint64_t align = rt.limits().storage_offset_alignment;
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&q, &k, &v, &k_cache, &v_cache, &out})
-    if (t->byte_offset() % align != 0 || !fits(dev, uint64_t(t->nbytes()))) return false;
-  if (table && (table->byte_offset() % align != 0 || !fits(dev, uint64_t(table->nbytes())))) return false;
-  FlashParams f = params(plan);
-  f.splits = 1, f.split_len = u32(plan.seq_k), f.append_at = u32(at);
-  launch(dev, "rope_append_attention", kDecodeAppend.kernel(), f,
-         {arg(q), arg(k), arg(v), arg(table ? *table : q), arg(k_cache), arg(v_cache), arg(q), arg(out)},
-         grid_1d(uint64_t(plan.batch * plan.heads), rt.limits()),
-         {{"HEAD_DIM", double(plan.head_dim)}, {"ROPE", table ? 1.0 : 0.0}});
-  return true;
 }
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,

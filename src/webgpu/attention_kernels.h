@@ -15,16 +15,6 @@ constexpr int64_t kAttentionMaxHeadDim = 128;
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask,
                        const AttentionPlan& plan, Tensor& out, Tensor& lse);
-// One decode step's rope_append and attention in one dispatch
-// (flash_decode_append.wgsl): q [B, 1, H, D] and k, v [B, 1, Hkv, D] as
-// projected (q, k rotated with `table` [>= 1, D / 2, 2] unless it is null),
-// k and v written to the caches [B, Sk, Hkv, D] at slot `at` (< Sk), out
-// [B, 1, H, D] the attention of `plan` over the caches. False (nothing
-// recorded) where it does not apply: more than one query, a mask, dropout,
-// keys beyond one split, an unaligned or over-limit binding.
-bool attention_decode_append(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* table,
-                             Tensor& k_cache, Tensor& v_cache, int64_t at, const AttentionPlan& plan, Tensor& out);
-
 // The forward kernel attention_forward runs for seq_q queries of head_dim
 // on `rt`, for benchmark reports: "flash_fwd_tiled 64x32" (queries x keys
 // per tile), "flash_fwd" or "flash_decode".

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "forge/ops/attention.h"
 #include "forge/ops/nn.h"
 
 namespace forge {
@@ -53,16 +52,6 @@ void rope_backward(Tensor& dy, int64_t head_dim, const Tensor& table);
 // positions at .. at + T - 1 (as kv_append over [B, 1, cap, nkv * hd]).
 void rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
                  int64_t at);
-
-// A cached attention step after its projections: rope_append(q, k, v,
-// *table, k_cache, v_cache, at) (table null: k and v appended as they are,
-// nothing rotated), then flash_attention_v2(q, k_cache, v_cache, o) -> [B,
-// T, nh, hd]. On WebGPU a decode step (T = 1, no dropout, at most 512
-// visible keys) is one dispatch that reads the new key from workgroup
-// memory; otherwise the ops above. q and k are scratch afterwards (rotated,
-// or not). Errors as the two ops'.
-Tensor rope_append_attention(Tensor& q, Tensor& k, const Tensor& v, const Tensor* table, Tensor& k_cache,
-                             Tensor& v_cache, int64_t at, const AttentionOptions& o);
 
 // ---- RMS norm ---------------------------------------------------------------
 

@@ -55,9 +55,9 @@ Tensor LlamaModel::attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, cons
   Tensor& Vc = cache->v[size_t(l)];
   // A plain cache, or a ring not wrapped yet (its slots are positions).
   if (!cache->ring || len + T <= cache->capacity) {
+    rope_append(q, k, v, rope_tab, K, Vc, len);
     o.kv_offset = len;
-    Tensor Kv = first_positions(K, len + T), Vv = first_positions(Vc, len + T);
-    return rope_append_attention(q, k, v, &rope_tab, Kv, Vv, len, o);
+    return flash_attention_v2(q, first_positions(K, len + T), first_positions(Vc, len + T), o);
   }
   // Ring of W = capacity slots, position p in slot p % W.
   const int64_t W = cache->capacity, B = q.dim(0);
@@ -79,9 +79,10 @@ Tensor LlamaModel::attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, cons
   // time): its slot is overwritten, and then every slot holds one of the W
   // positions it may see, so no mask is needed (order does not matter).
   if (T != 1) throw ValueError("[llama] internal: a wrapped ring cache takes one position at a time");
+  rope_append(q, k, v, rope_tab, K, Vc, len % W);
   o.causal = false;
   o.window = 0;
-  return rope_append_attention(q, k, v, &rope_tab, K, Vc, len % W, o);
+  return flash_attention_v2(q, K, Vc, o);
 }
 
 bool LlamaModel::fused_rows(int64_t rows) {

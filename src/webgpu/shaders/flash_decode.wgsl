@@ -1,10 +1,14 @@
 // Flash attention forward for a few queries over many keys (decode): one
-// workgroup per (query row, key split), the body in flash_decode_core.wgsl.
-// Writes the split's partial (m, l, acc[D]) to part for flash_combine.wgsl;
-// with one split (splits == 1) it writes the row's output to part (then the
-// output tensor [rows, D]) and its lse as flash_combine.wgsl would, and no
-// combine runs. Preceded by flash_params, philox and flash_common; followed
-// by flash_decode_core.
+// workgroup per (query row, key split), 256 invocations. They score 256 keys
+// at a time (one each, the tile's max by a tree in workgroup memory); then
+// invocation lid owns output columns c = lid % 64 and c + 64 over key lane
+// kl = lid / 64, the tile's keys t with t % 4 == kl, and the four lanes'
+// sums are added at the end. Every invocation tracks the same running max m;
+// each lane its own sum l. Writes the split's partial (m, l, acc[D]) to part
+// for flash_combine.wgsl; with one split (splits == 1) it writes the row's
+// output to part (then the output tensor [rows, D]) and its lse as
+// flash_combine.wgsl would, and no combine runs. Preceded by flash_params,
+// philox and flash_common.
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;
@@ -13,13 +17,15 @@
 @group(0) @binding(5) var<storage, read_write> part: array<f32>;  // [rows, splits, D + 2], or out [rows, D]
 @group(0) @binding(6) var<storage, read_write> lse: array<f32>;   // [B, H, Sq] (one split only)
 
-fn k_elem(idx: u32) -> f32 {
-  return k[idx];
-}
+const WG: u32 = 256u;
+const LANES: u32 = 4u;  // key lanes of the weighted sum of V: WG / 64
 
-fn v_elem(idx: u32) -> f32 {
-  return v[idx];
-}
+var<workgroup> qs: array<f32, MAX_D>;
+var<workgroup> red: array<f32, WG>;         // the tile's scores, reduced to their max
+var<workgroup> pe: array<f32, WG>;          // exp(s - m)
+var<workgroup> pw: array<f32, WG>;          // exp(s - m) * dropout factor
+var<workgroup> sums: array<f32, LANES * MAX_D>;  // the lanes' acc at the end
+var<workgroup> lsum: array<f32, LANES>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -42,36 +48,127 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 
   let lo = max(key_lo(i), sp * p.split_len);
   let hi = min(key_hi(i), sp * p.split_len + p.split_len);
-  let kv_base = b * p.seq_k * p.kv_heads * dim + g * dim;
-  let s = decode_attend(lid, b, h, i, lo, hi, kv_base);
-  if (lid >= 64u) {
+  let kv_stride = p.kv_heads * dim;
+  let kv_base = b * p.seq_k * kv_stride + g * dim;
+  let c0 = lid % 64u;
+  let c1 = c0 + 64u;
+  let kl = lid / 64u;
+  var m = NEG;
+  var l = 0.0;     // this lane's sum of exp(s - m)
+  var acc0 = 0.0;  // column c0, this lane's keys
+  var acc1 = 0.0;  // column c1
+  for (var t0 = lo; t0 < hi; t0 += WG) {
+    let j = t0 + lid;
+    var s = NEG;
+    if (j < hi) {
+      // Four partial dots: independent loads in flight.
+      let kb = kv_base + j * kv_stride;
+      var d0 = 0.0;
+      var d1 = 0.0;
+      var d2 = 0.0;
+      var d3 = 0.0;
+      var d = 0u;
+      for (; d + 4u <= dim; d += 4u) {
+        d0 += qs[d] * k[kb + d];
+        d1 += qs[d + 1u] * k[kb + d + 1u];
+        d2 += qs[d + 2u] * k[kb + d + 2u];
+        d3 += qs[d + 3u] * k[kb + d + 3u];
+      }
+      for (; d < dim; d++) {
+        d0 += qs[d] * k[kb + d];
+      }
+      s = (d0 + d1) + (d2 + d3) + mask_at(b, h, i, j);
+      if (s <= MASKED) {
+        s = NEG;
+      }
+    }
+    red[lid] = s;
+    workgroupBarrier();
+    for (var half = WG / 2u; half > 0u; half /= 2u) {
+      if (lid < half) {
+        red[lid] = max(red[lid], red[lid + half]);
+      }
+      workgroupBarrier();
+    }
+    let mn = max(m, red[0]);
+    var e = 0.0;
+    if (s > MASKED) {
+      e = exp(s - mn);
+    }
+    pe[lid] = e;
+    pw[lid] = select(0.0, e * keep_factor(b, h, i, j), e != 0.0);
+    workgroupBarrier();
+    let c = exp(m - mn);
+    var ls = 0.0;
+    var a0 = 0.0;
+    var a1 = 0.0;
+    let n = min(WG, hi - t0);
+    for (var t = kl; t < n; t += LANES) {
+      ls += pe[t];
+      let wt = pw[t];
+      if (wt != 0.0) {
+        let vb = kv_base + (t0 + t) * kv_stride;
+        if (c0 < dim) {
+          a0 += wt * v[vb + c0];
+        }
+        if (c1 < dim) {
+          a1 += wt * v[vb + c1];
+        }
+      }
+    }
+    l = l * c + ls;
+    acc0 = acc0 * c + a0;
+    acc1 = acc1 * c + a1;
+    m = mn;
+    workgroupBarrier();  // red, pe and pw are rewritten by the next tile
+  }
+
+  // The lanes' sums, added in lane order.
+  sums[kl * MAX_D + c0] = acc0;
+  if (c1 < MAX_D) {
+    sums[kl * MAX_D + c1] = acc1;
+  }
+  if (c0 == 0u) {
+    lsum[kl] = l;
+  }
+  workgroupBarrier();
+  if (kl != 0u) {
     return;
   }
-  let c0 = lid;
-  let c1 = lid + 64u;
+  var o0 = 0.0;
+  var o1 = 0.0;
+  var total = 0.0;
+  for (var a = 0u; a < LANES; a++) {
+    o0 += sums[a * MAX_D + c0];
+    if (c1 < MAX_D) {
+      o1 += sums[a * MAX_D + c1];
+    }
+    total += lsum[a];
+  }
+
   if (p.splits == 1u) {
     // flash_combine's result for one split: M = m, total = l.
-    let inv = select(0.0, 1.0 / s.total, s.total > 0.0);
+    let inv = select(0.0, 1.0 / total, total > 0.0);
     if (c0 < dim) {
-      part[r * dim + c0] = s.o0 * inv;
+      part[r * dim + c0] = o0 * inv;
     }
     if (c1 < dim) {
-      part[r * dim + c1] = s.o1 * inv;
+      part[r * dim + c1] = o1 * inv;
     }
     if (lid == 0u) {
-      lse[(b * p.heads + h) * p.seq_q + i] = select(p.neg_inf, s.m + log(s.total), s.total > 0.0);
+      lse[(b * p.heads + h) * p.seq_q + i] = select(p.neg_inf, m + log(total), total > 0.0);
     }
     return;
   }
   let base = (r * p.splits + sp) * (dim + 2u);
   if (lid == 0u) {
-    part[base] = s.m;
-    part[base + 1u] = s.total;
+    part[base] = m;
+    part[base + 1u] = total;
   }
   if (c0 < dim) {
-    part[base + 2u + c0] = s.o0;
+    part[base + 2u + c0] = o0;
   }
   if (c1 < dim) {
-    part[base + 2u + c1] = s.o1;
+    part[base + 2u + c1] = o1;
   }
 }

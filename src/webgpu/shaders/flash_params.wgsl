@@ -27,10 +27,6 @@ struct Params {
   splits: u32,      // decode: key splits per query row
   split_len: u32,   // decode: keys per split
   neg_inf: f32,     // -inf, passed in (WGSL has no infinite literal)
-  append_at: u32,   // flash_decode_append: the new key's cache slot
-  pad0: u32,
-  pad1: u32,
-  pad2: u32,
 }
 
 // head_dim (= Params.head_dim) as a pipeline constant, so that the loops
