@@ -102,23 +102,39 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     var ls = 0.0;
     var a0 = 0.0;
     var a1 = 0.0;
+    var b0 = 0.0;  // the odd steps' sums: two loads of V in flight (a zero
+    // weight -- masked, dropped -- adds nothing even where V is not finite)
+    var b1 = 0.0;
     let n = min(WG, hi - t0);
-    for (var t = kl; t < n; t += LANES) {
+    var t = kl;
+    for (; t + LANES < n; t += 2u * LANES) {
+      ls += pe[t] + pe[t + LANES];
+      let wa = pw[t];
+      let wb = pw[t + LANES];
+      let va = kv_base + (t0 + t) * kv_stride;
+      let vb = va + LANES * kv_stride;
+      if (c0 < dim) {
+        a0 += select(0.0, wa * v[va + c0], wa != 0.0);
+        b0 += select(0.0, wb * v[vb + c0], wb != 0.0);
+      }
+      if (c1 < dim) {
+        a1 += select(0.0, wa * v[va + c1], wa != 0.0);
+        b1 += select(0.0, wb * v[vb + c1], wb != 0.0);
+      }
+    }
+    if (t < n) {
       ls += pe[t];
-      let wt = pw[t];
-      if (wt != 0.0) {
-        let vb = kv_base + (t0 + t) * kv_stride;
-        if (c0 < dim) {
-          a0 += wt * v[vb + c0];
-        }
-        if (c1 < dim) {
-          a1 += wt * v[vb + c1];
-        }
+      let va = kv_base + (t0 + t) * kv_stride;
+      if (c0 < dim) {
+        a0 += select(0.0, pw[t] * v[va + c0], pw[t] != 0.0);
+      }
+      if (c1 < dim) {
+        a1 += select(0.0, pw[t] * v[va + c1], pw[t] != 0.0);
       }
     }
     l = l * c + ls;
-    acc0 = acc0 * c + a0;
-    acc1 = acc1 * c + a1;
+    acc0 = acc0 * c + (a0 + b0);
+    acc1 = acc1 * c + (a1 + b1);
     m = mn;
     workgroupBarrier();  // red, pe and pw are rewritten by the next tile
   }
