@@ -11,13 +11,14 @@
 // sequences reads B four times (from cache) instead of leaving most of the
 // GPU idle in a few 64x64 tiles.
 // 32 lanes own an output column: they stride over its row of B in vec4s
-// (512 contiguous bytes a step), four loads in flight each, and add their
+// (512 contiguous bytes a step), eight loads in flight each, and add their
 // partial sums in a fixed tree; 8 columns to a workgroup. (matvec.wgsl, with
 // 8-byte strided scalar loads and a serial sum, read the H200's memory at a
 // twentieth of its bandwidth.)
 const WG: u32 = 256u;
 const LANES: u32 = 32u;
 const COLS: u32 = 8u;
+const UNROLL: u32 = 8u;  // B loads in flight a lane
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> A: array<vec4f>;
@@ -65,19 +66,21 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   var acc: array<f32, MAX_ROWS>;
   if (col < p.n) {
     let b_base = (batch * p.b_batch_stride + col * p.ldb) / 4u;
-    var i = lane;
-    for (; i + 3u * LANES < k4; i += 4u * LANES) {
-      let b0 = weight4(B[b_base + i]);
-      let b1 = weight4(B[b_base + i + LANES]);
-      let b2 = weight4(B[b_base + i + 2u * LANES]);
-      let b3 = weight4(B[b_base + i + 3u * LANES]);
-      accumulate(&acc, rows, a_base, i, b0);
-      accumulate(&acc, rows, a_base, i + LANES, b1);
-      accumulate(&acc, rows, a_base, i + 2u * LANES, b2);
-      accumulate(&acc, rows, a_base, i + 3u * LANES, b3);
-    }
-    for (; i < k4; i += LANES) {
-      accumulate(&acc, rows, a_base, i, weight4(B[b_base + i]));
+    // UNROLL loads in flight a lane, the tail's too (predicated): a short
+    // row (k = 960: 7.5 vec4s a lane) is one round trip to memory, not one
+    // per step. Each lane still adds its vec4s in rising order.
+    for (var i0 = lane; i0 < k4; i0 += UNROLL * LANES) {
+      var bv: array<vec4f, UNROLL>;
+      for (var u = 0u; u < UNROLL; u++) {
+        if (i0 + u * LANES < k4) {
+          bv[u] = weight4(B[b_base + i0 + u * LANES]);
+        }
+      }
+      for (var u = 0u; u < UNROLL; u++) {
+        if (i0 + u * LANES < k4) {
+          accumulate(&acc, rows, a_base, i0 + u * LANES, bv[u]);
+        }
+      }
     }
   }
   for (var r = 0u; r < rows; r++) {
