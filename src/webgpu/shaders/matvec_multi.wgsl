@@ -39,7 +39,6 @@ const WG: u32 = 256u;
 const MAX_ROWS: u32 = 4u;
 const LANES: u32 = 32u;
 const COLS: u32 = 8u;
-const UNROLL: u32 = 8u;  // weight loads in flight a lane
 
 var<workgroup> red: array<f32, 2048>;  // [2][MAX_ROWS][WG]
 
@@ -91,33 +90,22 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   var acc1: array<f32, MAX_ROWS>;
   if (valid) {
     let base = col * k4;
-    // UNROLL steps' loads in flight a lane (predicated at the tail), as
-    // matvec_vec4.wgsl; each lane still adds its vec4s in rising order.
-    for (var i0 = lane; i0 < k4; i0 += UNROLL * LANES) {
-      var bv: array<vec4f, UNROLL>;
-      var uv: array<vec4f, UNROLL>;  // MODE 1: up's
-      for (var u = 0u; u < UNROLL; u++) {
-        let i = i0 + u * LANES;
-        if (i < k4) {
-          if (MODE == 0u) {
-            bv[u] = weight(which, base + i);
-          } else {
-            bv[u] = weight4(w0[base + i]);
-            uv[u] = weight4(w1[base + i]);
+    for (var i = lane; i < k4; i += LANES) {
+      if (MODE == 0u) {
+        let b = weight(which, base + i);
+        for (var r = 0u; r < MAX_ROWS; r++) {
+          if (r < p.m) {
+            acc0[r] += dot(normed(x[r * k4 + i], scale[r], i), b);
           }
         }
-      }
-      for (var u = 0u; u < UNROLL; u++) {
-        let i = i0 + u * LANES;
-        if (i < k4) {
-          for (var r = 0u; r < MAX_ROWS; r++) {
-            if (r < p.m) {
-              let a = normed(x[r * k4 + i], scale[r], i);
-              acc0[r] += dot(a, bv[u]);
-              if (MODE != 0u) {
-                acc1[r] += dot(a, uv[u]);
-              }
-            }
+      } else {
+        let g = weight4(w0[base + i]);
+        let u = weight4(w1[base + i]);
+        for (var r = 0u; r < MAX_ROWS; r++) {
+          if (r < p.m) {
+            let a = normed(x[r * k4 + i], scale[r], i);
+            acc0[r] += dot(a, g);
+            acc1[r] += dot(a, u);
           }
         }
       }
