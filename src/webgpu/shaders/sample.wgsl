@@ -25,6 +25,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> ids: array<u32>;  // [all rows]
 
 const WG: u32 = 256u;
+const SCAN: u32 = 4u;  // the greedy scan's streams a lane
 var<workgroup> redf: array<f32, WG>;
 var<workgroup> redu: array<u32, WG>;
 
@@ -100,14 +101,32 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let v = select(0u, p.vocab, live);
   let base = row * p.vocab;
 
-  // The first index of the largest logit (each lane's first, as i rises).
-  var mk = 0u;
-  var first = 0xffffffffu;
-  for (var i = lid; i < v; i += WG) {
-    let k = order_key(z[base + i]);
-    if (first == 0xffffffffu || k > mk) {
-      mk = k;
-      first = i;
+  // The first index of the largest logit: each lane follows SCAN strided
+  // streams (their loads in flight together), each keeping its first index
+  // as i rises, then keeps the largest key, the smallest index among equals.
+  var mks: array<u32, SCAN>;
+  var firsts: array<u32, SCAN>;
+  for (var u = 0u; u < SCAN; u++) {
+    firsts[u] = 0xffffffffu;
+  }
+  for (var i0 = lid; i0 < v; i0 += SCAN * WG) {
+    for (var u = 0u; u < SCAN; u++) {
+      let i = i0 + u * WG;
+      if (i < v) {
+        let k = order_key(z[base + i]);
+        if (firsts[u] == 0xffffffffu || k > mks[u]) {
+          mks[u] = k;
+          firsts[u] = i;
+        }
+      }
+    }
+  }
+  var mk = mks[0];
+  var first = firsts[0];
+  for (var u = 1u; u < SCAN; u++) {
+    if (firsts[u] != 0xffffffffu && (first == 0xffffffffu || mks[u] > mk || (mks[u] == mk && firsts[u] < first))) {
+      mk = mks[u];
+      first = firsts[u];
     }
   }
   let best = argmax_key(lid, mk, first);
