@@ -124,7 +124,15 @@ class Gpt2 : public CausalLM {
  private:
   Gpt2(Gpt2Config config, Device device);
   // x [B, T, C] through block l; cache may be null (no cache, positions 0..T-1).
+  // A cache is token-major, [B, capacity, n_head, hd] per layer.
   Tensor block(int64_t l, const Tensor& x, Gpt2Cache* cache) const;
+  // Block l of a decode step (models::fused_rows(B * T), a cache): ln_1 in
+  // c_attn's product, attention over the cache by flash_attention_v2, the
+  // residual adds in the projections' products, ln_2 and gelu in c_fc's.
+  Tensor decode_block(int64_t l, const Tensor& x, Gpt2Cache& cache) const;
+  // Appends k and v [B, T, n_head, hd] to layer l's cache at its length and
+  // attends q [B, T, n_head, hd] over it -> [B * T, C].
+  Tensor attend_cached(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, Gpt2Cache& cache) const;
   // Block l up to attention: x [B, T, C] -> ln_1, c_attn -> q, k, v, each
   // [B, n_head, T, hd].
   QKV block_in(int64_t l, const Tensor& x) const;
@@ -133,8 +141,9 @@ class Gpt2 : public CausalLM {
   Tensor block_out(int64_t l, const Tensor& x, const Tensor& y) const;
   // ids [B, T] -> wte[ids], [B, T, C].
   Tensor token_rows(const Tensor& ids) const;
-  // x [B, T, C] -> logits [B, T, V] over the (chunked or quantized) wte.
-  Tensor lm_head(const Tensor& x) const;
+  // x [B, T, C] -> logits [B, T, V] over the (chunked or quantized) wte;
+  // with `fused` ln_f in the product (a decode step's few rows).
+  Tensor lm_head(const Tensor& x, bool fused = false) const;
 
   Gpt2Config config_;
   Gpt2Weights w_;

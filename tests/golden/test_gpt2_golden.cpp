@@ -158,6 +158,31 @@ TEST(Gpt2Golden, CachedPrefillMatchesFullForward) {
   }
 }
 
+TEST(Gpt2Golden, CachedStepsOfEveryKindMatchFullForward) {
+  // One sequence through every path of forward_cached: a prefill of 5
+  // positions (the separate ops), 3 positions together and then single ones
+  // (the fused decode step, attention over the token-major cache), and 4
+  // more after them (the separate ops over the cache): each call's logits
+  // equal the full forward's row at its last position.
+  Fixture fx("gpt2-tiny");
+  for (const Device& dev : {Device::cpu(), gpu_device()}) {
+    Gpt2 model = Gpt2::load(fx.dir, dev);
+    std::vector<uint32_t> host = fx.input_ids().to_vector<uint32_t>();  // [2, 16]: the first sequence
+    host.resize(16);
+    const int64_t V = model.config().vocab_size;
+    const std::vector<float> full = model.forward(Tensor::from_vector(host, {1, 16})).to_f32();  // [1, 16, V]
+    Gpt2Cache cache = model.new_cache(1);
+    for (int64_t end : {5, 8, 9, 10, 11, 15}) {
+      const std::vector<uint32_t> part(host.begin() + cache.len, host.begin() + end);
+      const std::vector<float> got =
+          model.forward_cached(Tensor::from_vector(part, {1, end - cache.len}), cache).to_f32();  // [1, V]
+      const std::vector<float> want(full.begin() + (end - 1) * V, full.begin() + end * V);
+      EXPECT_TRUE(all_close(got, want, 1e-5, 1e-5)) << "position " << end - 1 << " on " << dev.name();
+    }
+    EXPECT_EQ(cache.len, 15);
+  }
+}
+
 TEST(Gpt2Golden, ContextOverflowAndBadIdsAreClearErrors) {
   Fixture fx("gpt2-tiny");  // n_positions 64, vocab 1000
   Gpt2 model = Gpt2::load(fx.dir, Device::cpu());
