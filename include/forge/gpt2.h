@@ -127,12 +127,16 @@ class Gpt2 : public CausalLM {
   // A cache is token-major, [B, capacity, n_head, hd] per layer.
   Tensor block(int64_t l, const Tensor& x, Gpt2Cache* cache) const;
   // Block l of a decode step (models::fused_rows(B * T), a cache): ln_1 in
-  // c_attn's product, attention over the cache by flash_attention_v2, the
-  // residual adds in the projections' products, ln_2 and gelu in c_fc's.
+  // c_attn's product, q split off and k, v appended by qkv_append, attention
+  // over the cache, the residual adds in the projections' products, ln_2 and
+  // gelu in c_fc's.
   Tensor decode_block(int64_t l, const Tensor& x, Gpt2Cache& cache) const;
   // Appends k and v [B, T, n_head, hd] to layer l's cache at its length and
   // attends q [B, T, n_head, hd] over it -> [B * T, C].
   Tensor attend_cached(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, Gpt2Cache& cache) const;
+  // q [B, T, n_head, hd] at positions len .. len + T - 1 over layer l's cache
+  // (its keys through len + T - 1 in place) -> [B * T, C].
+  Tensor attend(int64_t l, const Tensor& q, const Gpt2Cache& cache) const;
   // Block l up to attention: x [B, T, C] -> ln_1, c_attn -> q, k, v, each
   // [B, n_head, T, hd].
   QKV block_in(int64_t l, const Tensor& x) const;

@@ -2,9 +2,10 @@
 // over a real batch axis, GELU MLP), ln_f and the tied LM head over wte's
 // chunks; with and without a KV cache. The cache is token-major, [B,
 // capacity, n_head, hd] per layer, as flash_attention_v2 reads it. A decode
-// step (models::fused_rows) takes the fused kernels: per layer ln_1 + c_attn,
-// split_heads, two appends, flash attention, c_proj + residual, ln_2 + c_fc +
-// gelu, mlp c_proj + residual; prefill and training keep the separate ops.
+// step (models::fused_rows) takes the fused kernels, six dispatches a layer:
+// ln_1 + c_attn, qkv_append (split and cache append), flash attention, c_proj
+// + residual, ln_2 + c_fc + gelu, mlp c_proj + residual; prefill and training
+// keep the separate ops.
 #include <cmath>
 
 #include "forge/gpt2.h"
@@ -64,11 +65,15 @@ Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
 }
 
 Tensor Gpt2::attend_cached(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, Gpt2Cache& cache) const {
+  models::append_positions(cache.k[size_t(l)], k, cache.len);
+  models::append_positions(cache.v[size_t(l)], v, cache.len);
+  return attend(l, q, cache);
+}
+
+Tensor Gpt2::attend(int64_t l, const Tensor& q, const Gpt2Cache& cache) const {
   const int64_t B = q.dim(0), T = q.dim(1), len = cache.len;
-  Tensor& K = cache.k[size_t(l)];
-  Tensor& V = cache.v[size_t(l)];
-  models::append_positions(K, k, len);
-  models::append_positions(V, v, len);
+  const Tensor& K = cache.k[size_t(l)];
+  const Tensor& V = cache.v[size_t(l)];
   AttentionOptions o;
   o.causal = true;
   o.kv_offset = len;
@@ -78,17 +83,15 @@ Tensor Gpt2::attend_cached(int64_t l, const Tensor& q, const Tensor& k, const Te
 
 Tensor Gpt2::decode_block(int64_t l, const Tensor& x, Gpt2Cache& cache) const {
   const Gpt2Block& b = w_.h[size_t(l)];
-  const int64_t B = x.dim(0), T = x.dim(1), C = config_.n_embd, nh = config_.n_head, hd = config_.head_dim();
+  const int64_t B = x.dim(0), T = x.dim(1), C = config_.n_embd;
   const float eps = float(config_.layer_norm_epsilon);
   const Tensor x0 = x.reshape({B * T, C});
   const RowNorm ln_1{&b.ln_1_w, eps, true, &b.ln_1_b}, ln_2{&b.ln_2_w, eps, true, &b.ln_2_b};
-  const QKV p = split_heads(b.c_attn(x0, &ln_1).reshape({B, T, 3 * C}), nh);  // each [B, nh, T, hd]
-  // One position: [B, nh, 1, hd] is already [B, 1, nh, hd].
-  auto tokens = [&](const Tensor& t) {
-    return T == 1 ? t.reshape({B, 1, nh, hd}) : merge_heads(t).reshape({B, T, nh, hd});
-  };
-  const Tensor y = attend_cached(l, tokens(p.q), tokens(p.k), tokens(p.v), cache);  // [B * T, C]
-  const Tensor x1 = b.attn_proj.residual(y, x0);                                     // x + c_proj(y)
+  // q [B, T, nh, hd]; k and v into the cache.
+  const Tensor q = qkv_append(b.c_attn(x0, &ln_1).reshape({B, T, 3 * C}), cache.k[size_t(l)], cache.v[size_t(l)],
+                              cache.len);
+  const Tensor y = attend(l, q, cache);  // [B * T, C]
+  const Tensor x1 = b.attn_proj.residual(y, x0);  // x + c_proj(y)
   return b.mlp_proj.residual(b.fc(x1, &ln_2, /*gelu=*/true), x1).reshape({B, T, C});
 }
 
