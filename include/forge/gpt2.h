@@ -59,7 +59,8 @@ struct Gpt2Weights {
 };
 
 // Keys and values of every layer for positions [0, len): k and v per layer
-// [B, n_head, capacity, head_dim].
+// [B, capacity, n_head, head_dim] (token-major, as flash_attention_v2 reads
+// them; the row cache of continuous batching too).
 using Gpt2Cache = KvCache;
 
 // A host-side tensor by its Hugging Face name (Conv1D layout), for writing
@@ -107,10 +108,9 @@ class Gpt2 : public CausalLM {
   // [B, V]. ValueError naming the context length when they do not fit.
   Tensor forward_cached(const Tensor& ids, KvCache& cache) const override;
 
-  // Continuous batching (forward_rows.cpp): a row cache is token-major,
-  // [rows, capacity, n_head, hd] per layer, as flash_attention_v2 reads it.
+  // Continuous batching (forward_rows.cpp): a row cache is new_cache's,
+  // [rows, capacity, n_head, hd] per layer.
   bool has_row_decode() const override { return true; }
-  KvCache new_row_cache(int64_t rows, int64_t capacity = 0) const override;
   Tensor prefill_row(const Tensor& ids, KvCache& cache, int64_t row) const override;
   Tensor decode_rows(const Tensor& ids, KvCache& cache, const std::vector<int64_t>& pos) const override;
 

@@ -21,17 +21,11 @@ void check_row_cache(const KvCache& cache, const Gpt2Config& c) {
     throw ShapeError("[gpt2] cache has " + S(int64_t(cache.k.size())) + " layers, the model " + S(c.n_layer));
   const Tensor& k = cache.k[0];
   if (k.rank() != 4 || k.dim(1) != cache.capacity || k.dim(2) != c.n_head || k.dim(3) != c.head_dim())
-    throw ShapeError("[gpt2] per-row decode takes a token-major cache [rows, capacity, n_head, hd] (new_row_cache), "
+    throw ShapeError("[gpt2] per-row decode takes a token-major cache [rows, capacity, n_head, hd] (new_cache), "
                      "got " + k.describe());
 }
 
 }  // namespace
-
-KvCache Gpt2::new_row_cache(int64_t rows, int64_t capacity) const {
-  capacity = models::cache_capacity("gpt2", rows, capacity, config_.n_positions);
-  return models::zero_cache(config_.n_layer, {rows, capacity, config_.n_head, config_.head_dim()}, rows, capacity,
-                            device_);
-}
 
 Tensor Gpt2::prefill_row(const Tensor& ids_in, KvCache& cache, int64_t row) const {
   Tensor ids = ids_as_batch(ids_in, "gpt2");

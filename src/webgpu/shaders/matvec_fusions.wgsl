@@ -6,19 +6,41 @@
 //   GELU:      C = gelu(alpha * A @ B + bias) (GPT-2's MLP input);
 //   RESIDUAL:  C = R + (alpha * A @ B + bias), the product that feeds a
 //              residual stream adding itself to it.
-@group(0) @binding(5) var<storage, read> R: array<f32>;         // C's shape (RESIDUAL), else unused
-@group(0) @binding(6) var<storage, read> norm_w: array<vec4f>;  // [k / 4] (NORM), else unused
-@group(0) @binding(7) var<storage, read> norm_b: array<vec4f>;  // [k / 4] (NORM_BIAS), else unused
+// Scalars: an unused binding stands in with A, which in the scalar kernels
+// may be shorter than a vec4.
+@group(0) @binding(5) var<storage, read> R: array<f32>;       // C's shape (RESIDUAL), else unused
+@group(0) @binding(6) var<storage, read> norm_w: array<f32>;  // [k] (NORM), else unused
+@group(0) @binding(7) var<storage, read> norm_b: array<f32>;  // [k] (NORM_BIAS), else unused
 
 override RESIDUAL: bool = false;
 override GELU: bool = false;
 override NORM_BIAS: bool = false;
 
+fn norm_weight(i: u32) -> vec4f {
+  return vec4f(norm_w[4u * i], norm_w[4u * i + 1u], norm_w[4u * i + 2u], norm_w[4u * i + 3u]);
+}
+
 fn norm_bias(i: u32) -> vec4f {
   if (NORM_BIAS) {
-    return norm_b[i];
+    return vec4f(norm_b[4u * i], norm_b[4u * i + 1u], norm_b[4u * i + 2u], norm_b[4u * i + 3u]);
   }
   return vec4f(0.0);
+}
+
+// Value j of a row with statistics s = (mean, r), normed as normed() (the
+// scalar kernel's form: one value of the weight and bias read).
+fn normed1(v: f32, s: vec2f, j: u32) -> f32 {
+  if (NORM == 0u) {
+    return v;
+  }
+  if (NORM == 2u) {
+    var b = 0.0;
+    if (NORM_BIAS) {
+      b = norm_b[j];
+    }
+    return ((v - s.x) * s.y) * norm_w[j] + b;
+  }
+  return (v * s.y) * norm_w[j];
 }
 
 // The epilogue of one output value v = alpha * A @ B (+ bias) at C's index c.

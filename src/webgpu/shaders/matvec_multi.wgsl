@@ -35,6 +35,10 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> o2: array<f32>;
 @group(0) @binding(8) var<storage, read> norm_w: array<vec4f>;  // [k / 4] (NORM), else unused
 
+fn norm_weight(i: u32) -> vec4f {
+  return norm_w[i];
+}
+
 // RMSNorm only (NORM 0 or 1; the host takes no LayerNorm, whose bias would
 // be a ninth storage binding): no bias.
 fn norm_bias(i: u32) -> vec4f {

@@ -7,8 +7,8 @@
 // eps) (rms_norm.wgsl); NORM = 2: LayerNorm, ((x - mean) * r) * w + b with r
 // from the biased variance, in two passes as row_norm.wgsl's mean_rstd
 // (layernorm.wgsl); NORM = 0: values as read. The kernel binds the norm's
-// weight [k] as norm_w: array<vec4f> and defines norm_bias(i) -> vec4f, the
-// bias's values 4i .. 4i + 3 (zero where the norm has none).
+// weight [k] and defines norm_weight(i) and norm_bias(i) -> vec4f, their
+// values 4i .. 4i + 3 (the bias zero where the norm has none).
 override NORM: u32 = 0u;
 override NORM_EPS: f32 = 1e-5;
 
@@ -50,18 +50,7 @@ fn normed(v: vec4f, s: vec2f, i: u32) -> vec4f {
     return v;
   }
   if (NORM == 2u) {
-    return ((v - s.x) * s.y) * norm_w[i] + norm_bias(i);
+    return ((v - s.x) * s.y) * norm_weight(i) + norm_bias(i);
   }
-  return (v * s.y) * norm_w[i];
-}
-
-// Value j of a row (the kernels that read A as scalars), normed.
-fn normed1(v: f32, s: vec2f, j: u32) -> f32 {
-  if (NORM == 0u) {
-    return v;
-  }
-  if (NORM == 2u) {
-    return ((v - s.x) * s.y) * norm_w[j / 4u][j % 4u] + norm_bias(j / 4u)[j % 4u];
-  }
-  return (v * s.y) * norm_w[j / 4u][j % 4u];
+  return (v * s.y) * norm_weight(i);
 }
