@@ -228,7 +228,7 @@ Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks,
     for (const Tensor& w : chunks) {
       MatmulPlan p = base;
       p.n = w.dim(0);
-      fused = fused && webgpu::matvec_fusable(p, f);
+      fused = fused && webgpu::matvec_fusable(p, f, a.device().runtime().cpu_driver());
     }
     if (!fused) return matmul_chunked_transb(row_norm(a, *norm), chunks, alpha);
   }

@@ -4,6 +4,7 @@
 #include "cpu/kernels.h"
 #include "forge/ops/llama.h"
 #include "forge/ops/nn.h"
+#include "gpu/runtime.h"
 #include "ops/check.h"
 #include "webgpu/kernels.h"
 
@@ -77,7 +78,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   }
   if (o.norm || o.residual || o.gelu) {
     const webgpu::MatvecFusion f = webgpu::matvec_fusion(o.norm, o.residual, o.gelu);
-    if (a.device().is_webgpu() && webgpu::matvec_fusable(p, f)) {
+    if (a.device().is_webgpu() && webgpu::matvec_fusable(p, f, a.device().runtime().cpu_driver())) {
       Tensor out = Tensor::empty(out_shape, DType::F32, a.device());
       webgpu::matmul(a, b, o.bias, p, out, &f);
       return out;

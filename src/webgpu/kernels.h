@@ -26,9 +26,10 @@ struct MatvecFusion {
 // The kernels' form of an op's (validated) row norm, residual and gelu.
 MatvecFusion matvec_fusion(const RowNorm* norm, const Tensor* residual = nullptr, bool gelu = false);
 // Whether matmul takes `f` for this plan (few rows, A not transposed, one
-// batch element, k a multiple of 4 for a norm); where not the caller
-// composes the plain ops.
-bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f);
+// batch element, k a multiple of 4 for a norm; no LayerNorm on a CPU
+// driver, gpu::Runtime::cpu_driver); where not the caller composes the
+// plain ops.
+bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driver);
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out,
             const MatvecFusion* fuse = nullptr);
 // x bf16 [..] -> out f32 [..] (one shape).

@@ -86,6 +86,12 @@ constexpr int64_t kSerialGroup = 64;    // main_serial's workgroup size
 // batch or re-prefill, whose 64x64 tiles and their barriers cost a CPU driver
 // milliseconds each (SwiftShader: 16 ms for 32 x 32 x 96).
 constexpr int64_t kSerialMaxRows = 64;
+// main_serial forms a norm's statistics in every invocation (one a column),
+// two or three passes over the row where the product makes one: past this
+// many columns a separate norm dispatch costs less (SwiftShader: a tied LM
+// head over 50257 columns at k = 64 with its LayerNorm fused took 29 ms a
+// token, 13 ms with the norm its own pass).
+constexpr int64_t kSerialNormMaxCols = 4096;
 
 // WebGPU reports no count of compute units, so the fill rules below assume a
 // large discrete GPU: the H200's 132 SMs. FORGE_MATMUL_CORES overrides it
@@ -202,17 +208,24 @@ MatvecFusion matvec_fusion(const RowNorm* norm, const Tensor* residual, bool gel
   return f;
 }
 
-bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f) {
+bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driver) {
   if (!(vec4_matvec(plan) || scalar_matvec(plan)) || plan.m == 0 || plan.n == 0 || plan.k == 0) return false;
   // The norm's weight and bias are read as vec4s; the residual at C's own
   // index; one batch element (the statistics are of A's rows).
   if (f.norm && plan.k % 4 != 0) return false;
+  const bool serial = plan.m <= kSerialMaxRows && plan.k <= kSerialMaxK;
+  if (f.norm && serial && plan.n > kSerialNormMaxCols) return false;
+  // A CPU driver centres and scales every value of A in each column's
+  // invocations, costing more than the pass it saves (SwiftShader, GPT-2
+  // 124M decode: the products 1.3x and the LM head 1.5x slower with their
+  // LayerNorms fused): the norm stays its own dispatch there.
+  if (f.norm && f.layer && cpu_driver) return false;
   return plan.batch == 1;
 }
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out,
             const MatvecFusion* fuse) {
-  if (fuse && !matvec_fusable(plan, *fuse))
+  if (fuse && !matvec_fusable(plan, *fuse, out.device().runtime().cpu_driver()))
     throw DeviceError("[matmul] internal: a norm or residual fusion on a plan the matrix-vector kernels do not take");
   if (plan.m == 0 || plan.n == 0) return;
   const int64_t ldc = plan.ldc ? plan.ldc : plan.n;
@@ -242,17 +255,19 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   const Vec4Kernels& vec4k = bf16 ? kVec4Bf16 : kVec4F32;
   std::initializer_list<gpu::Arg> args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out)};
   // The matrix-vector kernels also bind the residual and the norm's weight
-  // and bias (A where unused).
+  // and bias; where unused, A stands in (a vec4 at least: a scalar kernel's A
+  // may be shorter, then a small tensor of its own).
   const Tensor* residual = fuse ? fuse->residual : nullptr;
   const Tensor* norm = fuse ? fuse->norm : nullptr;
   const Tensor* norm_bias = fuse ? fuse->norm_bias : nullptr;
+  const Tensor filler = a.nbytes() >= 16 ? a : Tensor::empty({4}, DType::F32, a.device());
   std::initializer_list<gpu::Arg> vec4_args{arg(a),
                                             arg(b),
                                             bias ? arg(*bias) : arg(a),
                                             arg(out),
-                                            residual ? arg(*residual) : arg(a),
-                                            norm ? arg(*norm) : arg(a),
-                                            norm_bias ? arg(*norm_bias) : arg(a)};
+                                            residual ? arg(*residual) : arg(filler),
+                                            norm ? arg(*norm) : arg(filler),
+                                            norm_bias ? arg(*norm_bias) : arg(filler)};
   const double norm_mode = !norm ? 0.0 : fuse->layer ? 2.0 : 1.0;
   const double gelu = fuse && fuse->gelu ? 1.0 : 0.0;
   std::initializer_list<gpu::Constant> fusion{{"NORM", norm_mode},

@@ -6,6 +6,8 @@
 // then the product, then gelu, then add). Odd sizes; rows and k as the
 // kernels split them (1 and 3: the 4-row kernels; 17: the serial one below
 // k 256, 8 past it; 40: composed; k 30, not a multiple of 4: composed).
+// A CPU driver composes a LayerNorm (gpu::Runtime::cpu_driver): the tests
+// take the GPU's kernels on every adapter.
 #include <cmath>
 
 #include "parity.h"
@@ -47,7 +49,15 @@ Tensor transposed(const Tensor& w) {
   return Tensor::from_vector(t, {k, n});
 }
 
+// The GPU's choice of kernels on every adapter, for the test's life.
+struct GpuKernels {
+#ifdef FORGE_HAVE_WEBGPU
+  ForcedCpuDriver forced{false};
+#endif
+};
+
 TEST(DecodeLayerNormParity, LayerNormGeluResidualAndBiasEqualThePlainOps) {
+  GpuKernels gpu_kernels;
   uint32_t seed = 900;
   for (const Layout& lay : kLayouts) {
     for (const Device& dev : test_devices()) {
@@ -99,6 +109,7 @@ TEST(DecodeLayerNormParity, LayerNormHeadAndManyProductsEqualThePlainOps) {
   // The tied LM head over wte's chunks (GPT-2's ln_f in its product), and
   // the products that share one input (whose kernel takes RMSNorm alone: a
   // LayerNorm runs first there).
+  GpuKernels gpu_kernels;
   uint32_t seed = 950;
   for (const Device& dev : test_devices()) {
     for (const Case& c : kCases) {

@@ -6,23 +6,22 @@
 //   GELU:      C = gelu(alpha * A @ B + bias) (GPT-2's MLP input);
 //   RESIDUAL:  C = R + (alpha * A @ B + bias), the product that feeds a
 //              residual stream adding itself to it.
-// Scalars: an unused binding stands in with A, which in the scalar kernels
-// may be shorter than a vec4.
-@group(0) @binding(5) var<storage, read> R: array<f32>;       // C's shape (RESIDUAL), else unused
-@group(0) @binding(6) var<storage, read> norm_w: array<f32>;  // [k] (NORM), else unused
-@group(0) @binding(7) var<storage, read> norm_b: array<f32>;  // [k] (NORM_BIAS), else unused
+// An unused binding is bound to a stand-in of at least one vec4.
+@group(0) @binding(5) var<storage, read> R: array<f32>;         // C's shape (RESIDUAL), else unused
+@group(0) @binding(6) var<storage, read> norm_w: array<vec4f>;  // [k / 4] (NORM), else unused
+@group(0) @binding(7) var<storage, read> norm_b: array<vec4f>;  // [k / 4] (NORM_BIAS), else unused
 
 override RESIDUAL: bool = false;
 override GELU: bool = false;
 override NORM_BIAS: bool = false;
 
 fn norm_weight(i: u32) -> vec4f {
-  return vec4f(norm_w[4u * i], norm_w[4u * i + 1u], norm_w[4u * i + 2u], norm_w[4u * i + 3u]);
+  return norm_w[i];
 }
 
 fn norm_bias(i: u32) -> vec4f {
   if (NORM_BIAS) {
-    return vec4f(norm_b[4u * i], norm_b[4u * i + 1u], norm_b[4u * i + 2u], norm_b[4u * i + 3u]);
+    return norm_b[i];
   }
   return vec4f(0.0);
 }
@@ -33,14 +32,15 @@ fn normed1(v: f32, s: vec2f, j: u32) -> f32 {
   if (NORM == 0u) {
     return v;
   }
+  let w = norm_w[j / 4u][j % 4u];
   if (NORM == 2u) {
     var b = 0.0;
     if (NORM_BIAS) {
-      b = norm_b[j];
+      b = norm_b[j / 4u][j % 4u];
     }
-    return ((v - s.x) * s.y) * norm_w[j] + b;
+    return ((v - s.x) * s.y) * w + b;
   }
-  return (v * s.y) * norm_w[j];
+  return (v * s.y) * w;
 }
 
 // The epilogue of one output value v = alpha * A @ B (+ bias) at C's index c.
