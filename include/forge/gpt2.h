@@ -59,7 +59,8 @@ struct Gpt2Weights {
 };
 
 // Keys and values of every layer for positions [0, len): k and v per layer
-// [B, n_head, capacity, head_dim].
+// [B, capacity, n_head, head_dim] (token-major, as flash_attention_v2 reads
+// them; the row cache of continuous batching too).
 using Gpt2Cache = KvCache;
 
 // A host-side tensor by its Hugging Face name (Conv1D layout), for writing
@@ -107,10 +108,9 @@ class Gpt2 : public CausalLM {
   // [B, V]. ValueError naming the context length when they do not fit.
   Tensor forward_cached(const Tensor& ids, KvCache& cache) const override;
 
-  // Continuous batching (forward_rows.cpp): a row cache is token-major,
-  // [rows, capacity, n_head, hd] per layer, as flash_attention_v2 reads it.
+  // Continuous batching (forward_rows.cpp): a row cache is new_cache's,
+  // [rows, capacity, n_head, hd] per layer.
   bool has_row_decode() const override { return true; }
-  KvCache new_row_cache(int64_t rows, int64_t capacity = 0) const override;
   Tensor prefill_row(const Tensor& ids, KvCache& cache, int64_t row) const override;
   Tensor decode_rows(const Tensor& ids, KvCache& cache, const std::vector<int64_t>& pos) const override;
 
@@ -124,7 +124,19 @@ class Gpt2 : public CausalLM {
  private:
   Gpt2(Gpt2Config config, Device device);
   // x [B, T, C] through block l; cache may be null (no cache, positions 0..T-1).
+  // A cache is token-major, [B, capacity, n_head, hd] per layer.
   Tensor block(int64_t l, const Tensor& x, Gpt2Cache* cache) const;
+  // Block l of a decode step (models::fused_rows(B * T), a cache): ln_1 in
+  // c_attn's product, q split off and k, v appended by qkv_append, attention
+  // over the cache, the residual adds in the projections' products, ln_2 and
+  // gelu in c_fc's.
+  Tensor decode_block(int64_t l, const Tensor& x, Gpt2Cache& cache) const;
+  // Appends k and v [B, T, n_head, hd] to layer l's cache at its length and
+  // attends q [B, T, n_head, hd] over it -> [B * T, C].
+  Tensor attend_cached(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, Gpt2Cache& cache) const;
+  // q [B, T, n_head, hd] at positions len .. len + T - 1 over layer l's cache
+  // (its keys through len + T - 1 in place) -> [B * T, C].
+  Tensor attend(int64_t l, const Tensor& q, const Gpt2Cache& cache) const;
   // Block l up to attention: x [B, T, C] -> ln_1, c_attn -> q, k, v, each
   // [B, n_head, T, hd].
   QKV block_in(int64_t l, const Tensor& x) const;
@@ -133,8 +145,9 @@ class Gpt2 : public CausalLM {
   Tensor block_out(int64_t l, const Tensor& x, const Tensor& y) const;
   // ids [B, T] -> wte[ids], [B, T, C].
   Tensor token_rows(const Tensor& ids) const;
-  // x [B, T, C] -> logits [B, T, V] over the (chunked or quantized) wte.
-  Tensor lm_head(const Tensor& x) const;
+  // x [B, T, C] -> logits [B, T, V] over the (chunked or quantized) wte;
+  // with `fused` ln_f in the product (a decode step's few rows).
+  Tensor lm_head(const Tensor& x, bool fused = false) const;
 
   Gpt2Config config_;
   Gpt2Weights w_;

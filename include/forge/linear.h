@@ -8,6 +8,7 @@
 #include <string>
 
 #include "forge/model_config.h"
+#include "forge/ops/core.h"
 #include "forge/tensor.h"
 
 namespace forge::models {
@@ -47,6 +48,11 @@ struct Linear {
 
   // x [.., in] -> [.., out].
   Tensor operator()(const Tensor& x) const;
+  // gelu((*this)(norm(x))) (the norm and the gelu each where asked) for x
+  // [N, in]: fused into one dispatch where the weight is dense without an
+  // adapter (a decode step on WebGPU, MatmulOptions::norm and gelu); the
+  // separate ops otherwise.
+  Tensor operator()(const Tensor& x, const RowNorm* norm, bool gelu = false) const;
   // r + (*this)(x) for x [N, in], r [N, out]: the product that feeds a
   // residual stream, fused into one dispatch where the weight is dense
   // without an adapter (a decode step on WebGPU); the plain sum otherwise.

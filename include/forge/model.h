@@ -97,7 +97,7 @@ class CausalLM {
   virtual bool has_row_decode() const { return false; }
   // A cache for prefill_row / decode_rows: `rows` sequences of `capacity`
   // positions (0: the whole context). The family's new_cache unless its row
-  // layout differs (GPT-2's is token-major, its new_cache head-major).
+  // layout differs.
   virtual KvCache new_row_cache(int64_t rows, int64_t capacity = 0) const { return new_cache(rows, capacity); }
   // Replaces row `row` with the prompt ids [1, T] at positions 0 .. T-1 ->
   // the last position's logits [1, V]. Not for a ring (sliding-window) cache.

@@ -46,6 +46,13 @@ void row_norm(const char* op, const Tensor& x, const RowNorm& n) {
   if (n.weight->rank() != 1 || n.weight->dim(0) != x.dim(-1))
     throw ShapeError(std::string("[") + op + "] norm weight " + n.weight->describe() + " must be [" +
                      std::to_string(x.dim(-1)) + "] for x " + x.describe());
+  if (!n.bias) return;
+  if (!n.layer) throw ValueError(std::string("[") + op + "] a row norm bias needs the LayerNorm form (layer)");
+  same_device(op, {&x, n.bias});
+  dtype(op, "norm bias", *n.bias, DType::F32);
+  if (n.bias->rank() != 1 || n.bias->dim(0) != x.dim(-1))
+    throw ShapeError(std::string("[") + op + "] norm bias " + n.bias->describe() + " must be [" +
+                     std::to_string(x.dim(-1)) + "] for x " + x.describe());
 }
 
 }  // namespace forge::check

@@ -18,7 +18,7 @@ void dtype(const char* op, const char* name, const Tensor& t, DType want);
 void rank(const char* op, const char* name, const Tensor& t, int lo, int hi);
 // a and b have equal shapes.
 void same_shape(const char* op, const Tensor& a, const Tensor& b);
-// A row norm for x [.., K]: a weight f32 [K] on x's device.
+// A row norm for x [.., K]: a weight (and bias, LayerNorm only) f32 [K] on x's device.
 void row_norm(const char* op, const Tensor& x, const RowNorm& n);
 // "a f32[2, 3] on cpu, b f32[4] on cpu"
 std::string operands(std::initializer_list<std::pair<const char*, const Tensor*>> ts);

@@ -222,13 +222,13 @@ Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks,
   if (m == 0) return out;
   // A row norm is fused where every chunk's product takes the WebGPU
   // matrix-vector kernels (few rows); elsewhere it runs first.
-  const webgpu::MatvecFusion f{norm ? norm->weight : nullptr, norm ? norm->eps : 0.0f, nullptr};
+  const webgpu::MatvecFusion f = webgpu::matvec_fusion(norm);
   if (norm) {
     bool fused = a.device().is_webgpu();
     for (const Tensor& w : chunks) {
       MatmulPlan p = base;
       p.n = w.dim(0);
-      fused = fused && webgpu::matvec_fusable(p, f);
+      fused = fused && webgpu::matvec_fusable(p, f, a.device().runtime().cpu_driver());
     }
     if (!fused) return matmul_chunked_transb(row_norm(a, *norm), chunks, alpha);
   }

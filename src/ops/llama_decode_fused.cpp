@@ -35,7 +35,7 @@ Tensor product(const Tensor& x, const Tensor& w) {
 webgpu::MatvecFusion fusion(const char* op, const Tensor& x, const RowNorm* norm) {
   if (!norm) return {};
   check::row_norm(op, x, *norm);
-  return {norm->weight, norm->eps, nullptr};
+  return webgpu::matvec_fusion(norm);
 }
 
 Shape with_last(const Tensor& x, int64_t n) {

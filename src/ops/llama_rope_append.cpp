@@ -1,6 +1,6 @@
-// rope_append: validation, and the fused WebGPU kernel or, on the CPU (where
-// fusing saves nothing) and for caches larger than one storage binding, the
-// ops it stands for.
+// rope_append and qkv_append: validation, and the fused WebGPU kernel or, on
+// the CPU (where fusing saves nothing) and for caches larger than one storage
+// binding, the ops it stands for.
 #include "forge/ops.h"
 #include "ops/check.h"
 #include "webgpu/llama_kernels.h"
@@ -42,6 +42,37 @@ void rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Ten
   Tensor kc = k_cache.reshape({B, 1, cap, D}), vc = v_cache.reshape({B, 1, cap, D});
   kv_append(kc, k.reshape({B, 1, T, D}), at);
   kv_append(vc, v.reshape({B, 1, T, D}), at);
+}
+
+Tensor qkv_append(const Tensor& qkv, Tensor& k_cache, Tensor& v_cache, int64_t at) {
+  const char* op = "qkv_append";
+  check::same_device(op, {&qkv, &k_cache, &v_cache});
+  check::dtype(op, "qkv", qkv, DType::F32);
+  check::dtype(op, "k_cache", k_cache, DType::F32);
+  check::dtype(op, "v_cache", v_cache, DType::F32);
+  auto fail = [&](const std::string& what) {
+    throw ShapeError("[qkv_append] " + what + " (qkv " + qkv.describe() + ", k_cache " + k_cache.describe() +
+                     ", v_cache " + v_cache.describe() + ")");
+  };
+  if (qkv.rank() != 3 || k_cache.rank() != 4) fail("qkv must be [B, T, 3C] and the caches [B, cap, nh, hd]");
+  const int64_t B = qkv.dim(0), T = qkv.dim(1), cap = k_cache.dim(1), nh = k_cache.dim(2), hd = k_cache.dim(3);
+  if (v_cache.shape() != k_cache.shape()) fail("v_cache must have k_cache's shape");
+  if (k_cache.dim(0) != B || qkv.dim(2) != 3 * nh * hd) fail("qkv must be [B, T, 3 * nh * hd] for the caches' B, nh, hd");
+  if (at < 0 || at + T > cap)
+    throw ValueError("[qkv_append] appending " + S(T) + " positions at " + S(at) + " overflows the cache capacity " +
+                     S(cap));
+  if (qkv.device().is_webgpu() && (&k_cache.buffer() == &v_cache.buffer() || &k_cache.buffer() == &qkv.buffer() ||
+                                   &v_cache.buffer() == &qkv.buffer()))
+    throw DeviceError("[qkv_append] qkv and the caches must not share storage");
+  Tensor q = Tensor::empty({B, T, nh, hd}, DType::F32, qkv.device());
+  if (q.numel() == 0) return q;
+  if (qkv.device().is_webgpu() && webgpu::qkv_append(qkv, q, k_cache, v_cache, at)) return q;
+  const QKV p = split_heads(qkv, nh);  // each [B, nh, T, hd]
+  auto tokens = [&](const Tensor& t) { return merge_heads(t).reshape({B, 1, T, nh * hd}); };
+  Tensor kc = k_cache.reshape({B, 1, cap, nh * hd}), vc = v_cache.reshape({B, 1, cap, nh * hd});
+  kv_append(kc, tokens(p.k), at);
+  kv_append(vc, tokens(p.v), at);
+  return merge_heads(p.q).reshape({B, T, nh, hd});
 }
 
 }  // namespace forge

@@ -3,6 +3,8 @@
 // norm of A's rows, a residual added to the product).
 #include "cpu/kernels.h"
 #include "forge/ops/llama.h"
+#include "forge/ops/nn.h"
+#include "gpu/runtime.h"
 #include "ops/check.h"
 #include "webgpu/kernels.h"
 
@@ -10,14 +12,16 @@ namespace forge {
 
 Tensor row_norm(const Tensor& x, const RowNorm& n) {
   check::row_norm("row_norm", x, n);
-  return rms_norm(x, *n.weight, n.eps);
+  if (!n.layer) return rms_norm(x, *n.weight, n.eps);
+  if (n.bias) return layernorm(x, *n.weight, *n.bias, n.eps);
+  return layernorm(x, *n.weight, Tensor::zeros({x.dim(-1)}, DType::F32, x.device()), n.eps);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   const char* op = "matmul";
-  if (o.norm || o.residual) {
+  if (o.norm || o.residual || o.gelu) {
     if (o.transpose_a || a.rank() != 2)
-      throw ShapeError("[matmul] a row norm or residual takes a rank-2 a, not transposed: a " + a.describe());
+      throw ShapeError("[matmul] a row norm, gelu or residual takes a rank-2 a, not transposed: a " + a.describe());
     if (o.norm) check::row_norm(op, a, *o.norm);
   }
   check::same_device(op, {&a, &b});
@@ -72,9 +76,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
       throw ShapeError("[matmul] residual " + o.residual->describe() + " must be the product's " +
                        shape_str(out_shape) + ": " + shapes());
   }
-  if (o.norm || o.residual) {
-    webgpu::MatvecFusion f{o.norm ? o.norm->weight : nullptr, o.norm ? o.norm->eps : 0.0f, o.residual};
-    if (a.device().is_webgpu() && webgpu::matvec_fusable(p, f)) {
+  if (o.norm || o.residual || o.gelu) {
+    const webgpu::MatvecFusion f = webgpu::matvec_fusion(o.norm, o.residual, o.gelu);
+    if (a.device().is_webgpu() && webgpu::matvec_fusable(p, f, a.device().runtime().cpu_driver())) {
       Tensor out = Tensor::empty(out_shape, DType::F32, a.device());
       webgpu::matmul(a, b, o.bias, p, out, &f);
       return out;
@@ -83,7 +87,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
     MatmulOptions plain = o;
     plain.norm = nullptr;
     plain.residual = nullptr;
+    plain.gelu = false;
     Tensor y = matmul(o.norm ? row_norm(a, *o.norm) : a, b, plain);
+    if (o.gelu) y = gelu(y);
     return o.residual ? add(*o.residual, y) : y;
   }
   Tensor out = Tensor::empty(out_shape, DType::F32, a.device());

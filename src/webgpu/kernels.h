@@ -11,17 +11,25 @@ void add(const Tensor& a, const Tensor& b, Tensor& out);
 void scale(const Tensor& x, float alpha, Tensor& out);
 // b f32, or bf16 (read by the matrix-vector kernels as it is, widened first
 // for the others).
-// The decode-step fusions of the vec4 matrix-vector kernels: A's rows
-// RMS-normed with `norm` [k] (and eps) as they are read, and/or C = residual
-// (C's shape) + the product.
+// The decode-step fusions of the matrix-vector kernels: A's rows normed with
+// `norm` [k] (and eps; RMSNorm, or LayerNorm with `layer` and an optional
+// `norm_bias` [k]) as they are read, C = gelu(the product), and/or C =
+// residual (C's shape) + the product.
 struct MatvecFusion {
   const Tensor* norm = nullptr;
   float eps = 1e-5f;
   const Tensor* residual = nullptr;
+  bool layer = false;
+  const Tensor* norm_bias = nullptr;
+  bool gelu = false;
 };
-// Whether matmul takes `f` for this plan (few rows against B [n, k], vec4
-// aligned, one batch element); where not the caller composes the plain ops.
-bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f);
+// The kernels' form of an op's (validated) row norm, residual and gelu.
+MatvecFusion matvec_fusion(const RowNorm* norm, const Tensor* residual = nullptr, bool gelu = false);
+// Whether matmul takes `f` for this plan (few rows, A not transposed, one
+// batch element, k a multiple of 4 for a norm; no LayerNorm on a CPU
+// driver, gpu::Runtime::cpu_driver); where not the caller composes the
+// plain ops.
+bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driver);
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out,
             const MatvecFusion* fuse = nullptr);
 // x bf16 [..] -> out f32 [..] (one shape).
@@ -32,7 +40,8 @@ void widen_bf16(const Tensor& x, Tensor& out);
 // (w[2], out[1] and out[2] then bound but not used). False,
 // with nothing recorded, where the kernel does not apply (more rows, K not
 // a multiple of 4, unaligned offsets, a binding over the limit).
-// With norm, x's rows RMS-normed with norm->norm [K] as they are read.
+// With norm, x's rows RMS-normed with norm->norm [K] as they are read (a
+// LayerNorm: false).
 bool matvec_multi(const Tensor& x, std::array<const Tensor*, 3> w, bool silu_gate, std::array<Tensor*, 3> out,
                   const MatvecFusion* norm = nullptr);
 void softmax(const Tensor& x, const SoftmaxPlan& plan, Tensor& out);

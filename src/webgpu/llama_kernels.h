@@ -15,6 +15,8 @@ void rope(Tensor& x, const Tensor& table, const RopePlan& plan);
 // binding would exceed the device's limit, for the caller to compose it.
 bool rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
                  int64_t at);
+// qkv_append in one dispatch into q [B, T, nh, hd]; false as for rope_append.
+bool qkv_append(const Tensor& qkv, Tensor& q, Tensor& k_cache, Tensor& v_cache, int64_t at);
 void rms_norm(const Tensor& x, const Tensor* residual, const Tensor& weight, const RowsPlan& plan, Tensor& y,
               Tensor* sum);
 void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const RowsPlan& plan, Tensor& dx,

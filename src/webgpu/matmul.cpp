@@ -31,9 +31,15 @@ const gpu::Kernel kSplitKReduce{"matmul_split_k", shaders::matmul_split_k, "main
 // computes, prepended as a constant): 4 for one sequence's decode step, whose
 // registers and workgroup memory stay as small as they were tuned, and 8 for
 // a batch of sequences. main_serial (one invocation a column) serves small k.
-const ComposedKernel kMatvec{"matvec", {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::matvec}};
-const ComposedKernel kMatvec8{"matvec", {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::matvec}};
-const ComposedKernel kMatvecSerial{"matvec_serial", {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::matvec},
+// Both carry the decode-step fusions (norm prologue, gelu, residual) after
+// the snippets they come from, as matvec_vec4.wgsl does: GPT-2's Conv1D
+// weights [k, n] take these kernels.
+const ComposedKernel kMatvec{"matvec",
+                             {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec}};
+const ComposedKernel kMatvec8{"matvec",
+                              {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec}};
+const ComposedKernel kMatvecSerial{"matvec_serial",
+                                   {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec},
                                    "main_serial"};
 
 // matvec_vec4.wgsl for one weight dtype (its weights snippet): f32, or bf16
@@ -42,11 +48,11 @@ struct Vec4Kernels {
   ComposedKernel rows4, rows8, serial;
   explicit Vec4Kernels(std::string_view weights)
       : rows4{"matvec_vec4",
-              {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::matvec_vec4}},
+              {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_vec4}},
         rows8{"matvec_vec4",
-              {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 8u;", shaders::norm_prologue, shaders::matvec_vec4}},
+              {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 8u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_vec4}},
         serial{"matvec_vec4_serial",
-               {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::matvec_vec4},
+               {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_vec4},
                "main_serial"} {}
 };
 const Vec4Kernels kVec4F32{shaders::weights_f32};
@@ -80,6 +86,12 @@ constexpr int64_t kSerialGroup = 64;    // main_serial's workgroup size
 // batch or re-prefill, whose 64x64 tiles and their barriers cost a CPU driver
 // milliseconds each (SwiftShader: 16 ms for 32 x 32 x 96).
 constexpr int64_t kSerialMaxRows = 64;
+// main_serial forms a norm's statistics in every invocation (one a column),
+// two or three passes over the row where the product makes one: past this
+// many columns a separate norm dispatch costs less (SwiftShader: a tied LM
+// head over 50257 columns at k = 64 with its LayerNorm fused took 29 ms a
+// token, 13 ms with the norm its own pass).
+constexpr int64_t kSerialNormMaxCols = 4096;
 
 // WebGPU reports no count of compute units, so the fill rules below assume a
 // large discrete GPU: the H200's 132 SMs. FORGE_MATMUL_CORES overrides it
@@ -174,18 +186,46 @@ bool vec4_matvec(const MatmulPlan& plan) {
   return !plan.trans_a && plan.trans_b && vec4_aligned(plan) && (serial || matvec);
 }
 
+// The scalar matrix-vector kernels (matvec.wgsl) take this plan.
+bool scalar_matvec(const MatmulPlan& plan) {
+  const bool serial = plan.m <= kSerialMaxRows && plan.k <= kSerialMaxK;
+  const bool matvec = plan.m <= kMatvecRows || (plan.m <= kBatchedMatvecRows && plan.k > kSerialMaxK);
+  return !plan.trans_a && (serial || matvec);
+}
+
 }  // namespace
 
-bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f) {
-  if (!vec4_matvec(plan) || plan.m == 0 || plan.n == 0 || plan.k == 0) return false;
-  if (f.norm && (plan.batch != 1 || plan.k % 4 != 0)) return false;
-  // The residual is read at C's own index.
-  return !f.residual || plan.batch == 1;
+MatvecFusion matvec_fusion(const RowNorm* norm, const Tensor* residual, bool gelu) {
+  MatvecFusion f;
+  if (norm) {
+    f.norm = norm->weight;
+    f.eps = norm->eps;
+    f.layer = norm->layer;
+    f.norm_bias = norm->bias;
+  }
+  f.residual = residual;
+  f.gelu = gelu;
+  return f;
+}
+
+bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driver) {
+  if (!(vec4_matvec(plan) || scalar_matvec(plan)) || plan.m == 0 || plan.n == 0 || plan.k == 0) return false;
+  // The norm's weight and bias are read as vec4s; the residual at C's own
+  // index; one batch element (the statistics are of A's rows).
+  if (f.norm && plan.k % 4 != 0) return false;
+  const bool serial = plan.m <= kSerialMaxRows && plan.k <= kSerialMaxK;
+  if (f.norm && serial && plan.n > kSerialNormMaxCols) return false;
+  // A CPU driver centres and scales every value of A in each column's
+  // invocations, costing more than the pass it saves (SwiftShader, GPT-2
+  // 124M decode: the products 1.3x and the LM head 1.5x slower with their
+  // LayerNorms fused): the norm stays its own dispatch there.
+  if (f.norm && f.layer && cpu_driver) return false;
+  return plan.batch == 1;
 }
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out,
             const MatvecFusion* fuse) {
-  if (fuse && !matvec_fusable(plan, *fuse))
+  if (fuse && !matvec_fusable(plan, *fuse, out.device().runtime().cpu_driver()))
     throw DeviceError("[matmul] internal: a norm or residual fusion on a plan the matrix-vector kernels do not take");
   if (plan.m == 0 || plan.n == 0) return;
   const int64_t ldc = plan.ldc ? plan.ldc : plan.n;
@@ -209,24 +249,43 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     // shapes) one widened copy of B takes the f32 kernels.
     Tensor wide = Tensor::empty(b.shape(), DType::F32, b.device());
     widen_bf16(b, wide);
-    matmul(a, wide, bias, plan, out);
+    matmul(a, wide, bias, plan, out, fuse);
     return;
   }
   const Vec4Kernels& vec4k = bf16 ? kVec4Bf16 : kVec4F32;
   std::initializer_list<gpu::Arg> args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out)};
-  // The vec4 kernels also bind the residual and the norm's weight (A where unused).
+  // The matrix-vector kernels also bind the residual and the norm's weight
+  // and bias; where unused, A stands in (a vec4 at least: a scalar kernel's A
+  // may be shorter, then a small tensor of its own).
   const Tensor* residual = fuse ? fuse->residual : nullptr;
   const Tensor* norm = fuse ? fuse->norm : nullptr;
-  std::initializer_list<gpu::Arg> vec4_args{arg(a),   arg(b), bias ? arg(*bias) : arg(a), arg(out),
-                                            residual ? arg(*residual) : arg(a), norm ? arg(*norm) : arg(a)};
-  std::initializer_list<gpu::Constant> fusion{{"NORM", norm ? 1.0 : 0.0},
+  const Tensor* norm_bias = fuse ? fuse->norm_bias : nullptr;
+  const Tensor filler = a.nbytes() >= 16 ? a : Tensor::empty({4}, DType::F32, a.device());
+  std::initializer_list<gpu::Arg> vec4_args{arg(a),
+                                            arg(b),
+                                            bias ? arg(*bias) : arg(a),
+                                            arg(out),
+                                            residual ? arg(*residual) : arg(filler),
+                                            norm ? arg(*norm) : arg(filler),
+                                            norm_bias ? arg(*norm_bias) : arg(filler)};
+  const double norm_mode = !norm ? 0.0 : fuse->layer ? 2.0 : 1.0;
+  const double gelu = fuse && fuse->gelu ? 1.0 : 0.0;
+  std::initializer_list<gpu::Constant> fusion{{"NORM", norm_mode},
                                               {"NORM_EPS", fuse ? double(fuse->eps) : 1e-5},
+                                              {"NORM_BIAS", norm_bias ? 1.0 : 0.0},
+                                              {"GELU", gelu},
                                               {"RESIDUAL", residual ? 1.0 : 0.0}};
+  std::initializer_list<gpu::Constant> scalar_fusion{{"NORM", norm_mode},
+                                                     {"NORM_EPS", fuse ? double(fuse->eps) : 1e-5},
+                                                     {"NORM_BIAS", norm_bias ? 1.0 : 0.0},
+                                                     {"GELU", gelu},
+                                                     {"RESIDUAL", residual ? 1.0 : 0.0},
+                                                     {"TRANS_B", plan.trans_b ? 1.0 : 0.0}};
   if (serial) {
     const std::array<uint32_t, 3> groups{uint32_t(ceil_div(plan.n, kSerialGroup)), uint32_t(ceil_div(plan.m, kMatvecRows)),
                                          uint32_t(plan.batch)};
     if (vec4_rows) launch(out.device(), "matmul", vec4k.serial.kernel(), p, vec4_args, groups, fusion);
-    else launch(out.device(), "matmul", kMatvecSerial.kernel(), p, args, groups, {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
+    else launch(out.device(), "matmul", kMatvecSerial.kernel(), p, vec4_args, groups, scalar_fusion);
     return;
   }
   if (matvec && vec4_rows) {
@@ -242,9 +301,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     // Few rows (decode): read B once, coalesced, splitting k across lanes.
     const int64_t cols = 8;  // matvec.wgsl's COLS
     const int64_t rows = plan.m <= kMatvecRows ? kMatvecRows : 8;
-    launch(out.device(), "matmul", (rows == 4 ? kMatvec : kMatvec8).kernel(), p, args,
-           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)},
-           {{"TRANS_B", plan.trans_b ? 1.0 : 0.0}});
+    launch(out.device(), "matmul", (rows == 4 ? kMatvec : kMatvec8).kernel(), p, vec4_args,
+           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)}, scalar_fusion);
     return;
   }
   const int64_t tile = tile_edge(plan);

@@ -39,6 +39,7 @@ bool matvec_multi(const Tensor& x, std::array<const Tensor*, 3> w, bool silu_gat
   const gpu::Runtime& rt = x.device().runtime();
   const int64_t K = x.dim(-1), m = x.numel() / K;
   if (m < 1 || m > kMaxRows || K % 4 != 0) return false;
+  if (norm && norm->norm && (norm->layer || norm->gelu || norm->residual)) return false;  // RMSNorm only
   const uint64_t align = rt.limits().storage_offset_alignment, limit = rt.binding_limit();
   for (const Tensor* t : {&x, w[0], w[1], w[2], static_cast<const Tensor*>(out[0]), static_cast<const Tensor*>(out[1]),
                           static_cast<const Tensor*>(out[2])})

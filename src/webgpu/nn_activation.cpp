@@ -1,6 +1,7 @@
 // Host side of the activations and their gradients (shaders/activation.wgsl,
 // activation_bwd.wgsl): elementwise, split as rows of one element.
 #include "forge_shaders.h"
+#include "webgpu/composed_kernel.h"
 #include "webgpu/launch.h"
 #include "webgpu/nn_kernels.h"
 
@@ -8,8 +9,9 @@ namespace forge::webgpu {
 
 namespace {
 
-const gpu::Kernel kActivation{"activation", shaders::activation};
-const gpu::Kernel kActivationBwd{"activation_bwd", shaders::activation_bwd};
+// Both after gelu.wgsl: one gelu for them and the matrix-vector epilogue.
+const ComposedKernel kActivation{"activation", {shaders::gelu, shaders::activation}};
+const ComposedKernel kActivationBwd{"activation_bwd", {shaders::gelu, shaders::activation_bwd}};
 
 struct ActivationParams {
   uint32_t count;
@@ -44,7 +46,7 @@ void activation(Activation act, const Tensor& x, Tensor& y) {
   for_each_row_chunk(dev.runtime(), op, x.numel(), 4, [&](int64_t first, int64_t count) {
     ActivationParams p{uint32_t(count), {}};
     uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
-    launch(dev, op, kActivation, p, {arg(x, off, bytes), arg(y, off, bytes)},
+    launch(dev, op, kActivation.kernel(), p, {arg(x, off, bytes), arg(y, off, bytes)},
            grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()), {{"OP", op_code(act)}});
   });
 }
@@ -55,7 +57,7 @@ void activation_bwd(Activation act, const Tensor& x, const Tensor& dy, Tensor& d
   for_each_row_chunk(dev.runtime(), op, x.numel(), 4, [&](int64_t first, int64_t count) {
     ActivationParams p{uint32_t(count), {}};
     uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
-    launch(dev, op, kActivationBwd, p, {arg(x, off, bytes), arg(dy, off, bytes), arg(dx, off, bytes)},
+    launch(dev, op, kActivationBwd.kernel(), p, {arg(x, off, bytes), arg(dy, off, bytes), arg(dx, off, bytes)},
            grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()), {{"OP", op_code(act)}});
   });
 }

@@ -1,6 +1,7 @@
-// Host side of rope_append (shaders/rope_append.wgsl). For one sequence only
-// the cache slots written are bound (from the aligned offset at or before
-// slot `at`), so a long cache does not run into the binding limit.
+// Host side of rope_append (shaders/rope_append.wgsl) and qkv_append
+// (shaders/qkv_append.wgsl). For one sequence only the cache slots written
+// are bound (from the aligned offset at or before slot `at`), so a long cache
+// does not run into the binding limit.
 #include "forge_shaders.h"
 #include "webgpu/launch.h"
 #include "webgpu/llama_kernels.h"
@@ -10,12 +11,39 @@ namespace forge::webgpu {
 namespace {
 
 const gpu::Kernel kRopeAppend{"rope_append", shaders::rope_append};
+const gpu::Kernel kQkvAppend{"qkv_append", shaders::qkv_append};
 
 // Mirrors `struct Params` of shaders/rope_append.wgsl.
 struct RopeAppendParams {
   uint32_t tokens, seq, nh, nkv, head_dim, cap, at, cache_first;
 };
 static_assert(sizeof(RopeAppendParams) == 32);
+
+// Mirrors `struct Params` of shaders/qkv_append.wgsl.
+struct QkvAppendParams {
+  uint32_t tokens, seq, width, cap, at, cache_first, pad0, pad1;
+};
+static_assert(sizeof(QkvAppendParams) == 32);
+
+// The range of a cache [B, cap, D] that appending T positions at slot `at`
+// binds: whole for several sequences; for one, from the aligned byte at or
+// before slot `at` (`first` elements before it) to the end of slot at + T -
+// 1, the kernel counting slots from there (slot0).
+struct CacheRange {
+  uint64_t off = 0, first = 0, bytes = 0;
+  int64_t slot0 = 0;
+};
+CacheRange cache_range(const Tensor& cache, int64_t B, int64_t T, uint64_t D, int64_t at, uint64_t align) {
+  CacheRange r{0, 0, cache.nbytes(), at};
+  if (B == 1) {
+    const uint64_t start = uint64_t(at) * D * 4;
+    r.off = start / align * align;
+    r.first = (start - r.off) / 4;
+    r.bytes = uint64_t(T) * D * 4 + (start - r.off);
+    r.slot0 = 0;
+  }
+  return r;
+}
 
 }  // namespace
 
@@ -27,18 +55,7 @@ bool rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Ten
   const uint64_t D = uint64_t(nkv * hd), align = rt.limits().storage_offset_alignment;
   for (const Tensor* t : std::initializer_list<const Tensor*>{&q, &k, &v, &table, &k_cache, &v_cache})
     if (t->byte_offset() % align != 0) return false;
-  // The cache range bound: whole for several sequences; for one, from the
-  // aligned byte at or before slot `at` (`first` elements before it) to the
-  // end of slot at + T - 1, and the kernel counts slots from there.
-  uint64_t off = 0, first = 0, bytes = k_cache.nbytes();
-  int64_t slot0 = at;
-  if (B == 1) {
-    const uint64_t start = uint64_t(at) * D * 4;
-    off = start / align * align;
-    first = (start - off) / 4;
-    bytes = uint64_t(T) * D * 4 + (start - off);
-    slot0 = 0;
-  }
+  const auto [off, first, bytes, slot0] = cache_range(k_cache, B, T, D, at, align);
   const uint64_t limit = rt.binding_limit();
   if (bytes > limit || q.nbytes() > limit || k.nbytes() > limit || table.nbytes() > limit) return false;
   const uint64_t per = uint64_t(nh) * uint64_t(hd) / 2 + D / 2 + D;
@@ -48,6 +65,25 @@ bool rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Ten
                      uint32_t(hd),    uint32_t(cap), uint32_t(slot0), uint32_t(first)};
   launch(dev, "rope_append", kRopeAppend, p,
          {arg(q), arg(k), arg(v), arg(table), arg(k_cache, off, bytes), arg(v_cache, off, bytes)},
+         grid_1d((invocations + 255) / 256, rt.limits()));
+  return true;
+}
+
+bool qkv_append(const Tensor& qkv, Tensor& q, Tensor& k_cache, Tensor& v_cache, int64_t at) {
+  const Device& dev = qkv.device();
+  const gpu::Runtime& rt = dev.runtime();
+  const int64_t B = k_cache.dim(0), cap = k_cache.dim(1), C = k_cache.dim(2) * k_cache.dim(3);
+  const int64_t T = qkv.numel() / (3 * C) / B;
+  const uint64_t align = rt.limits().storage_offset_alignment;
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&qkv, &q, &k_cache, &v_cache})
+    if (t->byte_offset() % align != 0) return false;
+  const auto [off, first, bytes, slot0] = cache_range(k_cache, B, T, uint64_t(C), at, align);
+  const uint64_t limit = rt.binding_limit();
+  if (bytes > limit || qkv.nbytes() > limit) return false;
+  const uint64_t invocations = uint64_t(qkv.numel());
+  if (invocations > UINT32_MAX) return false;
+  QkvAppendParams p{uint32_t(B * T), uint32_t(T), uint32_t(C), uint32_t(cap), uint32_t(slot0), uint32_t(first), 0, 0};
+  launch(dev, "qkv_append", kQkvAppend, p, {arg(qkv), arg(q), arg(k_cache, off, bytes), arg(v_cache, off, bytes)},
          grid_1d((invocations + 255) / 256, rt.limits()));
   return true;
 }

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "forge/gpt2.h"
 #include "forge/ops.h"
@@ -155,6 +156,36 @@ TEST(Gpt2Golden, CachedPrefillMatchesFullForward) {
       EXPECT_TRUE(all_close(got, want, 1e-5, 1e-5)) << "position " << end - 1 << " on " << dev.name();
     }
     EXPECT_EQ(cache.len, 8);
+  }
+}
+
+TEST(Gpt2Golden, CachedStepsOfEveryKindMatchFullForward) {
+  // One sequence through every path of forward_cached: a prefill of 5
+  // positions (the separate ops), 3 positions together and then single ones
+  // (the fused decode step, attention over the token-major cache), and 4
+  // more after them (the separate ops over the cache): each call's logits
+  // equal the full forward's row at its last position.
+  // On WebGPU both ways: a CPU driver's (the LayerNorms their own pass) and
+  // a GPU's (every fusion).
+  Fixture fx("gpt2-tiny");
+  for (int pass = 0; pass < 3; ++pass) {
+    const Device dev = pass == 0 ? Device::cpu() : gpu_device();
+    std::optional<forge::testing::ForcedCpuDriver> forced;
+    if (pass > 0) forced.emplace(pass == 1);
+    Gpt2 model = Gpt2::load(fx.dir, dev);
+    std::vector<uint32_t> host = fx.input_ids().to_vector<uint32_t>();  // [2, 16]: the first sequence
+    host.resize(16);
+    const int64_t V = model.config().vocab_size;
+    const std::vector<float> full = model.forward(Tensor::from_vector(host, {1, 16})).to_f32();  // [1, 16, V]
+    Gpt2Cache cache = model.new_cache(1);
+    for (int64_t end : {5, 8, 9, 10, 11, 15}) {
+      const std::vector<uint32_t> part(host.begin() + cache.len, host.begin() + end);
+      const std::vector<float> got =
+          model.forward_cached(Tensor::from_vector(part, {1, end - cache.len}), cache).to_f32();  // [1, V]
+      const std::vector<float> want(full.begin() + (end - 1) * V, full.begin() + end * V);
+      EXPECT_TRUE(all_close(got, want, 1e-5, 1e-5)) << "position " << end - 1 << " on " << dev.name();
+    }
+    EXPECT_EQ(cache.len, 15);
   }
 }
 

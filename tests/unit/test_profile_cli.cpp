@@ -56,7 +56,8 @@ TEST(ProfileCli, GenerateOnWebGpuPrintsAKernelTableByEitherClock) {
   for (const char* clock : {"", "host"}) {
     CliOptions o;
     if (*clock) o.env = {{"FORGE_PROFILE", clock}};
-    const auto r = run_cli({"generate", "-m", kGpt2, "--prompt-ids", "1,2,3", "-n", "5", "--greedy", "--json",
+    // Six prompt ids: a prefill past the fused decode step's rows keeps its norms.
+    const auto r = run_cli({"generate", "-m", kGpt2, "--prompt-ids", "1,2,3,4,5,6", "-n", "5", "--greedy", "--json",
                             "--device", "webgpu", "--profile"},
                            dir.path, o);
     ASSERT_EQ(r.code, 0) << r.out;
@@ -65,7 +66,8 @@ TEST(ProfileCli, GenerateOnWebGpuPrintsAKernelTableByEitherClock) {
     EXPECT_NE(t.header.find(*clock ? "(host clock)" : "("), std::string::npos) << t.header;
     EXPECT_GT(t.dispatches, 10) << t.header;
     EXPECT_NEAR(t.summed, t.dispatches, 0.5) << r.out;
-    EXPECT_TRUE(has(t.kernels, "layernorm")) << r.out;  // GPT-2's norms
+    EXPECT_TRUE(has(t.kernels, "layernorm")) << r.out;   // GPT-2's prefill norms
+    EXPECT_TRUE(has(t.kernels, "qkv_append")) << r.out;  // its decode steps
     EXPECT_TRUE(has(t.kernels, "sample")) << r.out;     // greedy picks on the device
   }
 }

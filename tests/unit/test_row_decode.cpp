@@ -144,11 +144,20 @@ TEST(RowDecode, Gpt2BatchedEqualsAloneOnEveryBackend) { check_family("gpt2-tiny"
 
 TEST(RowDecode, Gpt2RowsTakeATokenMajorCache) {
   auto m = load_model(fixture("gpt2-tiny"), Device::cpu());
-  KvCache heads = m->new_cache(2, 8);  // [B, n_head, cap, hd]: forward_cached's layout
+  // A head-major cache [B, n_head, cap, hd] (gpt2-tiny: 2 layers, 2 heads of 16).
+  KvCache heads;
+  for (int l = 0; l < 2; ++l) {
+    heads.k.push_back(Tensor::zeros({2, 2, 8, 16}));
+    heads.v.push_back(Tensor::zeros({2, 2, 8, 16}));
+  }
+  heads.capacity = 8;
+  heads.batch = 2;
   const Tensor one = Tensor::from_vector(std::vector<uint32_t>{1}, {1, 1});
   EXPECT_THROW(m->decode_rows(one, heads, {0}), ShapeError);
   EXPECT_THROW(m->prefill_row(one, heads, 0), ShapeError);
   KvCache rows = m->new_row_cache(2, 8);
+  // forward_cached's cache has the rows' layout.
+  EXPECT_EQ(m->new_cache(2, 8).k[0].shape(), rows.k[0].shape());
   EXPECT_THROW(m->prefill_row(one, rows, 2), ValueError);  // row 2 of 2
   EXPECT_THROW(m->prefill_row(Tensor::from_vector(std::vector<uint32_t>(9, 1), {1, 9}), rows, 0), ValueError);
   EXPECT_THROW(m->decode_rows(one, rows, {8}), ValueError);  // position 8 of capacity 8

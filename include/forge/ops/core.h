@@ -17,15 +17,19 @@ Tensor scale(const Tensor& x, float alpha);
 // ---- Matmul --------------------------------------------------------------
 
 // A row norm that a decode-step product applies to its input rows as it
-// reads them: RMSNorm with `weight` [K] and eps (as rms_norm). On WebGPU the
-// matrix-vector kernels (few rows) fuse it, so a decode step needs no norm
-// dispatch; elsewhere the op runs rms_norm first, with the same results up to
-// the order of the f32 sums.
+// reads them: RMSNorm with `weight` [K] and eps (as rms_norm), or with
+// `layer` LayerNorm, mean-centred, with an optional `bias` [K] (as
+// layernorm; a bias takes layer). On WebGPU the matrix-vector kernels (few
+// rows) fuse it, so a decode step needs no norm dispatch; elsewhere the op
+// runs the norm first, with the same results up to the order of the f32 sums.
 struct RowNorm {
   const Tensor* weight = nullptr;  // [K], f32
   float eps = 1e-5f;
+  bool layer = false;              // LayerNorm (GPT-2) instead of RMSNorm
+  const Tensor* bias = nullptr;    // [K], f32, or none (LayerNorm only)
 };
-// x [.., K] normed as `n` says (rms_norm(x, *n.weight, n.eps)).
+// x [.., K] normed as `n` says (rms_norm(x, *n.weight, n.eps), or with
+// n.layer layernorm(x, *n.weight, bias or zeros, n.eps)).
 Tensor row_norm(const Tensor& x, const RowNorm& n);
 
 struct MatmulOptions {
@@ -37,11 +41,13 @@ struct MatmulOptions {
   // a larger preallocated buffer such as a KV cache); -1 = all rows.
   int64_t b_rows = -1;
   // Decode-step fusions (A rank 2 and not transposed): A's rows normed as
-  // they are read, and out = residual + the product (residual of out's
-  // shape: a product that feeds a residual stream). Fused on WebGPU for few
-  // rows against B [n, k] (transpose_b); the plain ops (rms_norm, add)
-  // otherwise.
+  // they are read, out = gelu(alpha * A @ B + bias) (gelu's tanh form, GPT-2's
+  // MLP), and out = residual + the product (residual of out's shape: a
+  // product that feeds a residual stream; after the gelu where both are
+  // asked). Fused on WebGPU for few rows of one batch element; the plain ops
+  // (the norm, gelu, add) otherwise.
   const RowNorm* norm = nullptr;
+  bool gelu = false;
   const Tensor* residual = nullptr;
 };
 

@@ -52,6 +52,13 @@ void rope_backward(Tensor& dy, int64_t head_dim, const Tensor& table);
 // positions at .. at + T - 1 (as kv_append over [B, 1, cap, nkv * hd]).
 void rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
                  int64_t at);
+// rope_append's form without a rotation for a packed projection (GPT-2's
+// c_attn): qkv [B, T, 3C] (q, k, v side by side, C = nh * hd) -> q [B, T,
+// nh, hd], with k and v copied into k_cache and v_cache [B, cap, nh, hd] at
+// positions at .. at + T - 1. One dispatch on WebGPU (where the bindings
+// allow; else split_heads, merge_heads and kv_append, as on the CPU).
+// ValueError when at + T > cap.
+Tensor qkv_append(const Tensor& qkv, Tensor& k_cache, Tensor& v_cache, int64_t at);
 
 // ---- RMS norm ---------------------------------------------------------------
 

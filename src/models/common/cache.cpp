@@ -42,6 +42,20 @@ Tensor first_rows(const Tensor& t, int64_t n) {
   return t.reshape({B, t.numel() / B}).slice_rows(0, n).reshape(s);
 }
 
+bool fused_rows(int64_t rows) { return rows <= 4; }
+
+void append_positions(Tensor& cache, const Tensor& src, int64_t at) {
+  const int64_t B = cache.dim(0), cap = cache.dim(1), D = cache.dim(2) * cache.dim(3);
+  Tensor view = cache.reshape({B, 1, cap, D});
+  kv_append(view, src.reshape({B, 1, src.dim(1), D}), at);
+}
+
+Tensor first_positions(const Tensor& cache, int64_t n) {
+  if (cache.dim(0) != 1) return cache;
+  const int64_t cap = cache.dim(1), nkv = cache.dim(2), hd = cache.dim(3);
+  return cache.reshape({cap, nkv, hd}).slice_rows(0, n).reshape({1, n, nkv, hd});
+}
+
 Tensor row_mask(const std::vector<int64_t>& pos, int64_t cap, int64_t window, const Device& device) {
   const int64_t n = int64_t(pos.size());
   std::vector<float> m(size_t(n * cap), -INFINITY);

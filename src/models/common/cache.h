@@ -22,6 +22,19 @@ Tensor last_positions(const Tensor& x, int64_t B, int64_t T);
 // The first n rows of a row cache tensor [B, cap, ..] (a view at offset 0).
 Tensor first_rows(const Tensor& t, int64_t n);
 
+// Whether a forward over `rows` = B * T positions takes the fused decode
+// kernels (matvec_multi.wgsl's and matvec*.wgsl's MAX_ROWS of one sequence);
+// prefill keeps its separate norm passes.
+bool fused_rows(int64_t rows);
+
+// Appends src [B, T, nkv, hd] to a token-major cache tensor [B, cap, nkv, hd]
+// at slot `at` (in place).
+void append_positions(Tensor& cache, const Tensor& src, int64_t at);
+
+// The first n positions of a cache tensor [B, cap, nkv, hd]: a view when
+// B == 1; for B > 1 the whole tensor (the caller masks the unfilled tail).
+Tensor first_positions(const Tensor& cache, int64_t n);
+
 // Additive attention mask [n, 1, 1, cap] for decode_rows: row i sees slots
 // max(0, pos_i - window + 1) .. pos_i (window 0: from slot 0).
 Tensor row_mask(const std::vector<int64_t>& pos, int64_t cap, int64_t window, const Device& device);

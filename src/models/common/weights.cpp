@@ -100,6 +100,19 @@ Tensor Linear::operator()(const Tensor& x) const {
   return y.reshape(shape);
 }
 
+Tensor Linear::operator()(const Tensor& x, const RowNorm* norm, bool gelu) const {
+  if (quant || lora.defined() || x.rank() != 2) {
+    const Tensor y = (*this)(norm ? row_norm(x, *norm) : x);
+    return gelu ? forge::gelu(y) : y;
+  }
+  MatmulOptions o;
+  o.transpose_b = !conv1d;
+  o.bias = bias.defined() ? &bias : nullptr;
+  o.norm = norm;
+  o.gelu = gelu;
+  return matmul(x, w, o);
+}
+
 Tensor Linear::residual(const Tensor& x, const Tensor& r) const {
   if (quant || lora.defined() || x.rank() != 2) return add(r, (*this)(x));
   MatmulOptions o;

@@ -1,6 +1,11 @@
 // The GPT-2 forward pass: embeddings, pre-norm blocks (causal self-attention
 // over a real batch axis, GELU MLP), ln_f and the tied LM head over wte's
-// chunks; with and without a KV cache.
+// chunks; with and without a KV cache. The cache is token-major, [B,
+// capacity, n_head, hd] per layer, as flash_attention_v2 reads it. A decode
+// step (models::fused_rows) takes the fused kernels, six dispatches a layer:
+// ln_1 + c_attn, qkv_append (split and cache append), flash attention, c_proj
+// + residual, ln_2 + c_fc + gelu, mlp c_proj + residual; prefill and training
+// keep the separate ops.
 #include <cmath>
 
 #include "forge/gpt2.h"
@@ -13,6 +18,27 @@ namespace {
 
 std::string S(int64_t v) { return std::to_string(v); }
 
+// Causal attention of q [B, nh, T, hd] (positions past .. past + T - 1) over
+// keys and values [B, nh, cap, hd] (the first n_keys rows used), head-major
+// as split_heads gives them -> [B * T, nh * hd].
+Tensor attend_heads(const Tensor& q, const Tensor& keys, const Tensor& values, int64_t n_keys, int64_t past) {
+  const int64_t B = q.dim(0), nh = q.dim(1), T = q.dim(2), hd = q.dim(3), cap = keys.dim(2);
+  MatmulOptions qk;
+  qk.transpose_b = true;
+  qk.alpha = float(1.0 / std::sqrt(double(hd)));
+  qk.b_rows = n_keys;
+  Tensor att = matmul(q.reshape({B * nh, T, hd}), keys.reshape({B * nh, cap, hd}), qk);  // [B*nh, T, n_keys]
+  SoftmaxOptions so;
+  so.causal = true;
+  so.q_len = T;
+  so.key_offset = past;
+  att = softmax(att, so);
+  MatmulOptions av;
+  av.b_rows = n_keys;
+  Tensor y = matmul(att, values.reshape({B * nh, cap, hd}), av).reshape({B, nh, T, hd});
+  return merge_heads(y).reshape({B * T, nh * hd});
+}
+
 }  // namespace
 
 QKV Gpt2::block_in(int64_t l, const Tensor& x) const {
@@ -23,33 +49,50 @@ QKV Gpt2::block_in(int64_t l, const Tensor& x) const {
 }
 
 Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
-  const int64_t B = x.dim(0), T = x.dim(1), C = config_.n_embd, nh = config_.n_head, hd = C / nh;
+  const int64_t B = x.dim(0), T = x.dim(1), nh = config_.n_head, hd = config_.head_dim();
+  if (cache && models::fused_rows(B * T)) return decode_block(l, x, *cache);
   QKV qkv = block_in(l, x);  // each [B, nh, T, hd]
-  Tensor keys = qkv.k, values = qkv.v;  // [B, nh, keys, hd] (only the first `n_keys` rows used)
-  int64_t past = 0, n_keys = T;
+  auto tokens = [&](const Tensor& t) { return merge_heads(t).reshape({B, T, nh, hd}); };
+  if (cache && cache->len > 0) return block_out(l, x, attend_cached(l, tokens(qkv.q), tokens(qkv.k), tokens(qkv.v), *cache));
+  // No earlier positions: attention over the new keys themselves (the
+  // prefill's products), which then fill the cache's first T slots.
+  Tensor y = attend_heads(qkv.q, qkv.k, qkv.v, T, 0);
   if (cache) {
-    past = cache->len;
-    kv_append(cache->k[size_t(l)], qkv.k, past);
-    kv_append(cache->v[size_t(l)], qkv.v, past);
-    keys = cache->k[size_t(l)];
-    values = cache->v[size_t(l)];
-    n_keys = past + T;
+    models::append_positions(cache->k[size_t(l)], tokens(qkv.k), 0);
+    models::append_positions(cache->v[size_t(l)], tokens(qkv.v), 0);
   }
-  const int64_t cap = keys.dim(2);
-  MatmulOptions qk;
-  qk.transpose_b = true;
-  qk.alpha = float(1.0 / std::sqrt(double(hd)));
-  qk.b_rows = n_keys;
-  Tensor att = matmul(qkv.q.reshape({B * nh, T, hd}), keys.reshape({B * nh, cap, hd}), qk);  // [B*nh, T, n_keys]
-  SoftmaxOptions so;
-  so.causal = true;
-  so.q_len = T;
-  so.key_offset = past;
-  att = softmax(att, so);
-  MatmulOptions av;
-  av.b_rows = n_keys;
-  Tensor y = matmul(att, values.reshape({B * nh, cap, hd}), av).reshape({B, nh, T, hd});
-  return block_out(l, x, merge_heads(y).reshape({B * T, C}));
+  return block_out(l, x, y);
+}
+
+Tensor Gpt2::attend_cached(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, Gpt2Cache& cache) const {
+  models::append_positions(cache.k[size_t(l)], k, cache.len);
+  models::append_positions(cache.v[size_t(l)], v, cache.len);
+  return attend(l, q, cache);
+}
+
+Tensor Gpt2::attend(int64_t l, const Tensor& q, const Gpt2Cache& cache) const {
+  const int64_t B = q.dim(0), T = q.dim(1), len = cache.len;
+  const Tensor& K = cache.k[size_t(l)];
+  const Tensor& V = cache.v[size_t(l)];
+  AttentionOptions o;
+  o.causal = true;
+  o.kv_offset = len;
+  const Tensor y = flash_attention_v2(q, models::first_positions(K, len + T), models::first_positions(V, len + T), o);
+  return y.reshape({B * T, config_.n_embd});
+}
+
+Tensor Gpt2::decode_block(int64_t l, const Tensor& x, Gpt2Cache& cache) const {
+  const Gpt2Block& b = w_.h[size_t(l)];
+  const int64_t B = x.dim(0), T = x.dim(1), C = config_.n_embd;
+  const float eps = float(config_.layer_norm_epsilon);
+  const Tensor x0 = x.reshape({B * T, C});
+  const RowNorm ln_1{&b.ln_1_w, eps, true, &b.ln_1_b}, ln_2{&b.ln_2_w, eps, true, &b.ln_2_b};
+  // q [B, T, nh, hd]; k and v into the cache.
+  const Tensor q = qkv_append(b.c_attn(x0, &ln_1).reshape({B, T, 3 * C}), cache.k[size_t(l)], cache.v[size_t(l)],
+                              cache.len);
+  const Tensor y = attend(l, q, cache);  // [B * T, C]
+  const Tensor x1 = b.attn_proj.residual(y, x0);  // x + c_proj(y)
+  return b.mlp_proj.residual(b.fc(x1, &ln_2, /*gelu=*/true), x1).reshape({B, T, C});
 }
 
 Tensor Gpt2::block_out(int64_t l, const Tensor& x, const Tensor& y) const {
@@ -63,13 +106,15 @@ Tensor Gpt2::block_out(int64_t l, const Tensor& x, const Tensor& y) const {
   return add(x1, b.mlp_proj(m).reshape({B, T, C}));
 }
 
-Tensor Gpt2::lm_head(const Tensor& x) const {
+Tensor Gpt2::lm_head(const Tensor& x, bool fused) const {
   const int64_t C = config_.n_embd;
   const int64_t rows = x.numel() / C;
-  Tensor h = layernorm(x, w_.ln_f_w, w_.ln_f_b, float(config_.layer_norm_epsilon)).reshape({rows, C});
   Shape out = x.shape();
   out.back() = config_.vocab_size;
   const models::Linear& q = w_.wte_q;
+  const RowNorm ln_f{&w_.ln_f_w, float(config_.layer_norm_epsilon), true, &w_.ln_f_b};
+  if (fused && !q.quant) return matmul_chunked_transb(x.reshape({rows, C}), w_.wte, 1.0f, &ln_f).reshape(out);
+  Tensor h = row_norm(x, ln_f).reshape({rows, C});
   // A vocabulary-sized table is not dequantized whole: the product reads the packed words.
   if (q.quant) return quantized_matmul(h, q.q, q.scales, q.biases, q.quant->bits, q.quant->group_size).reshape(out);
   return matmul_chunked_transb(h, w_.wte).reshape(out);
@@ -111,7 +156,7 @@ Tensor Gpt2::forward(const Tensor& ids_in, std::vector<Tensor>* hidden) const {
 
 KvCache Gpt2::new_cache(int64_t batch, int64_t capacity) const {
   capacity = models::cache_capacity("gpt2", batch, capacity, config_.n_positions);
-  return models::zero_cache(config_.n_layer, {batch, config_.n_head, capacity, config_.head_dim()}, batch, capacity,
+  return models::zero_cache(config_.n_layer, {batch, capacity, config_.n_head, config_.head_dim()}, batch, capacity,
                             device_);
 }
 
@@ -130,7 +175,7 @@ Tensor Gpt2::forward_cached(const Tensor& ids_in, KvCache& cache) const {
   Tensor x = embed(ids, cache.len);  // [B, T, C]
   for (int64_t l = 0; l < config_.n_layer; ++l) x = block(l, x, &cache);
   cache.len += T;
-  return lm_head(models::last_positions(x.reshape({B * T, C}), B, T));  // [B, V]
+  return lm_head(models::last_positions(x.reshape({B * T, C}), B, T), models::fused_rows(B * T));  // [B, V]
 }
 
 float Gpt2::loss(const Tensor& logits, const Tensor& ids) { return causal_lm_loss(logits, ids); }

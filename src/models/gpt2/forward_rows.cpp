@@ -21,32 +21,26 @@ void check_row_cache(const KvCache& cache, const Gpt2Config& c) {
     throw ShapeError("[gpt2] cache has " + S(int64_t(cache.k.size())) + " layers, the model " + S(c.n_layer));
   const Tensor& k = cache.k[0];
   if (k.rank() != 4 || k.dim(1) != cache.capacity || k.dim(2) != c.n_head || k.dim(3) != c.head_dim())
-    throw ShapeError("[gpt2] per-row decode takes a token-major cache [rows, capacity, n_head, hd] (new_row_cache), "
+    throw ShapeError("[gpt2] per-row decode takes a token-major cache [rows, capacity, n_head, hd] (new_cache), "
                      "got " + k.describe());
 }
 
 }  // namespace
 
-KvCache Gpt2::new_row_cache(int64_t rows, int64_t capacity) const {
-  capacity = models::cache_capacity("gpt2", rows, capacity, config_.n_positions);
-  return models::zero_cache(config_.n_layer, {rows, capacity, config_.n_head, config_.head_dim()}, rows, capacity,
-                            device_);
-}
-
 Tensor Gpt2::prefill_row(const Tensor& ids_in, KvCache& cache, int64_t row) const {
   Tensor ids = ids_as_batch(ids_in, "gpt2");
-  const int64_t T = ids.dim(1), nh = config_.n_head, hd = config_.head_dim();
+  const int64_t T = ids.dim(1);
   check_row_cache(cache, config_);
   if (ids.dim(0) != 1) throw ShapeError("[gpt2] prefill_row takes one sequence, got ids " + ids.describe());
   if (row < 0 || row >= cache.batch)
     throw ValueError("[gpt2] row " + S(row) + " outside a cache of " + S(cache.batch) + " rows");
   if (T > cache.capacity)
     throw ValueError("[gpt2] a prompt of " + S(T) + " tokens exceeds the cache capacity " + S(cache.capacity));
-  KvCache alone = new_cache(1, T);  // head-major [1, nh, T, hd]
+  KvCache alone = new_cache(1, T);  // token-major [1, T, nh, hd], as the rows
   Tensor logits = forward_cached(ids, alone);  // [1, V]
   for (int64_t l = 0; l < config_.n_layer; ++l) {
-    kv_append_rows(cache.k[size_t(l)], merge_heads(alone.k[size_t(l)]).reshape({1, T, nh, hd}), row, {0});
-    kv_append_rows(cache.v[size_t(l)], merge_heads(alone.v[size_t(l)]).reshape({1, T, nh, hd}), row, {0});
+    kv_append_rows(cache.k[size_t(l)], alone.k[size_t(l)], row, {0});
+    kv_append_rows(cache.v[size_t(l)], alone.v[size_t(l)], row, {0});
   }
   return logits;
 }

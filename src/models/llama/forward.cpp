@@ -12,21 +12,6 @@ namespace {
 
 std::string S(int64_t v) { return std::to_string(v); }
 
-// Appends src [B, T, nkv, hd] to a cache tensor [B, cap, nkv, hd] at slot `at`.
-void append(Tensor& cache, const Tensor& src, int64_t at) {
-  const int64_t B = cache.dim(0), cap = cache.dim(1), D = cache.dim(2) * cache.dim(3);
-  Tensor view = cache.reshape({B, 1, cap, D});
-  kv_append(view, src.reshape({B, 1, src.dim(1), D}), at);
-}
-
-// The first n positions of a cache tensor [B, cap, nkv, hd]: a view when
-// B == 1; for B > 1 the whole tensor (the caller masks the unfilled tail).
-Tensor first_positions(const Tensor& cache, int64_t n) {
-  if (cache.dim(0) != 1) return cache;
-  const int64_t cap = cache.dim(1), nkv = cache.dim(2), hd = cache.dim(3);
-  return cache.reshape({cap, nkv, hd}).slice_rows(0, n).reshape({1, n, nkv, hd});
-}
-
 }  // namespace
 
 int64_t LlamaModel::ring_window() const {
@@ -71,8 +56,8 @@ Tensor LlamaModel::attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, cons
       for (int64_t p = T - W; p < T; ++p) rows[size_t(b * W + p % W)] = uint32_t(b * T + p);
     const int64_t D = k.dim(2) * k.dim(3);
     Tensor ids = Tensor::from_vector(rows, {B * W});
-    append(K, embedding(ids, k.reshape({B * T, D})).reshape(K.shape()), 0);
-    append(Vc, embedding(ids, v.reshape({B * T, D})).reshape(Vc.shape()), 0);
+    append_positions(K, embedding(ids, k.reshape({B * T, D})).reshape(K.shape()), 0);
+    append_positions(Vc, embedding(ids, v.reshape({B * T, D})).reshape(Vc.shape()), 0);
     return out;
   }
   // One new position (forward_cached feeds a wrapped ring one token at a
@@ -85,11 +70,7 @@ Tensor LlamaModel::attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, cons
   return flash_attention_v2(q, K, Vc, o);
 }
 
-bool LlamaModel::fused_rows(int64_t rows) {
-  // The rows the fused decode kernels take (matvec_multi.wgsl's MAX_ROWS);
-  // prefill keeps its separate norm passes.
-  return rows <= 4;
-}
+bool LlamaModel::fused_rows(int64_t rows) { return models::fused_rows(rows); }
 
 Tensor LlamaModel::norm_stream(Stream& s, const Tensor& weight) const {
   const float eps = float(c_.rms_norm_eps);

@@ -1,12 +1,7 @@
 // Activations over f32: y[i] = f(x[i]).
-// OP: 0 gelu (tanh approximation), 1 relu, 2 silu.
-// gelu is evaluated as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3),
-// which equals 0.5 x (1 + tanh(u)) and stays finite where tanh's
-// exp-based forms overflow.
+// OP: 0 gelu (tanh approximation, gelu.wgsl's, which precedes this), 1
+// relu, 2 silu.
 override OP: u32 = 0u;
-
-const GELU_K: f32 = 0.7978845608028654;  // sqrt(2 / pi)
-const GELU_C: f32 = 0.044715;
 
 struct Params {
   count: u32,
@@ -30,9 +25,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   switch OP {
     case 1u: { y[i] = max(v, 0.0); }
     case 2u: { y[i] = v / (1.0 + exp(-v)); }
-    default: {
-      let u = GELU_K * (v + GELU_C * v * v * v);
-      y[i] = v / (1.0 + exp(-2.0 * u));
-    }
+    default: { y[i] = gelu_tanh(v); }
   }
 }

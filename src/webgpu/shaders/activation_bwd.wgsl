@@ -4,8 +4,7 @@
 // gelu'(x) = s + 2 x s s' sqrt(2/pi) (1 + 3 * 0.044715 x^2).
 override OP: u32 = 0u;
 
-const GELU_K: f32 = 0.7978845608028654;  // sqrt(2 / pi)
-const GELU_C: f32 = 0.044715;
+// GELU_K and GELU_C: gelu.wgsl's (which precedes this).
 
 struct Params {
   count: u32,

@@ -9,6 +9,10 @@
 // large operand, is read once:
 //   B stored [k, n]: adjacent threads read adjacent columns (32-byte runs);
 //   B stored [n, k] (TRANS_B): adjacent threads read adjacent k.
+// The decode-step fusions of matvec_vec4.wgsl (A's rows normed as they are
+// read, GELU, RESIDUAL) for the B it does not take (GPT-2's Conv1D weights
+// [k, n]): preceded by norm_prologue.wgsl, gelu.wgsl and
+// matvec_fusions.wgsl, k a multiple of 4 under NORM.
 override TRANS_B: bool = false;
 
 const WG: u32 = 256u;
@@ -20,6 +24,43 @@ const WG: u32 = 256u;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
 
 var<workgroup> partial: array<f32, MAX_ROWS * WG>;
+
+// The norm's (mean, r) of the row of k values at A[base ..], summed by the
+// whole workgroup (uniform control flow).
+fn row_stats_wg(base: u32, lid: u32) -> vec2f {
+  var mean = 0.0;
+  if (NORM == 2u) {
+    var sum = 0.0;
+    for (var j = lid; j < p.k; j += WG) {
+      sum += A[base + j];
+    }
+    mean = norm_mean(norm_workgroup_sum(sum, lid), p.k);
+  }
+  var sq = 0.0;
+  for (var j = lid; j < p.k; j += WG) {
+    let d = A[base + j] - mean;
+    sq += d * d;
+  }
+  return vec2f(mean, norm_scale(norm_workgroup_sum(sq, lid), p.k));
+}
+
+// The same by one invocation.
+fn row_stats_serial(base: u32) -> vec2f {
+  var mean = 0.0;
+  if (NORM == 2u) {
+    var sum = 0.0;
+    for (var j = 0u; j < p.k; j++) {
+      sum += A[base + j];
+    }
+    mean = norm_mean(sum, p.k);
+  }
+  var sq = 0.0;
+  for (var j = 0u; j < p.k; j++) {
+    let d = A[base + j] - mean;
+    sq += d * d;
+  }
+  return vec2f(mean, norm_scale(sq, p.k));
+}
 
 const COLS: u32 = 8u;
 const LANES: u32 = 32u;
@@ -41,6 +82,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   let rows = min(p.m - row0, MAX_ROWS);
   let a_base = p.a_offset + batch * p.a_batch_stride + row0 * p.lda;
   let b_base = batch * p.b_batch_stride;
+  var stats: array<vec2f, MAX_ROWS>;
+  if (NORM != 0u) {
+    for (var r = 0u; r < rows; r++) {
+      stats[r] = row_stats_wg(a_base + r * p.lda, lid);
+    }
+  }
 
   var acc: array<f32, MAX_ROWS>;
   if (col < p.n) {
@@ -53,7 +100,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       }
       for (var r = 0u; r < MAX_ROWS; r++) {
         if (r < rows) {
-          acc[r] = fma(A[a_base + r * p.lda + kk], b, acc[r]);
+          acc[r] = fma(normed1(A[a_base + r * p.lda + kk], stats[r], kk), b, acc[r]);
         }
       }
     }
@@ -79,7 +126,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       if (p.has_bias != 0u) {
         v += bias[col];
       }
-      C[p.c_offset + batch * p.m * p.ldc + (row0 + r) * p.ldc + col] = v;
+      let ci = p.c_offset + batch * p.m * p.ldc + (row0 + r) * p.ldc + col;
+      C[ci] = finish(v, ci);
     }
   }
 }
@@ -108,6 +156,10 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
     if (r >= p.m) {
       break;
     }
+    var stats = vec2f(0.0, 1.0);
+    if (NORM != 0u) {
+      stats = row_stats_serial(a_base + r * p.lda);
+    }
     var acc = 0.0;
     for (var kk = 0u; kk < p.k; kk++) {
       var b: f32;
@@ -116,12 +168,13 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
       } else {
         b = B[b_base + kk * p.ldb + col];
       }
-      acc = fma(A[a_base + r * p.lda + kk], b, acc);
+      acc = fma(normed1(A[a_base + r * p.lda + kk], stats, kk), b, acc);
     }
     var v = p.alpha * acc;
     if (p.has_bias != 0u) {
       v += bias[col];
     }
-    C[p.c_offset + batch * p.m * p.ldc + r * p.ldc + col] = v;
+    let ci = p.c_offset + batch * p.m * p.ldc + r * p.ldc + col;
+    C[ci] = finish(v, ci);
   }
 }

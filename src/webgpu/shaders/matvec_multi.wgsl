@@ -35,6 +35,16 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> o2: array<f32>;
 @group(0) @binding(8) var<storage, read> norm_w: array<vec4f>;  // [k / 4] (NORM), else unused
 
+fn norm_weight(i: u32) -> vec4f {
+  return norm_w[i];
+}
+
+// RMSNorm only (NORM 0 or 1; the host takes no LayerNorm, whose bias would
+// be a ninth storage binding): no bias.
+fn norm_bias(i: u32) -> vec4f {
+  return vec4f(0.0);
+}
+
 const WG: u32 = 256u;
 const MAX_ROWS: u32 = 4u;
 const LANES: u32 = 32u;
@@ -95,7 +105,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
         let b = weight(which, base + i);
         for (var r = 0u; r < MAX_ROWS; r++) {
           if (r < p.m) {
-            acc0[r] += dot(normed(x[r * k4 + i], scale[r], i), b);
+            acc0[r] += dot(normed(x[r * k4 + i], vec2f(0.0, scale[r]), i), b);
           }
         }
       } else {
@@ -103,7 +113,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
         let u = weight4(w1[base + i]);
         for (var r = 0u; r < MAX_ROWS; r++) {
           if (r < p.m) {
-            let a = normed(x[r * k4 + i], scale[r], i);
+            let a = normed(x[r * k4 + i], vec2f(0.0, scale[r]), i);
             acc0[r] += dot(a, g);
             acc1[r] += dot(a, u);
           }
@@ -184,7 +194,7 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
       var a0 = 0.0;
       var a1 = 0.0;
       for (var i = 0u; i < k4; i++) {
-        let a = normed(x[r * k4 + i], scale, i);
+        let a = normed(x[r * k4 + i], vec2f(0.0, scale), i);
         if (MODE == 0u) {
           a0 += dot(a, weight(which, base + i));
         } else {

@@ -4,9 +4,11 @@
 // Linear layer, one sequence or a batch of them. Same Params as matmul.wgsl
 // (preceded by matmul_params.wgsl, MAX_ROWS, 4 or 8, from the host, a
 // weights snippet: B f32, or bf16 widened as it is read, and
-// norm_prologue.wgsl). Two decode-step fusions: A's rows RMS-normed as they
-// are read (NORM), and RESIDUAL: C = R + (alpha * A @ B^T + bias), the
-// product that feeds a residual stream adding itself to it.
+// norm_prologue.wgsl, gelu.wgsl, matvec_fusions.wgsl). Three decode-step fusions: A's rows
+// normed as they are read (NORM: RMSNorm or LayerNorm), GELU: C =
+// gelu(alpha * A @ B^T + bias) (GPT-2's MLP input), and RESIDUAL: C = R +
+// (alpha * A @ B^T + bias), the product that feeds a residual stream adding
+// itself to it.
 // Workgroup row y takes rows y * MAX_ROWS onwards, so a batch of 32
 // sequences reads B four times (from cache) instead of leaving most of the
 // GPU idle in a few 64x64 tiles.
@@ -25,12 +27,9 @@ const UNROLL: u32 = 8u;  // B loads in flight a lane
 @group(0) @binding(2) var<storage, read> B: array<WeightVec4>;  // f32 or bf16 (the snippet before)
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
-@group(0) @binding(5) var<storage, read> R: array<f32>;         // C's shape (RESIDUAL), else unused
-@group(0) @binding(6) var<storage, read> norm_w: array<vec4f>;  // [k / 4] (NORM), else unused
+// Bindings 5-7 and the epilogue: matvec_fusions.wgsl.
 
-override RESIDUAL: bool = false;
-
-var<private> row_scale: array<f32, MAX_ROWS>;  // the norm's r of each row (NORM)
+var<private> row_stats: array<vec2f, MAX_ROWS>;  // the norm's (mean, r) of each row (NORM)
 
 var<workgroup> partial: array<f32, MAX_ROWS * WG>;
 
@@ -38,7 +37,7 @@ var<workgroup> partial: array<f32, MAX_ROWS * WG>;
 fn accumulate(acc: ptr<function, array<f32, MAX_ROWS>>, rows: u32, a_base: u32, i: u32, b: vec4f) {
   for (var r = 0u; r < MAX_ROWS; r++) {
     if (r < rows) {
-      (*acc)[r] += dot(normed(A[a_base + r * (p.lda / 4u) + i], row_scale[r], i), b);
+      (*acc)[r] += dot(normed(A[a_base + r * (p.lda / 4u) + i], row_stats[r], i), b);
     }
   }
 }
@@ -54,12 +53,21 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   let k4 = p.k / 4u;
   if (NORM != 0u) {
     for (var r = 0u; r < rows; r++) {
+      var mean = 0.0;
+      if (NORM == 2u) {
+        var sum = 0.0;
+        for (var i = lid; i < k4; i += WG) {
+          let v = A[a_base + r * (p.lda / 4u) + i];
+          sum += v.x + v.y + v.z + v.w;
+        }
+        mean = norm_mean(norm_workgroup_sum(sum, lid), p.k);
+      }
       var sq = 0.0;
       for (var i = lid; i < k4; i += WG) {
-        let v = A[a_base + r * (p.lda / 4u) + i];
+        let v = A[a_base + r * (p.lda / 4u) + i] - mean;
         sq += dot(v, v);
       }
-      row_scale[r] = norm_scale(norm_workgroup_sum(sq, lid), p.k);
+      row_stats[r] = vec2f(mean, norm_scale(norm_workgroup_sum(sq, lid), p.k));
     }
   }
 
@@ -102,10 +110,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
         v += bias[col];
       }
       let c = p.c_offset + batch * p.m * p.ldc + (row0 + r) * p.ldc + col;
-      if (RESIDUAL) {
-        v += R[c];
-      }
-      C[c] = v;
+      C[c] = finish(v, c);
     }
   }
 }
@@ -132,27 +137,32 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
       break;
     }
     let a_row = a_base + r * (p.lda / 4u);
-    var scale = 1.0;
+    var stats = vec2f(0.0, 1.0);
     if (NORM != 0u) {
+      var sum = 0.0;
+      if (NORM == 2u) {
+        for (var i = 0u; i < k4; i++) {
+          let v = A[a_row + i];
+          sum += v.x + v.y + v.z + v.w;
+        }
+      }
+      let mean = norm_mean(sum, p.k);
       var sq = 0.0;
       for (var i = 0u; i < k4; i++) {
-        let v = A[a_row + i];
+        let v = A[a_row + i] - mean;
         sq += dot(v, v);
       }
-      scale = norm_scale(sq, p.k);
+      stats = vec2f(mean, norm_scale(sq, p.k));
     }
     var acc = 0.0;
     for (var i = 0u; i < k4; i++) {
-      acc += dot(normed(A[a_row + i], scale, i), weight4(B[b_base + i]));
+      acc += dot(normed(A[a_row + i], stats, i), weight4(B[b_base + i]));
     }
     var v = p.alpha * acc;
     if (p.has_bias != 0u) {
       v += bias[col];
     }
     let c = p.c_offset + batch * p.m * p.ldc + r * p.ldc + col;
-    if (RESIDUAL) {
-      v += R[c];
-    }
-    C[c] = v;
+    C[c] = finish(v, c);
   }
 }

@@ -1,0 +1,41 @@
+// qkv_append (forge/ops/gather.h): one invocation per element of a packed
+// qkv row block [tokens, 3C] (q, k and v side by side, GPT-2's c_attn
+// output): q's third copied to q [tokens, C], k's and v's to their cache
+// slots, so a decode step splits and appends in one dispatch.
+struct Params {
+  tokens: u32,       // B * T
+  seq: u32,          // T: token b * T + t goes to cache slot at + t of sequence b
+  width: u32,        // C = nh * hd
+  cap: u32,          // cache positions per sequence
+  at: u32,
+  cache_first: u32,  // elements of the cache bindings before sequence 0's slot 0
+  _pad0: u32,
+  _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;        // [tokens, 3C]
+@group(0) @binding(2) var<storage, read_write> q: array<f32>;    // [tokens, C]
+@group(0) @binding(3) var<storage, read_write> kc: array<f32>;   // [B, cap, C] from cache_first
+@group(0) @binding(4) var<storage, read_write> vc: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = (wg.y * nwg.x + wg.x) * 256u + lid;
+  if (i >= p.tokens * 3u * p.width) {
+    return;
+  }
+  let tok = i / (3u * p.width);
+  let e = i % (3u * p.width);
+  if (e < p.width) {
+    q[tok * p.width + e] = qkv[i];
+    return;
+  }
+  let slot = p.cache_first + ((tok / p.seq) * p.cap + p.at + tok % p.seq) * p.width;
+  if (e < 2u * p.width) {
+    kc[slot + e - p.width] = qkv[i];
+  } else {
+    vc[slot + e - 2u * p.width] = qkv[i];
+  }
+}
