@@ -29,9 +29,14 @@ struct Rows {
   double score(int64_t b, int64_t h, int64_t i, int64_t j) const {
     const float* qr = qrow(b, i, h);
     const float* kr = krow(k, b, j, h / p.group());
-    double dot = 0;
-    for (int64_t d = 0; d < p.head_dim; ++d) dot += double(qr[d]) * double(kr[d]);
-    double s = double(p.scale) * dot;
+    // Four partial sums: independent chains the compiler can pipeline (a
+    // decode step scores every cached key of every head here).
+    double part[4] = {0, 0, 0, 0};
+    int64_t d = 0;
+    for (; d + 4 <= p.head_dim; d += 4)
+      for (int u = 0; u < 4; ++u) part[u] += double(qr[d + u]) * double(kr[d + u]);
+    for (; d < p.head_dim; ++d) part[0] += double(qr[d]) * double(kr[d]);
+    double s = double(p.scale) * ((part[0] + part[1]) + (part[2] + part[3]));
     if (mask) s += double(mask[b * p.mask_sb + h * p.mask_sh + i * p.mask_si + j * p.mask_sj]);
     return s > double(kAttentionMaskedScore) ? s : -INFINITY;
   }
