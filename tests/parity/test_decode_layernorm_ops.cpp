@@ -10,27 +10,10 @@
 // take the GPU's kernels on every adapter.
 #include <cmath>
 
-#include "parity.h"
+#include "decode_fusion_cases.h"
 
 namespace forge::testing {
 namespace {
-
-// As for the RMSNorm fusions: matmul's tolerance (sums in another order)
-// plus the norm's statistics, formed by another reduction.
-double tolerance(int64_t k) { return 4e-6 * std::sqrt(double(k) + 1); }
-
-Tensor as_dtype(const Tensor& w, DType dt) {
-  if (dt == DType::F32) return w;
-  std::vector<uint16_t> h;
-  for (float v : w.to_vector<float>()) h.push_back(f32_to_bf16(v));
-  return Tensor::from_data(h.data(), w.shape(), DType::BF16);
-}
-
-struct Case {
-  int64_t m, k, n;
-};
-const std::vector<Case> kCases = {{1, 64, 40}, {3, 260, 17}, {1, 516, 9}, {8, 516, 33},
-                                  {17, 64, 5}, {40, 132, 7}, {2, 30, 7},  {4, 8, 1}};
 
 // One layout of B: stored [n, k] (transpose_b, f32 or bf16) or [k, n] (f32).
 struct Layout {
@@ -61,12 +44,12 @@ TEST(DecodeLayerNormParity, LayerNormGeluResidualAndBiasEqualThePlainOps) {
   uint32_t seed = 900;
   for (const Layout& lay : kLayouts) {
     for (const Device& dev : test_devices()) {
-      for (const Case& c : kCases) {
+      for (const DecodeFusionCase& c : kDecodeFusionCases) {
         SCOPED_TRACE(dev.name() + " " + dtype_name(lay.dtype) + (lay.transpose_b ? " [n, k]" : " [k, n]") + " m " +
                      std::to_string(c.m) + " k " + std::to_string(c.k) + " n " + std::to_string(c.n));
         // Rows off centre, so that the mean matters.
         const Tensor x = random_tensor({c.m, c.k}, seed++, -1.0f, 3.0f);
-        const Tensor wnk = as_dtype(random_tensor({c.n, c.k}, seed++), lay.dtype);
+        const Tensor wnk = weight_as(random_tensor({c.n, c.k}, seed++), lay.dtype);
         const Tensor wd = lay.dtype == DType::BF16 ? bf16_to_f32(wnk) : wnk;  // [n, k] f32
         const Tensor w = lay.transpose_b ? wnk : transposed(wnk);
         const Tensor nw = random_tensor({c.k}, seed++, 0.5f, 1.5f), nb = random_tensor({c.k}, seed++);
@@ -84,7 +67,7 @@ TEST(DecodeLayerNormParity, LayerNormGeluResidualAndBiasEqualThePlainOps) {
 
         const Tensor X = x.to(dev), W = w.to(dev), NW = nw.to(dev), NB = nb.to(dev), BIAS = bias.to(dev), R = r.to(dev);
         const RowNorm ln{&NW, eps, true, &NB}, ln0{&NW, eps, true, nullptr};
-        const double atol = tolerance(c.k);
+        const double atol = decode_fusion_tolerance(c.k);
         MatmulOptions o;
         o.transpose_b = lay.transpose_b;
         o.norm = &ln0;
@@ -112,7 +95,7 @@ TEST(DecodeLayerNormParity, LayerNormHeadAndManyProductsEqualThePlainOps) {
   GpuKernels gpu_kernels;
   uint32_t seed = 950;
   for (const Device& dev : test_devices()) {
-    for (const Case& c : kCases) {
+    for (const DecodeFusionCase& c : kDecodeFusionCases) {
       SCOPED_TRACE(dev.name() + " m " + std::to_string(c.m) + " k " + std::to_string(c.k));
       const Tensor x = random_tensor({c.m, c.k}, seed++, -1.0f, 3.0f);
       const Tensor nw = random_tensor({c.k}, seed++, 0.5f, 1.5f), nb = random_tensor({c.k}, seed++);
@@ -121,12 +104,12 @@ TEST(DecodeLayerNormParity, LayerNormHeadAndManyProductsEqualThePlainOps) {
       const Tensor NW = nw.to(dev), NB = nb.to(dev), X = x.to(dev);
       const RowNorm ln{&NW, 1e-5f, true, &NB};
       const Tensor got = matmul_chunked_transb(X, {chunks[0].to(dev), chunks[1].to(dev)}, 0.5f, &ln);
-      EXPECT_TRUE(all_close(got.to(Device::cpu()), matmul_chunked_transb(h, chunks, 0.5f), tolerance(c.k), 1e-5));
+      EXPECT_TRUE(all_close(got.to(Device::cpu()), matmul_chunked_transb(h, chunks, 0.5f), decode_fusion_tolerance(c.k), 1e-5));
       const std::vector<Tensor> many = matmul_transb_many(X, {chunks[0].to(dev), chunks[1].to(dev)}, &ln);
       MatmulOptions o;
       o.transpose_b = true;
       for (size_t i = 0; i < 2; ++i)
-        EXPECT_TRUE(all_close(many[i].to(Device::cpu()), matmul(h, chunks[i], o), tolerance(c.k), 1e-5)) << i;
+        EXPECT_TRUE(all_close(many[i].to(Device::cpu()), matmul(h, chunks[i], o), decode_fusion_tolerance(c.k), 1e-5)) << i;
     }
   }
 }

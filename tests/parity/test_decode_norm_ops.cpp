@@ -7,12 +7,10 @@
 // another order) plus the norm's scale, formed by another reduction.
 #include <cmath>
 
-#include "parity.h"
+#include "decode_fusion_cases.h"
 
 namespace forge::testing {
 namespace {
-
-double tolerance(int64_t k) { return 4e-6 * std::sqrt(double(k) + 1); }
 
 Tensor product(const Tensor& x, const Tensor& w, const Tensor* bias = nullptr) {
   MatmulOptions o;
@@ -21,30 +19,14 @@ Tensor product(const Tensor& x, const Tensor& w, const Tensor* bias = nullptr) {
   return matmul(x, w, o);
 }
 
-Tensor as_dtype(const Tensor& w, DType dt) {
-  if (dt == DType::F32) return w;
-  std::vector<uint16_t> h;
-  for (float v : w.to_vector<float>()) h.push_back(f32_to_bf16(v));
-  return Tensor::from_data(h.data(), w.shape(), DType::BF16);
-}
-
-// Rows m (1, 3: the 4-row kernels; 8, 17: the 8-row ones past k 256, or the
-// serial one; 40: composed) x k (serial up to 256, 32 lanes past it; 30 is
-// not a multiple of 4: composed).
-struct Case {
-  int64_t m, k, n;
-};
-const std::vector<Case> kCases = {{1, 64, 40}, {3, 260, 17}, {1, 516, 9}, {8, 516, 33},
-                                  {17, 64, 5}, {40, 132, 7}, {2, 30, 7},  {4, 8, 1}};
-
 TEST(DecodeNormParity, MatmulWithNormResidualAndBiasEqualsThePlainOps) {
   uint32_t seed = 700;
   for (DType dt : {DType::F32, DType::BF16}) {
     for (const Device& dev : test_devices()) {
-      for (const Case& c : kCases) {
+      for (const DecodeFusionCase& c : kDecodeFusionCases) {
         SCOPED_TRACE(dev.name() + " " + dtype_name(dt) + " m " + std::to_string(c.m) + " k " + std::to_string(c.k));
         Tensor x = random_tensor({c.m, c.k}, seed++, -2.0f, 2.0f);
-        Tensor w = as_dtype(random_tensor({c.n, c.k}, seed++), dt);
+        Tensor w = weight_as(random_tensor({c.n, c.k}, seed++), dt);
         Tensor nw = random_tensor({c.k}, seed++, 0.5f, 1.5f), bias = random_tensor({c.n}, seed++);
         Tensor r = random_tensor({c.m, c.n}, seed++);
         const float eps = 1e-5f;
@@ -58,7 +40,7 @@ TEST(DecodeNormParity, MatmulWithNormResidualAndBiasEqualsThePlainOps) {
         MatmulOptions o;
         o.transpose_b = true;
         o.norm = &norm;
-        const double atol = tolerance(c.k);
+        const double atol = decode_fusion_tolerance(c.k);
         EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_norm, atol, 1e-5)) << "norm";
         o.bias = &BIAS;
         o.residual = &R;
@@ -76,12 +58,12 @@ TEST(DecodeNormParity, FusedProductsWithNormEqualThePlainOps) {
   uint32_t seed = 800;
   for (DType dt : {DType::F32, DType::BF16}) {
     for (const Device& dev : test_devices()) {
-      for (const Case& c : kCases) {
+      for (const DecodeFusionCase& c : kDecodeFusionCases) {
         SCOPED_TRACE(dev.name() + " " + dtype_name(dt) + " m " + std::to_string(c.m) + " k " + std::to_string(c.k));
         Tensor x = random_tensor({c.m, c.k}, seed++, -2.0f, 2.0f), nw = random_tensor({c.k}, seed++, 0.5f, 1.5f);
         std::vector<Tensor> ws;
-        for (int64_t n : {c.n, c.n / 2 + 1, 3L}) ws.push_back(as_dtype(random_tensor({n, c.k}, seed++), dt));
-        const Tensor up = as_dtype(random_tensor({c.n, c.k}, seed++), dt);
+        for (int64_t n : {c.n, c.n / 2 + 1, 3L}) ws.push_back(weight_as(random_tensor({n, c.k}, seed++), dt));
+        const Tensor up = weight_as(random_tensor({c.n, c.k}, seed++), dt);
         const float eps = 1e-6f;
         const Tensor h = rms_norm(x, nw, eps);
         auto wide = [&](const Tensor& w) { return dt == DType::BF16 ? bf16_to_f32(w) : w; };
@@ -90,7 +72,7 @@ TEST(DecodeNormParity, FusedProductsWithNormEqualThePlainOps) {
         std::vector<Tensor> wd;
         for (const Tensor& w : ws) wd.push_back(w.to(dev));
         const std::vector<Tensor> got = matmul_transb_many(x.to(dev), wd, &norm);
-        const double atol = tolerance(c.k);
+        const double atol = decode_fusion_tolerance(c.k);
         ASSERT_EQ(got.size(), 3u);
         for (size_t i = 0; i < 3; ++i)
           EXPECT_TRUE(all_close(got[i].to(Device::cpu()), product(h, wide(ws[i])), atol, 1e-5)) << i;
@@ -105,7 +87,7 @@ TEST(DecodeNormParity, FusedProductsWithNormEqualThePlainOps) {
 TEST(DecodeNormParity, ChunkedHeadWithNormEqualsThePlainOps) {
   uint32_t seed = 900;
   for (const Device& dev : test_devices()) {
-    for (const Case& c : kCases) {
+    for (const DecodeFusionCase& c : kDecodeFusionCases) {
       SCOPED_TRACE(dev.name() + " m " + std::to_string(c.m) + " k " + std::to_string(c.k));
       Tensor x = random_tensor({c.m, c.k}, seed++, -2.0f, 2.0f), nw = random_tensor({c.k}, seed++, 0.5f, 1.5f);
       std::vector<Tensor> chunks = {random_tensor({c.n, c.k}, seed++), random_tensor({5, c.k}, seed++)};
@@ -113,7 +95,7 @@ TEST(DecodeNormParity, ChunkedHeadWithNormEqualsThePlainOps) {
       const Tensor NW = nw.to(dev);
       const RowNorm norm{&NW, 1e-5f};
       const Tensor got = matmul_chunked_transb(x.to(dev), {chunks[0].to(dev), chunks[1].to(dev)}, 0.5f, &norm);
-      EXPECT_TRUE(all_close(got.to(Device::cpu()), want, tolerance(c.k), 1e-5));
+      EXPECT_TRUE(all_close(got.to(Device::cpu()), want, decode_fusion_tolerance(c.k), 1e-5));
     }
   }
 }
