@@ -38,6 +38,9 @@ const ComposedKernel kMatvec{"matvec",
                              {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec}};
 const ComposedKernel kMatvec8{"matvec",
                               {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec}};
+const ComposedKernel kMatvecKn{"matvec_kn",
+                               {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec},
+                               "main_kn"};
 const ComposedKernel kMatvecSerial{"matvec_serial",
                                    {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec},
                                    "main_serial"};
@@ -295,6 +298,14 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     const int64_t rows = plan.m <= kMatvecRows ? kMatvecRows : 8;
     launch(out.device(), "matmul", (rows == 4 ? vec4k.rows4 : vec4k.rows8).kernel(), p, vec4_args,
            {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)}, fusion);
+    return;
+  }
+  if (matvec && !plan.trans_b && plan.m <= kMatvecRows && plan.n % 4 == 0) {
+    // Up to 4 rows against B [k, n] (GPT-2's Conv1D weights): 4 adjacent
+    // columns an invocation, 8 a workgroup, k split 128 ways.
+    const int64_t cols = 8;  // main_kn's KN_CG x 4
+    launch(out.device(), "matmul", kMatvecKn.kernel(), p, vec4_args,
+           {uint32_t(ceil_div(plan.n, cols)), 1u, uint32_t(plan.batch)}, fusion);
     return;
   }
   if (matvec) {

@@ -23,12 +23,13 @@ inline Tensor weight_as(const Tensor& w, DType dt) {
 
 // Rows m (1, 3: the 4-row kernels; 8, 17: the 8-row ones past k 256, or the
 // serial one; 40: composed) x k (serial up to 256, 32 lanes past it; 30 is
-// not a multiple of 4: composed).
+// not a multiple of 4: composed); n a multiple of 4 past k 256 with at most
+// 4 rows: the [k, n] kernel's 4-column groups (36: a partial workgroup).
 struct DecodeFusionCase {
   int64_t m, k, n;
 };
-inline const std::vector<DecodeFusionCase> kDecodeFusionCases = {{1, 64, 40}, {3, 260, 17}, {1, 516, 9},
-                                                                 {8, 516, 33}, {17, 64, 5}, {40, 132, 7},
-                                                                 {2, 30, 7},  {4, 8, 1}};
+inline const std::vector<DecodeFusionCase> kDecodeFusionCases = {
+    {1, 64, 40}, {3, 260, 17}, {1, 516, 9}, {8, 516, 33}, {17, 64, 5},
+    {40, 132, 7}, {2, 30, 7},  {4, 8, 1},   {1, 516, 64}, {3, 300, 36}};
 
 }  // namespace forge::testing
