@@ -44,6 +44,18 @@ fn row_stats_wg(base: u32, lid: u32) -> vec2f {
   return vec2f(mean, norm_scale(norm_workgroup_sum(sq, lid), p.k));
 }
 
+// The statistics of a workgroup's rows (NORM), each summed by the whole
+// workgroup (uniform control flow).
+fn block_stats(a_base: u32, rows: u32, lid: u32) -> array<vec2f, MAX_ROWS> {
+  var stats: array<vec2f, MAX_ROWS>;
+  if (NORM != 0u) {
+    for (var r = 0u; r < rows; r++) {
+      stats[r] = row_stats_wg(a_base + r * p.lda, lid);
+    }
+  }
+  return stats;
+}
+
 // The same by one invocation.
 fn row_stats_serial(base: u32) -> vec2f {
   var mean = 0.0;
@@ -82,12 +94,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   let rows = min(p.m - row0, MAX_ROWS);
   let a_base = p.a_offset + batch * p.a_batch_stride + row0 * p.lda;
   let b_base = batch * p.b_batch_stride;
-  var stats: array<vec2f, MAX_ROWS>;
-  if (NORM != 0u) {
-    for (var r = 0u; r < rows; r++) {
-      stats[r] = row_stats_wg(a_base + r * p.lda, lid);
-    }
-  }
+  var stats = block_stats(a_base, rows, lid);
 
   var acc: array<f32, MAX_ROWS>;
   if (col < p.n) {
@@ -202,12 +209,7 @@ fn main_kn(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li
   let rows = min(p.m - row0, MAX_ROWS);
   let a_base = p.a_offset + batch * p.a_batch_stride + row0 * p.lda;
   let b_base = batch * p.b_batch_stride;
-  var stats: array<vec2f, MAX_ROWS>;
-  if (NORM != 0u) {
-    for (var r = 0u; r < rows; r++) {
-      stats[r] = row_stats_wg(a_base + r * p.lda, lid);
-    }
-  }
+  var stats = block_stats(a_base, rows, lid);
 
   var acc: array<vec4f, MAX_ROWS>;
   if (col < p.n) {
