@@ -168,7 +168,7 @@ TEST(Gpt2Golden, CachedStepsOfEveryKindMatchFullForward) {
   // On WebGPU both ways: a CPU driver's (the LayerNorms their own pass) and
   // a GPU's (every fusion).
   Fixture fx("gpt2-tiny");
-  const int passes = test_devices().size() > 1 ? 3 : 1;  // the CPU alone without WebGPU
+  const int passes = forge::testing::test_devices().size() > 1 ? 3 : 1;  // the CPU alone without WebGPU
   for (int pass = 0; pass < passes; ++pass) {
     const Device dev = pass == 0 ? Device::cpu() : gpu_device();
     std::optional<forge::testing::ForcedCpuDriver> forced;
