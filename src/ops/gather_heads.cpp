@@ -1,5 +1,6 @@
 // split_heads, unsplit_head(s), merge_heads, unmerge_heads, kv_append: shape
-// checks and the strided copy each one is; kv_append_rows, one copy per row,
+// checks and the strided copy each one is; kv_append_tokens as kv_append over
+// one head of every position's values; kv_append_rows, one copy per row,
 // or on WebGPU one scatter for a decode step's rows.
 #include "cpu/gather_kernels.h"
 #include "ops/check.h"
@@ -165,6 +166,24 @@ void kv_append(Tensor& cache, const Tensor& src, int64_t len) {
   if (cache.device().is_webgpu() && &cache.buffer() == &src.buffer())
     throw DeviceError("[kv_append] src " + src.describe() + " shares its storage with the cache");
   run_copy(op, src, p, cache);
+}
+
+void kv_append_tokens(Tensor& cache, const Tensor& src, int64_t at) {
+  if (cache.rank() < 3 || src.rank() != cache.rank() || src.dim(0) != cache.dim(0))
+    throw ShapeError("[kv_append_tokens] cache " + shape_str(cache.shape()) + " and src " + shape_str(src.shape()) +
+                     " must both be [B, positions, ..] of rank >= 3 with the same B");
+  for (int64_t d = 2; d < cache.rank(); ++d)
+    if (src.dim(d) != cache.dim(d))
+      throw ShapeError("[kv_append_tokens] src " + shape_str(src.shape()) + " must match cache " +
+                       shape_str(cache.shape()) + " in every dim but the positions");
+  const int64_t B = cache.dim(0), cap = cache.dim(1), t = src.dim(1);
+  if (at < 0 || at + t > cap)
+    throw ValueError("[kv_append_tokens] appending " + S(t) + " positions at " + S(at) + " overflows the cache " +
+                     shape_str(cache.shape()) + " of capacity " + S(cap));
+  if (src.numel() == 0) return;
+  const int64_t D = src.numel() / (B * t);  // elements per position
+  Tensor view = cache.reshape({B, 1, cap, D});
+  kv_append(view, src.reshape({B, 1, t, D}), at);
 }
 
 void kv_append_rows(Tensor& cache, const Tensor& src, int64_t row0, const std::vector<int64_t>& at) {

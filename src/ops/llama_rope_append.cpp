@@ -38,10 +38,8 @@ void rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Ten
   if (q.device().is_webgpu() && webgpu::rope_append(q, k, v, table, k_cache, v_cache, at)) return;
   rope(q, hd, table);
   rope(k, hd, table);
-  const int64_t D = nkv * hd;
-  Tensor kc = k_cache.reshape({B, 1, cap, D}), vc = v_cache.reshape({B, 1, cap, D});
-  kv_append(kc, k.reshape({B, 1, T, D}), at);
-  kv_append(vc, v.reshape({B, 1, T, D}), at);
+  kv_append_tokens(k_cache, k, at);
+  kv_append_tokens(v_cache, v, at);
 }
 
 Tensor qkv_append(const Tensor& qkv, Tensor& k_cache, Tensor& v_cache, int64_t at) {
@@ -68,11 +66,10 @@ Tensor qkv_append(const Tensor& qkv, Tensor& k_cache, Tensor& v_cache, int64_t a
   if (q.numel() == 0) return q;
   if (qkv.device().is_webgpu() && webgpu::qkv_append(qkv, q, k_cache, v_cache, at)) return q;
   const QKV p = split_heads(qkv, nh);  // each [B, nh, T, hd]
-  auto tokens = [&](const Tensor& t) { return merge_heads(t).reshape({B, 1, T, nh * hd}); };
-  Tensor kc = k_cache.reshape({B, 1, cap, nh * hd}), vc = v_cache.reshape({B, 1, cap, nh * hd});
-  kv_append(kc, tokens(p.k), at);
-  kv_append(vc, tokens(p.v), at);
-  return merge_heads(p.q).reshape({B, T, nh, hd});
+  auto tokens = [&](const Tensor& t) { return merge_heads(t).reshape({B, T, nh, hd}); };
+  kv_append_tokens(k_cache, tokens(p.k), at);
+  kv_append_tokens(v_cache, tokens(p.v), at);
+  return tokens(p.q);
 }
 
 }  // namespace forge

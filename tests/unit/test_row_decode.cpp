@@ -140,6 +140,23 @@ TEST(RowDecode, KvAppendRowsWritesEachRowAtItsSlot) {
   }
 }
 
+TEST(RowDecode, KvAppendTokensWritesEverySequenceAtOneSlot) {
+  for (const Device& dev : forge::testing::test_devices()) {
+    Tensor cache = Tensor::zeros({2, 5, 2, 3}, DType::F32, dev);  // [B, cap, heads, hd]
+    std::vector<float> v(24);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float(i + 1);
+    Tensor src = Tensor::from_vector(v, {2, 2, 2, 3}, dev);  // [B, t, heads, hd]
+    kv_append_tokens(cache, src, 3);
+    std::vector<float> want(60, 0.0f);
+    for (int b = 0; b < 2; ++b)
+      for (int i = 0; i < 12; ++i) want[size_t((b * 5 + 3) * 6 + i)] = v[size_t(b * 12 + i)];
+    EXPECT_EQ(cache.to_f32(), want) << dev.name();
+    EXPECT_THROW(kv_append_tokens(cache, src, 4), ValueError);  // slots 4..5 of 5
+    EXPECT_THROW(kv_append_tokens(cache, Tensor::zeros({2, 1, 3, 3}, DType::F32, dev), 0), ShapeError);
+    EXPECT_THROW(kv_append_tokens(cache, Tensor::zeros({1, 1, 2, 3}, DType::F32, dev), 0), ShapeError);
+  }
+}
+
 TEST(RowDecode, Gpt2BatchedEqualsAloneOnEveryBackend) { check_family("gpt2-tiny"); }
 
 TEST(RowDecode, Gpt2RowsTakeATokenMajorCache) {

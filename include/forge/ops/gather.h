@@ -123,6 +123,10 @@ Tensor unmerge_heads(const Tensor& dy, int64_t n_head);
 // [B, h, t, hd]: cache[.., len + i, :] = src[.., i, :] for i < t. ValueError
 // when len + t > cap.
 void kv_append(Tensor& cache, const Tensor& src, int64_t len);
+// The token-major form: cache [B, cap, ..] (in place), src [B, t, ..] with
+// the cache's trailing dims: cache[b, at + i, ..] = src[b, i, ..] for i < t.
+// ValueError when at + t > cap.
+void kv_append_tokens(Tensor& cache, const Tensor& src, int64_t at);
 // Rows at their own positions (continuous batching): cache [B, cap, ..]
 // token-major (in place); src [n, t, ..] with the cache's trailing dims:
 // cache[row0 + i, at[i] + j, ..] = src[i, j, ..] for i < n, j < t. ValueError

@@ -44,12 +44,6 @@ Tensor first_rows(const Tensor& t, int64_t n) {
 
 bool fused_rows(int64_t rows) { return rows <= 4; }
 
-void append_positions(Tensor& cache, const Tensor& src, int64_t at) {
-  const int64_t B = cache.dim(0), cap = cache.dim(1), D = cache.dim(2) * cache.dim(3);
-  Tensor view = cache.reshape({B, 1, cap, D});
-  kv_append(view, src.reshape({B, 1, src.dim(1), D}), at);
-}
-
 Tensor first_positions(const Tensor& cache, int64_t n) {
   if (cache.dim(0) != 1) return cache;
   const int64_t cap = cache.dim(1), nkv = cache.dim(2), hd = cache.dim(3);

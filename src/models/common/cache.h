@@ -27,10 +27,6 @@ Tensor first_rows(const Tensor& t, int64_t n);
 // prefill keeps its separate norm passes.
 bool fused_rows(int64_t rows);
 
-// Appends src [B, T, nkv, hd] to a token-major cache tensor [B, cap, nkv, hd]
-// at slot `at` (in place).
-void append_positions(Tensor& cache, const Tensor& src, int64_t at);
-
 // The first n positions of a cache tensor [B, cap, nkv, hd]: a view when
 // B == 1; for B > 1 the whole tensor (the caller masks the unfilled tail).
 Tensor first_positions(const Tensor& cache, int64_t n);

@@ -58,15 +58,15 @@ Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
   // prefill's products), which then fill the cache's first T slots.
   Tensor y = attend_heads(qkv.q, qkv.k, qkv.v, T, 0);
   if (cache) {
-    models::append_positions(cache->k[size_t(l)], tokens(qkv.k), 0);
-    models::append_positions(cache->v[size_t(l)], tokens(qkv.v), 0);
+    kv_append_tokens(cache->k[size_t(l)], tokens(qkv.k), 0);
+    kv_append_tokens(cache->v[size_t(l)], tokens(qkv.v), 0);
   }
   return block_out(l, x, y);
 }
 
 Tensor Gpt2::attend_cached(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, Gpt2Cache& cache) const {
-  models::append_positions(cache.k[size_t(l)], k, cache.len);
-  models::append_positions(cache.v[size_t(l)], v, cache.len);
+  kv_append_tokens(cache.k[size_t(l)], k, cache.len);
+  kv_append_tokens(cache.v[size_t(l)], v, cache.len);
   return attend(l, q, cache);
 }
 

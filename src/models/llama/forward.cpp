@@ -56,8 +56,8 @@ Tensor LlamaModel::attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, cons
       for (int64_t p = T - W; p < T; ++p) rows[size_t(b * W + p % W)] = uint32_t(b * T + p);
     const int64_t D = k.dim(2) * k.dim(3);
     Tensor ids = Tensor::from_vector(rows, {B * W});
-    append_positions(K, embedding(ids, k.reshape({B * T, D})).reshape(K.shape()), 0);
-    append_positions(Vc, embedding(ids, v.reshape({B * T, D})).reshape(Vc.shape()), 0);
+    kv_append_tokens(K, embedding(ids, k.reshape({B * T, D})).reshape(K.shape()), 0);
+    kv_append_tokens(Vc, embedding(ids, v.reshape({B * T, D})).reshape(Vc.shape()), 0);
     return out;
   }
   // One new position (forward_cached feeds a wrapped ring one token at a
@@ -69,8 +69,6 @@ Tensor LlamaModel::attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, cons
   o.window = 0;
   return flash_attention_v2(q, K, Vc, o);
 }
-
-bool LlamaModel::fused_rows(int64_t rows) { return models::fused_rows(rows); }
 
 Tensor LlamaModel::norm_stream(Stream& s, const Tensor& weight) const {
   const float eps = float(c_.rms_norm_eps);

@@ -64,7 +64,7 @@ class LlamaModel : public CausalLM {
  private:
   // The residual stream between layers: x, plus the last MLP output while it
   // waits to be added in the next norm's pass (x' = x + pending). A fused
-  // stream (few rows: a decode step) has no norm passes of its own: the
+  // stream (few rows, models::fused_rows: a decode step) has no norm passes of its own: the
   // products that read it apply the norms as they read it, and o_proj and
   // down_proj add their outputs to it (pending stays undefined).
   struct Stream {
@@ -72,8 +72,6 @@ class LlamaModel : public CausalLM {
     Tensor pending;  // like x, or undefined
     bool fused = false;
   };
-  // Whether a stream of `rows` rows is fused (see Stream).
-  static bool fused_rows(int64_t rows);
   // The logits [N, V] of the stream's rows [N, H] after the final norm.
   Tensor head(Stream& s) const;
   // The stream at the last of each sequence's T positions ([B * T, H] rows
