@@ -33,7 +33,7 @@ void run(const std::string& device, const std::string& preset, int64_t decode_to
     const double decode_rate = best_decode_rate(model, prompt, decode_tokens, &st);
     r["decode_tokens_per_s"] = decode_rate;
     r["decode_tokens"] = st.decode_tokens;
-    r["decode_wait_ms"] = st.decode_tokens ? st.decode_wait_s * 1e3 / double(st.decode_tokens) : 0.0;
+    r["decode_wait_ms"] = decode_wait_ms(st);
     r["prompt_tokens"] = int64_t(prompt.size());
     const DecodeSplit split = decode_record_split(model, std::min<int64_t>(decode_tokens, 64));
     r["decode_record_ms"] = split.record_ms;

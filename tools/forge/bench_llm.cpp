@@ -106,7 +106,7 @@ void run(const std::string& device, const std::string& model_dir, const std::str
     r["decode_record_ms"] = split.record_ms;
     r["decode_step_ms"] = split.step_ms;
     r["decode_tokens_per_s"] = rate;
-    r["decode_wait_ms"] = st.decode_tokens ? st.decode_wait_s * 1e3 / double(st.decode_tokens) : 0.0;
+    r["decode_wait_ms"] = decode_wait_ms(st);
     if (profiling(d)) {
       // Device time by kernel (--profile): per decode step, and per prefill.
       gpu::Runtime& rt = d.runtime();

@@ -52,6 +52,10 @@ double best_decode_rate(const CausalLM& model, const std::vector<uint32_t>& prom
   return rate;
 }
 
+double decode_wait_ms(const GenerateStats& st) {
+  return st.decode_tokens ? st.decode_wait_s * 1e3 / double(st.decode_tokens) : 0.0;
+}
+
 DecodeSplit decode_record_split(const CausalLM& model, int64_t steps) {
   KvCache cache = model.new_cache(1, steps + 2);
   Tensor id = Tensor::from_vector(std::vector<uint32_t>{1}, {1, 1}).to(model.device());

@@ -22,6 +22,9 @@ double best_prefill_seconds(const CausalLM& model, int64_t T, int reps);
 // one warm-up run, then the best of three. `stats` gets the last run's.
 double best_decode_rate(const CausalLM& model, const std::vector<uint32_t>& prompt, int64_t tokens,
                         GenerateStats* stats = nullptr);
+// Milliseconds a decoded token the host spent blocked reading ids back
+// (decode_wait_ms of the benchmarks' JSON).
+double decode_wait_ms(const GenerateStats& st);
 
 // Host milliseconds to record one batch-1 decode step (forward and greedy
 // sample, nothing waited for), and milliseconds a step takes in all, over
