@@ -61,6 +61,29 @@ TEST(SampleParity, GreedyIsArgmaxLowestIndexOnTies) {
   EXPECT_EQ(run(n.to(gpu_device()), {}), std::vector<uint32_t>{2});
 }
 
+// Greedy over a vocabulary that each lane of the WebGPU scan reads in several
+// strided streams (256 lanes, 4 streams, then a second round): equal maxima
+// in one lane's different streams and rounds, and in different lanes, still
+// give the smallest index on both backends.
+TEST(SampleParity, GreedyTiesAcrossTheScanStreams) {
+  const int64_t V = 2100;
+  auto argmax_with = [&](const std::vector<int64_t>& at) {
+    std::vector<float> v(size_t(V), -1.0f);
+    for (int64_t i : at) v[size_t(i)] = 3.0f;
+    Tensor t = Tensor::from_vector(v, {1, V});
+    const std::vector<uint32_t> cpu = run(t, {}), gpu = run(t.to(gpu_device()), {});
+    EXPECT_EQ(cpu, gpu);
+    return cpu.at(0);
+  };
+  // Lane 44: streams 3, 1, then stream 0 of the second round.
+  EXPECT_EQ(argmax_with({812, 300, 1068}), 300u);
+  EXPECT_EQ(argmax_with({1068, 812}), 812u);
+  // Lanes 45 and 44: the smaller index wins whatever lane holds it.
+  EXPECT_EQ(argmax_with({301, 1324, 812}), 301u);
+  // Only the last element, in the last round's last stream.
+  EXPECT_EQ(argmax_with({V - 1}), uint32_t(V - 1));
+}
+
 TEST(SampleParity, DrawFollowsTheUniformNumber) {
   // Four equal logits: the draw is floor(u * 4) for the documented u.
   Tensor t = Tensor::from_vector(std::vector<float>(4, 0.25f), {1, 4});
