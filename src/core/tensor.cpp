@@ -11,9 +11,7 @@ void HostBytes::Free::operator()(std::byte* p) const { std::free(p); }
 
 std::shared_ptr<Storage> Storage::allocate(const Device& device, size_t bytes) {
   if (device.is_cpu()) {
-    keep_freed_host_memory();
-    size_t rounded = (bytes + 63) / 64 * 64;
-    auto* p = static_cast<std::byte*>(std::aligned_alloc(64, rounded ? rounded : 64));
+    auto* p = allocate_host_bytes(bytes);
     if (!p) throw Error("[tensor] out of host memory allocating " + std::to_string(bytes) + " bytes");
     return std::make_shared<Storage>(
         Storage{device, HostBytes{std::unique_ptr<std::byte[], HostBytes::Free>(p), bytes}, bytes, nullptr, 0});
