@@ -5,6 +5,7 @@
 // calls and take the cores from the other kernels' threads.
 #include <algorithm>
 #include <mutex>
+#include <vector>
 
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
@@ -93,6 +94,36 @@ void single_threaded_openblas() {
 }
 #endif
 
+// One row of A against B stored [k, n] (a decode step through GPT-2's Conv1D
+// weights): B is cut into slices of whole rows, each thread takes a
+// contiguous run of slices, so that it streams one contiguous range of
+// memory, and the slices' partial rows are added in slice order. Cutting
+// the columns instead has every thread stride through every row of B: on a
+// 2-core EPYC, GPT-2 124M's 48 Conv1D matrices and LM head took 15.3-18.0 ms
+// a token that way and 11.9-12.3 ms by slices. Slices have a fixed number
+// of rows, so the sum's order does not depend on the thread count.
+constexpr int64_t kSliceRows = 128;
+
+bool row_by_k_slices(const MatmulPlan& p) { return p.m == 1 && !p.trans_b && p.k >= 2 * kSliceRows; }
+
+void row_times_kn(const MatmulPlan& p, const float* a, const float* b, const float* bias, float* c) {
+  const int64_t slices = (p.k + kSliceRows - 1) / kSliceRows;
+  std::vector<float> part(size_t(slices * p.n));
+  parallel_for(slices, kSliceRows * p.n, [&](int64_t lo, int64_t hi) {
+    for (int64_t s = lo; s < hi; ++s) {
+      MatmulPlan q = p;
+      q.k = std::min(kSliceRows, p.k - s * kSliceRows);
+      const float* as = a + (p.trans_a ? s * kSliceRows * p.lda : s * kSliceRows);
+      gemm_block(q, p.n, as, b + s * kSliceRows * p.ldb, nullptr, part.data() + s * p.n, {0, 1, 0, p.n});
+    }
+  });
+  for (int64_t j = 0; j < p.n; ++j) {
+    float v = 0.0f;
+    for (int64_t s = 0; s < slices; ++s) v += part[size_t(s * p.n + j)];
+    c[j] = bias ? v + bias[j] : v;
+  }
+}
+
 }  // namespace
 
 void gemm_nt_block(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, int64_t ldc) {
@@ -124,6 +155,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     });
     return;
   }
+  if (row_by_k_slices(p)) return row_times_kn(p, pa, pb, pbias, po);
   // One item: split the longer side of C, so that the shorter operand is
   // the one each block packs again.
   const bool by_rows = p.m > p.n;

@@ -3,6 +3,7 @@
 // unevenly), run with 1 and then 2 and 3 OpenMP threads.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -106,6 +107,14 @@ TEST(CpuThreads, KernelsBitIdentical) {
     tb.transpose_b = true;
     return std::vector{forge::matmul(x, random({C, 129}, 6)), forge::matmul(x.reshape({1, R, C}), x.reshape({1, R, C}), tb)};
   });
+  expect_same_on_any_thread_count("one row against [k, n]", [&] {
+    // A decode step's product: B's rows cut into slices over the threads.
+    const Tensor w = random({C, 129}, 6), bias = random({129}, 15);
+    forge::MatmulOptions o, ta;
+    o.bias = &bias;
+    ta.transpose_a = true;
+    return std::vector{forge::matmul(x.slice_rows(0, 1), w, o), forge::matmul(random({C, 1}, 16), w, ta)};
+  });
   expect_same_on_any_thread_count("quantized matmul", [&] {
     // W [300, 256] in 4 bits: x of 3 rows reads the packed words, 40 rows the
     // dequantized blocks (both split over the threads by rows of W).
@@ -120,6 +129,33 @@ TEST(CpuThreads, KernelsBitIdentical) {
     return std::vector{forge::quantized_matmul(random({3, in}, 13), words, scales, biases, 4, 64),
                        forge::quantized_matmul(random({40, in}, 14), words, scales, biases, 4, 64)};
   });
+}
+
+// One row of A against B stored [k, n], whose k the CPU sums in slices of
+// rows: the result, with a bias and with A transposed, against a sum in double.
+TEST(CpuThreads, OneRowAgainstKnWeightsMatchesDoubleSums) {
+  for (int64_t k : {int64_t(255), int64_t(256), int64_t(771)}) {
+    const int64_t n = 37;
+    const Tensor a = random({1, k}, 20), w = random({k, n}, 21), bias = random({n}, 22);
+    forge::MatmulOptions o, ta;
+    o.bias = &bias;
+    o.alpha = 0.5f;
+    ta.transpose_a = true;
+    const std::vector<float> y = forge::matmul(a, w, o).to_vector<float>();
+    const std::vector<float> yt = forge::matmul(a.reshape({k, 1}), w, ta).to_vector<float>();
+    const std::vector<float> av = a.to_vector<float>(), wv = w.to_vector<float>(), bv = bias.to_vector<float>();
+    ASSERT_EQ(int64_t(y.size()), n);
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0.0, mag = 0.0;
+      for (int64_t i = 0; i < k; ++i) {
+        s += double(av[size_t(i)]) * wv[size_t(i * n + j)];
+        mag += std::abs(double(av[size_t(i)]) * wv[size_t(i * n + j)]);
+      }
+      const double tol = 1e-6 * mag + 1e-6;
+      EXPECT_NEAR(y[size_t(j)], 0.5 * s + bv[size_t(j)], tol) << "k " << k << " column " << j;
+      EXPECT_NEAR(yt[size_t(j)], s, tol) << "k " << k << " column " << j << " (A transposed)";
+    }
+  }
 }
 
 }  // namespace
