@@ -57,6 +57,13 @@ struct Linear {
   // residual stream, fused into one dispatch where the weight is dense
   // without an adapter (a decode step on WebGPU); the plain sum otherwise.
   Tensor residual(const Tensor& x, const Tensor& r) const;
+  // A packed q/k/v projection's step (GPT-2's c_attn): qkv = (*this)(norm(x))
+  // for x [B * T, in], split by qkv_append into q [B, T, nh, hd] (returned)
+  // and k and v appended to k_cache and v_cache [B, cap, nh, hd] at `at`.
+  // One dispatch for a decode step where the weight is a dense f32 Conv1D
+  // without an adapter (qkv_append's product form); the separate ops
+  // otherwise.
+  Tensor qkv_append(const Tensor& x, const RowNorm* norm, Tensor& k_cache, Tensor& v_cache, int64_t at) const;
   // W as dense f32 in the stored orientation ([out, in], or [in, out] when
   // conv1d; widened from bf16 or dequantized; the delta excluded).
   Tensor dense_weight() const;

@@ -2,7 +2,9 @@
 // the CPU (where fusing saves nothing) and for caches larger than one storage
 // binding, the ops it stands for.
 #include "forge/ops.h"
+#include "gpu/runtime.h"
 #include "ops/check.h"
+#include "webgpu/kernels.h"
 #include "webgpu/llama_kernels.h"
 
 namespace forge {
@@ -70,6 +72,51 @@ Tensor qkv_append(const Tensor& qkv, Tensor& k_cache, Tensor& v_cache, int64_t a
   kv_append_tokens(k_cache, tokens(p.k), at);
   kv_append_tokens(v_cache, tokens(p.v), at);
   return tokens(p.q);
+}
+
+Tensor qkv_append(const Tensor& x, const Tensor& w, const MatmulOptions& o, Tensor& k_cache, Tensor& v_cache,
+                  int64_t at) {
+  if (o.transpose_a || o.transpose_b || o.alpha != 1.0f || o.b_rows >= 0 || o.gelu || o.residual)
+    throw ValueError("[qkv_append] the product takes a bias and a row norm only");
+  check::same_device("qkv_append", {&x, &w, &k_cache, &v_cache});
+  // One token of one sequence on WebGPU, every operand as the kernel takes
+  // it: the product and the append in one dispatch. Anything else (and any
+  // malformed operand, which the ops below name) takes the two ops.
+  const bool one_token = x.device().is_webgpu() && x.rank() == 2 && x.dim(0) == 1 && w.rank() == 2 &&
+                         k_cache.rank() == 4 && k_cache.dim(0) == 1 && v_cache.shape() == k_cache.shape() &&
+                         x.dim(1) == w.dim(0) && w.dim(1) == 3 * k_cache.dim(2) * k_cache.dim(3) && at >= 0 &&
+                         at < k_cache.dim(1) && x.dtype() == DType::F32 && w.dtype() == DType::F32 &&
+                         k_cache.dtype() == DType::F32 && v_cache.dtype() == DType::F32 &&
+                         &k_cache.buffer() != &v_cache.buffer() && k_cache.numel() > 0;
+  const bool bias_ok = !o.bias || (o.bias->device() == x.device() && o.bias->dtype() == DType::F32 &&
+                                   o.bias->rank() == 1 && o.bias->dim(0) == w.dim(1));
+  if (!one_token || !bias_ok) {
+    const int64_t B = k_cache.rank() == 4 ? k_cache.dim(0) : 1;
+    const Tensor qkv = matmul(x, w, o);
+    if (B == 0 || qkv.rank() != 2 || qkv.dim(0) % B != 0)
+      throw ShapeError("[qkv_append] x's rows " + x.describe() + " are not B x T for the caches' B " +
+                       k_cache.describe());
+    return qkv_append(qkv.reshape({B, qkv.dim(0) / B, qkv.dim(1)}), k_cache, v_cache, at);
+  }
+  // A norm the product does not apply as it reads (a LayerNorm on a CPU
+  // driver) is its own op before it.
+  MatmulOptions plain = o;
+  const Tensor* xin = &x;
+  Tensor normed;
+  const webgpu::MatvecFusion f = webgpu::matvec_fusion(o.norm);
+  if (o.norm) {
+    check::row_norm("qkv_append", x, *o.norm);
+    MatmulPlan plan;
+    plan.m = 1, plan.n = w.dim(1), plan.k = w.dim(0), plan.lda = plan.k, plan.ldb = plan.n;
+    if (!webgpu::matvec_fusable(plan, f, x.device().runtime().cpu_driver())) {
+      normed = row_norm(x, *o.norm);
+      xin = &normed;
+      plain.norm = nullptr;
+    }
+  }
+  Tensor q = Tensor::empty({1, 1, k_cache.dim(2), k_cache.dim(3)}, DType::F32, x.device());
+  if (webgpu::matvec_qkv_append(*xin, w, o.bias, plain.norm ? &f : nullptr, q, k_cache, v_cache, at)) return q;
+  return qkv_append(matmul(*xin, w, plain).reshape({1, 1, w.dim(1)}), k_cache, v_cache, at);
 }
 
 }  // namespace forge

@@ -32,6 +32,15 @@ MatvecFusion matvec_fusion(const RowNorm* norm, const Tensor* residual = nullptr
 bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driver);
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out,
             const MatvecFusion* fuse = nullptr);
+// One token's packed q/k/v product in one dispatch (GPT-2's c_attn in a
+// decode step of one sequence): x [1, k] @ w [k, 3C] (+ bias), x's row
+// normed as it is read (fuse: a norm only), q [C] written to q, k and v to
+// slot `at` of k_cache and v_cache [1, cap, C] (shapes validated by the
+// op). False, with nothing recorded, where the kernel does not apply (bf16
+// or short k, C not a multiple of 4, the slot not at a binding offset,
+// fewer than 9 storage bindings a stage).
+bool matvec_qkv_append(const Tensor& x, const Tensor& w, const Tensor* bias, const MatvecFusion* fuse, Tensor& q,
+                       Tensor& k_cache, Tensor& v_cache, int64_t at);
 // x bf16 [..] -> out f32 [..] (one shape).
 void widen_bf16(const Tensor& x, Tensor& out);
 // x [.., K] (at most 4 rows) against three weights [n_i, K] (all f32 or all

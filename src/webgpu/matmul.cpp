@@ -35,14 +35,18 @@ const gpu::Kernel kSplitKReduce{"matmul_split_k", shaders::matmul_split_k, "main
 // the snippets they come from, as matvec_vec4.wgsl does: GPT-2's Conv1D
 // weights [k, n] take these kernels.
 const ComposedKernel kMatvec{"matvec",
-                             {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec}};
+                             {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_store, shaders::matvec}};
 const ComposedKernel kMatvec8{"matvec",
-                              {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec}};
+                              {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_store, shaders::matvec}};
 const ComposedKernel kMatvecKn{"matvec_kn",
-                               {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec},
+                               {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_store, shaders::matvec},
                                "main_kn"};
+// main_kn storing a packed q/k/v row's k and v into their cache slots.
+const ComposedKernel kMatvecKnAppend{"matvec_kn_append",
+                                     {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_append, shaders::matvec},
+                                     "main_kn"};
 const ComposedKernel kMatvecSerial{"matvec_serial",
-                                   {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec},
+                                   {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_store, shaders::matvec},
                                    "main_serial"};
 
 // matvec_vec4.wgsl for one weight dtype (its weights snippet): f32, or bf16
@@ -224,6 +228,40 @@ bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driv
   // LayerNorms fused): the norm stays its own dispatch there.
   if (f.norm && f.layer && cpu_driver) return false;
   return plan.batch == 1;
+}
+
+bool matvec_qkv_append(const Tensor& x, const Tensor& w, const Tensor* bias, const MatvecFusion* fuse, Tensor& q,
+                       Tensor& k_cache, Tensor& v_cache, int64_t at) {
+  const Device& dev = q.device();
+  const gpu::Runtime& rt = dev.runtime();
+  const int64_t k = w.dim(0), n = w.dim(1), C = n / 3;
+  MatmulPlan plan;
+  plan.m = 1, plan.n = n, plan.k = k, plan.lda = k, plan.ldb = n;
+  // main_kn's plan (one row, k past main_serial's, whole vec4s of columns)
+  // with f32 weights; the fusions as matmul takes them.
+  if (w.dtype() != DType::F32 || k <= kSerialMaxK || n % 12 != 0) return false;
+  if (fuse && !matvec_fusable(plan, *fuse, rt.cpu_driver())) return false;
+  // A, B, bias, q, the residual's and the norm's stand-ins, and the two slots.
+  if (rt.limits().max_storage_buffers_per_stage < 9) return false;
+  const uint64_t align = rt.limits().storage_offset_alignment, slot = uint64_t(at) * uint64_t(C) * 4;
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &w, &q, &k_cache, &v_cache})
+    if (t->byte_offset() % align != 0) return false;
+  if (slot % align != 0 || w.nbytes() > rt.binding_limit()) return false;
+  MatmulParams p{1u, uint32_t(n), uint32_t(k), uint32_t(k), uint32_t(n), 0u, 0u, 1.0f, bias ? 1u : 0u, uint32_t(n), 0u, 0u};
+  const Tensor filler = x.nbytes() >= 16 ? x : Tensor::empty({4}, DType::F32, x.device());
+  const Tensor* norm = fuse ? fuse->norm : nullptr;
+  const Tensor* norm_bias = fuse ? fuse->norm_bias : nullptr;
+  const uint64_t bytes = uint64_t(C) * 4;
+  launch(dev, "matmul", kMatvecKnAppend.kernel(), p,
+         {arg(x), arg(w), bias ? arg(*bias) : arg(x), arg(q), arg(filler), norm ? arg(*norm) : arg(filler),
+          norm_bias ? arg(*norm_bias) : arg(filler), arg(k_cache, slot, bytes), arg(v_cache, slot, bytes)},
+         {uint32_t(ceil_div(n, 8)), 1u, 1u},
+         {{"NORM", !norm ? 0.0 : fuse->layer ? 2.0 : 1.0},
+          {"NORM_EPS", fuse ? double(fuse->eps) : 1e-5},
+          {"NORM_BIAS", norm_bias ? 1.0 : 0.0},
+          {"GELU", 0.0},
+          {"RESIDUAL", 0.0}});
+  return true;
 }
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out,

@@ -40,6 +40,69 @@ TEST(QkvAppendParity, EqualsSplitHeadsAndKvAppend) {
   }
 }
 
+// The product form (GPT-2's c_attn in a decode step): one token's x @ w
+// (+ bias), x normed as read, split and appended, against matmul and
+// qkv_append on the CPU; every slot of the caches compared, so a write to
+// the wrong slot shows. k > 256 takes the fused kernel on WebGPU where the
+// slot is at a binding offset (C = 320: every slot; C = 268: slot 0 only).
+TEST(QkvAppendParity, ProductFormEqualsMatmulThenAppend) {
+  uint32_t seed = 1300;
+  struct ProductCase {
+    int64_t nh, hd, cap, at;
+    int norm;  // 0 none, 1 RMS, 2 LayerNorm with a bias
+    bool bias;
+  };
+  const std::vector<ProductCase> cases = {{5, 64, 4, 0, 0, true},  {5, 64, 4, 3, 2, true},  {5, 64, 6, 1, 1, false},
+                                          {4, 67, 3, 0, 2, true},  {4, 67, 3, 1, 2, true}};
+  for (const Device& dev : test_devices()) {
+    for (const ProductCase& c : cases) {
+      const int64_t C = c.nh * c.hd;
+      SCOPED_TRACE(dev.name() + " C " + std::to_string(C) + " at " + std::to_string(c.at) + " norm " +
+                   std::to_string(c.norm));
+      const Tensor x = random_tensor({1, C}, seed++), w = random_tensor({C, 3 * C}, seed++, -0.1f, 0.1f);
+      const Tensor bias = random_tensor({3 * C}, seed++), nw = random_tensor({C}, seed++, 0.5f, 1.5f),
+                   nb = random_tensor({C}, seed++);
+      const Tensor k0 = random_tensor({1, c.cap, c.nh, c.hd}, seed++), v0 = random_tensor({1, c.cap, c.nh, c.hd}, seed++);
+      auto run = [&](const Device& d, Tensor& K, Tensor& V) {
+        const Tensor dnw = nw.to(d), dnb = nb.to(d), dbias = bias.to(d);
+        const RowNorm norm{&dnw, 1e-5f, c.norm == 2, c.norm == 2 ? &dnb : nullptr};
+        MatmulOptions o;
+        o.bias = c.bias ? &dbias : nullptr;
+        o.norm = c.norm ? &norm : nullptr;
+        return qkv_append(x.to(d), w.to(d), o, K, V, c.at);
+      };
+      // The CPU composes matmul and qkv_append.
+      Tensor kw = k0.clone(), vw = v0.clone();
+      const Tensor qw = run(Device::cpu(), kw, vw);
+      Tensor K = k0.to(dev), V = v0.to(dev);
+      const Tensor q = run(dev, K, V);
+      EXPECT_EQ(q.shape(), (Shape{1, 1, c.nh, c.hd}));
+      EXPECT_TRUE(all_close(q, qw, 2e-5, 1e-4)) << "q";
+      EXPECT_TRUE(all_close(K, kw, 2e-5, 1e-4)) << "k cache";
+      EXPECT_TRUE(all_close(V, vw, 2e-5, 1e-4)) << "v cache";
+    }
+  }
+}
+
+TEST(QkvAppendParity, ProductFormRefusesWhatItCannotTake) {
+  Tensor k = Tensor::zeros({1, 4, 2, 3}), v = Tensor::zeros({1, 4, 2, 3});
+  const Tensor x = Tensor::zeros({1, 6}), w = Tensor::zeros({6, 18});
+  MatmulOptions gelu;
+  gelu.gelu = true;
+  expect_error<ValueError>("qkv_append", [&] { qkv_append(x, w, gelu, k, v, 0); }, "bias and a row norm only");
+  expect_error<ValueError>("qkv_append", [&] { qkv_append(x, w, {}, k, v, 4); }, "capacity");
+  expect_error<ShapeError>("qkv_append", [&] { qkv_append(x, Tensor::zeros({6, 17}), {}, k, v, 0); }, "3 * nh * hd");
+  expect_error<ShapeError>("matmul", [&] { qkv_append(Tensor::zeros({1, 5}), w, {}, k, v, 0); }, "inner dims");
+  for (const Device& dev : test_devices()) {
+    SCOPED_TRACE(dev.name());
+    Tensor K = k.to(dev), V = v.to(dev);
+    const Tensor bad_bias = Tensor::zeros({17}, DType::F32, dev);
+    MatmulOptions o;
+    o.bias = &bad_bias;
+    expect_error<ShapeError>("matmul", [&] { qkv_append(x.to(dev), w.to(dev), o, K, V, 0); }, "bias");
+  }
+}
+
 TEST(QkvAppendParity, BadShapesAndOverflowsAreRefused) {
   Tensor k = Tensor::zeros({1, 4, 2, 3}), v = Tensor::zeros({1, 4, 2, 3});
   expect_error<ValueError>("qkv_append", [&] { qkv_append(Tensor::zeros({1, 2, 18}), k, v, 3); }, "capacity");

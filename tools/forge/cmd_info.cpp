@@ -26,7 +26,8 @@ nlohmann::json describe_runtime(const gpu::Runtime& rt) {
             {"max_workgroup_size", {l.max_workgroup_size_x, l.max_workgroup_size_y, l.max_workgroup_size_z}},
             {"max_workgroups_per_dim", l.max_workgroups_per_dim},
             {"max_workgroup_storage_bytes", l.max_workgroup_storage},
-            {"storage_offset_alignment", l.storage_offset_alignment}}}};
+            {"storage_offset_alignment", l.storage_offset_alignment},
+            {"max_storage_buffers_per_stage", l.max_storage_buffers_per_stage}}}};
 }
 
 void run_info(bool json) {

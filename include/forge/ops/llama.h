@@ -59,6 +59,13 @@ void rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Ten
 // allow; else split_heads, merge_heads and kv_append, as on the CPU).
 // ValueError when at + T > cap.
 Tensor qkv_append(const Tensor& qkv, Tensor& k_cache, Tensor& v_cache, int64_t at);
+// qkv_append of a product it computes: qkv = matmul(x, w, o) for x [B * T,
+// k] and w [k, 3C] stored [k, n] (GPT-2's Conv1D), o giving a bias and a
+// row norm only (ValueError otherwise), B the caches'. On WebGPU one token
+// of one sequence is one dispatch: the product writes k and v straight
+// into their cache slots (where the kernel applies; else the two ops).
+Tensor qkv_append(const Tensor& x, const Tensor& w, const MatmulOptions& o, Tensor& k_cache, Tensor& v_cache,
+                  int64_t at);
 
 // ---- RMS norm ---------------------------------------------------------------
 

@@ -113,6 +113,18 @@ Tensor Linear::operator()(const Tensor& x, const RowNorm* norm, bool gelu) const
   return matmul(x, w, o);
 }
 
+Tensor Linear::qkv_append(const Tensor& x, const RowNorm* norm, Tensor& k_cache, Tensor& v_cache, int64_t at) const {
+  if (quant || lora.defined() || !conv1d || w.dtype() != DType::F32 || x.rank() != 2 || k_cache.rank() != 4) {
+    const Tensor qkv = (*this)(x, norm);
+    const int64_t B = k_cache.rank() == 4 && k_cache.dim(0) > 0 ? k_cache.dim(0) : 1;
+    return forge::qkv_append(qkv.reshape({B, qkv.numel() / out / B, out}), k_cache, v_cache, at);
+  }
+  MatmulOptions o;
+  o.bias = bias.defined() ? &bias : nullptr;
+  o.norm = norm;
+  return forge::qkv_append(x, w, o, k_cache, v_cache, at);
+}
+
 Tensor Linear::residual(const Tensor& x, const Tensor& r) const {
   if (quant || lora.defined() || x.rank() != 2) return add(r, (*this)(x));
   MatmulOptions o;

@@ -88,8 +88,7 @@ Tensor Gpt2::decode_block(int64_t l, const Tensor& x, Gpt2Cache& cache) const {
   const Tensor x0 = x.reshape({B * T, C});
   const RowNorm ln_1{&b.ln_1_w, eps, true, &b.ln_1_b}, ln_2{&b.ln_2_w, eps, true, &b.ln_2_b};
   // q [B, T, nh, hd]; k and v into the cache.
-  const Tensor q = qkv_append(b.c_attn(x0, &ln_1).reshape({B, T, 3 * C}), cache.k[size_t(l)], cache.v[size_t(l)],
-                              cache.len);
+  const Tensor q = b.c_attn.qkv_append(x0, &ln_1, cache.k[size_t(l)], cache.v[size_t(l)], cache.len);
   const Tensor y = attend(l, q, cache);  // [B * T, C]
   const Tensor x1 = b.attn_proj.residual(y, x0);  // x + c_proj(y)
   return b.mlp_proj.residual(b.fc(x1, &ln_2, /*gelu=*/true), x1).reshape({B, T, C});

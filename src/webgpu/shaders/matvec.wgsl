@@ -11,8 +11,9 @@
 //   B stored [n, k] (TRANS_B): adjacent threads read adjacent k.
 // The decode-step fusions of matvec_vec4.wgsl (A's rows normed as they are
 // read, GELU, RESIDUAL) for the B it does not take (GPT-2's Conv1D weights
-// [k, n]): preceded by norm_prologue.wgsl, gelu.wgsl and
-// matvec_fusions.wgsl, k a multiple of 4 under NORM.
+// [k, n]): preceded by norm_prologue.wgsl, gelu.wgsl, matvec_fusions.wgsl
+// and main_kn's store (matvec_kn_store.wgsl or matvec_kn_append.wgsl), k a
+// multiple of 4 under NORM.
 override TRANS_B: bool = false;
 
 const WG: u32 = 256u;
@@ -248,7 +249,7 @@ fn main_kn(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li
         if (p.has_bias != 0u) {
           v += bias[col + e];
         }
-        C[ci + e] = finish(v, ci + e);
+        kn_store(ci + e, col + e, v);
       }
     }
     workgroupBarrier();
