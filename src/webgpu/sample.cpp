@@ -1,6 +1,8 @@
 // Host side of sample (shaders/sample.wgsl) and of its repeat penalty
 // (shaders/repeat_penalty.wgsl): one workgroup per row, rows split so that the
-// logits and the scratch weights stay within the binding limit.
+// logits and the scratch weights stay within the binding limit. Greedy rows
+// over a large vocabulary take shaders/sample_greedy.wgsl instead: chunks of
+// the row scanned by workgroups of their own, then reduced.
 #include "forge_shaders.h"
 #include "webgpu/composed_kernel.h"
 #include "webgpu/launch.h"
@@ -11,7 +13,16 @@ namespace forge::webgpu {
 namespace {
 
 // The random draw uses the Philox stream of dropout (shaders/philox.wgsl).
-const ComposedKernel kSample{"sample", {shaders::philox, shaders::sample}};
+const ComposedKernel kSample{"sample", {shaders::philox, shaders::argmax, shaders::sample}};
+const ComposedKernel kGreedyPartial{"sample_greedy", {shaders::argmax, shaders::sample_greedy}, "partial"};
+const ComposedKernel kGreedyFinish{"sample_greedy", {shaders::argmax, shaders::sample_greedy}, "finish"};
+// sample_greedy.wgsl's CHUNK: logits a workgroup of `partial` scans.
+constexpr int64_t kGreedyChunk = 2048;
+
+struct GreedyParams {
+  uint32_t rows, vocab, chunks, row_base;
+};
+static_assert(sizeof(GreedyParams) == 16);
 
 struct SampleParams {
   uint32_t rows, vocab, greedy, top_k;
@@ -34,6 +45,19 @@ static_assert(sizeof(PenaltyParams) == 32);
 
 void sample(const Tensor& logits, const SamplePlan& plan, Tensor& out) {
   const Device& dev = out.device();
+  const uint32_t max_groups = dev.runtime().limits().max_workgroups_per_dim;
+  const int64_t chunks = (plan.vocab + kGreedyChunk - 1) / kGreedyChunk;
+  if (plan.greedy && chunks > 1 && plan.rows <= int64_t(max_groups) && chunks <= int64_t(max_groups)) {
+    const uint64_t row_bytes = uint64_t(plan.vocab) * 4;
+    for_each_row_chunk(dev.runtime(), "sample", plan.rows, row_bytes, [&](int64_t first, int64_t count) {
+      GreedyParams p{uint32_t(count), uint32_t(plan.vocab), uint32_t(chunks), uint32_t(first)};
+      const Tensor part = Tensor::empty({count, chunks, 2}, DType::U32, dev);  // (key, index) a chunk
+      const gpu::Arg z = arg(logits, first * row_bytes, count * row_bytes);
+      launch(dev, "sample", kGreedyPartial.kernel(), p, {z, arg(part), arg(out)}, {uint32_t(chunks), uint32_t(count), 1u});
+      launch(dev, "sample", kGreedyFinish.kernel(), p, {z, arg(part), arg(out)}, {uint32_t(count), 1u, 1u});
+    });
+    return;
+  }
   Tensor weights = Tensor::empty({plan.rows, plan.vocab}, DType::F32, dev);
   const uint64_t row_bytes = uint64_t(plan.vocab) * 4;
   for_each_row_chunk(dev.runtime(), "sample", plan.rows, row_bytes, [&](int64_t first, int64_t count) {

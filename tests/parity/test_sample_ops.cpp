@@ -84,6 +84,27 @@ TEST(SampleParity, GreedyTiesAcrossTheScanStreams) {
   EXPECT_EQ(argmax_with({V - 1}), uint32_t(V - 1));
 }
 
+// Greedy over a vocabulary the WebGPU kernel cuts into chunks of 2048
+// logits, each scanned by a workgroup of its own, then reduced: equal
+// maxima on both sides of a chunk boundary and chunks apart, in several
+// rows at once, give the smallest index of each row on both backends.
+TEST(SampleParity, GreedyTiesAcrossChunksAndRows) {
+  const int64_t V = 3 * 2048 + 5, rows = 4;
+  const std::vector<std::vector<int64_t>> maxima = {{2048, 2047}, {6148, 4100, 4101}, {V - 1}, {0, 6000}};
+  std::vector<float> v(size_t(rows * V), -INFINITY);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < V; ++i) v[size_t(r * V + i)] = -1.0f - float(i % 7);
+    for (int64_t i : maxima[size_t(r)]) v[size_t(r * V + i)] = 5.0f + float(r);
+  }
+  const Tensor t = Tensor::from_vector(v, {rows, V});
+  const std::vector<uint32_t> want = {2047, 4100, uint32_t(V - 1), 0};
+  EXPECT_EQ(run(t, {}), want);
+  EXPECT_EQ(run(t.to(gpu_device()), {}), want);
+  // One row alone (a decode step), its maximum in the last, short chunk.
+  const Tensor last = Tensor::from_vector(std::vector<float>(v.begin() + 2 * V, v.begin() + 3 * V), {1, V});
+  EXPECT_EQ(run(last.to(gpu_device()), {}), std::vector<uint32_t>{uint32_t(V - 1)});
+}
+
 TEST(SampleParity, DrawFollowsTheUniformNumber) {
   // Four equal logits: the draw is floor(u * 4) for the documented u.
   Tensor t = Tensor::from_vector(std::vector<float>(4, 0.25f), {1, 4});

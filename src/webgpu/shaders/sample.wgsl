@@ -3,7 +3,8 @@
 // order-preserving u32 keys of the logits, one parallel count or sum per
 // bit, instead of a sort. Sums are lane-strided then tree-combined, in the
 // order the CPU kernel (src/cpu/sample.cpp) reproduces. Preceded by
-// philox.wgsl (the random draw).
+// philox.wgsl (the random draw) and argmax.wgsl (the greedy scan, WG, SCAN
+// and the reduction arrays).
 struct Params {
   rows: u32,       // rows in this dispatch
   vocab: u32,
@@ -24,10 +25,13 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> w: array<f32>;    // [rows, vocab] scratch weights
 @group(0) @binding(3) var<storage, read_write> ids: array<u32>;  // [all rows]
 
-const WG: u32 = 256u;
-const SCAN: u32 = 4u;  // the greedy scan's streams a lane
 var<workgroup> redf: array<f32, WG>;
-var<workgroup> redu: array<u32, WG>;
+
+var<private> z_base: u32;
+
+fn z_at(i: u32) -> f32 {
+  return z[z_base + i];
+}
 
 fn sum_f32(lid: u32, v: f32) -> f32 {
   redf[lid] = v;
@@ -57,36 +61,6 @@ fn sum_u32(lid: u32, v: u32) -> u32 {
   return r;
 }
 
-var<workgroup> redi: array<u32, WG>;
-
-// The largest key and, among lanes holding it, the smallest index: one
-// reduction (a CPU driver pays for every barrier round).
-fn argmax_key(lid: u32, key: u32, index: u32) -> u32 {
-  redu[lid] = key;
-  redi[lid] = index;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      let ka = redu[lid];
-      let kb = redu[lid + s];
-      let ib = redi[lid + s];
-      if (kb > ka || (kb == ka && ib < redi[lid])) {
-        redu[lid] = kb;
-        redi[lid] = ib;
-      }
-    }
-    workgroupBarrier();
-  }
-  let r = redi[0];
-  workgroupBarrier();
-  return r;
-}
-
-fn order_key(x: f32) -> u32 {
-  let b = bitcast<u32>(x);
-  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
-}
-
 // The weight of element k after top-p (threshold key tp) and min-p.
 fn kept_weight(k: u32, tp: u32) -> f32 {
   let x = w[k];
@@ -101,35 +75,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let v = select(0u, p.vocab, live);
   let base = row * p.vocab;
 
-  // The first index of the largest logit: each lane follows SCAN strided
-  // streams (their loads in flight together), each keeping its first index
-  // as i rises, then keeps the largest key, the smallest index among equals.
-  var mks: array<u32, SCAN>;
-  var firsts: array<u32, SCAN>;
-  for (var u = 0u; u < SCAN; u++) {
-    firsts[u] = 0xffffffffu;
-  }
-  for (var i0 = lid; i0 < v; i0 += SCAN * WG) {
-    for (var u = 0u; u < SCAN; u++) {
-      let i = i0 + u * WG;
-      if (i < v) {
-        let k = order_key(z[base + i]);
-        if (firsts[u] == 0xffffffffu || k > mks[u]) {
-          mks[u] = k;
-          firsts[u] = i;
-        }
-      }
-    }
-  }
-  var mk = mks[0];
-  var first = firsts[0];
-  for (var u = 1u; u < SCAN; u++) {
-    if (firsts[u] != 0xffffffffu && (first == 0xffffffffu || mks[u] > mk || (mks[u] == mk && firsts[u] < first))) {
-      mk = mks[u];
-      first = firsts[u];
-    }
-  }
-  let best = argmax_key(lid, mk, first);
+  // The first index of the largest logit.
+  z_base = base;
+  let lane = lane_first_max(lid, 0u, v);
+  let best = argmax_key(lid, lane.x, lane.y).y;
   if (p.greedy != 0u) {
     if (live && lid == 0u) {
       ids[p.row_base + row] = best;
