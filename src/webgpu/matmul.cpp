@@ -99,6 +99,12 @@ constexpr int64_t kSerialMaxRows = 64;
 // head over 50257 columns at k = 64 with its LayerNorm fused took 29 ms a
 // token, 13 ms with the norm its own pass).
 constexpr int64_t kSerialNormMaxCols = 4096;
+// The 32-lane kernels form a norm's statistics in every workgroup (8
+// columns each): past this many columns (an LM head) the repeated
+// statistics cost more than a norm dispatch of their own. On the H200,
+// GPT-2 124M decoded at 1,117-1,122 tokens/s with ln_f fused into its
+// 50,257-column head and 1,152-1,156 with it apart.
+constexpr int64_t kNormFusedMaxCols = 16384;
 
 // WebGPU reports no count of compute units, so the fill rules below assume a
 // large discrete GPU: the H200's 132 SMs. FORGE_MATMUL_CORES overrides it
@@ -227,6 +233,7 @@ bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driv
   // 124M decode: the products 1.3x and the LM head 1.5x slower with their
   // LayerNorms fused): the norm stays its own dispatch there.
   if (f.norm && f.layer && cpu_driver) return false;
+  if (f.norm && plan.n > kNormFusedMaxCols) return false;
   return plan.batch == 1;
 }
 
