@@ -22,6 +22,12 @@ struct MatvecFusion {
   bool layer = false;
   const Tensor* norm_bias = nullptr;
   bool gelu = false;
+  // main_kn's other store (matvec_kn_append.wgsl, matvec_qkv_append): a
+  // packed q/k/v row's q to C, its k and v to bytes [slot, slot + C * 4) of
+  // these caches.
+  const Tensor* k_cache = nullptr;
+  const Tensor* v_cache = nullptr;
+  uint64_t slot = 0;
 };
 // The kernels' form of an op's (validated) row norm, residual and gelu.
 MatvecFusion matvec_fusion(const RowNorm* norm, const Tensor* residual = nullptr, bool gelu = false);

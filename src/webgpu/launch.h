@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <span>
 #include <type_traits>
 
 #include "forge/tensor.h"
@@ -39,19 +40,26 @@ void for_each_row_chunk(const gpu::Runtime& rt, const char* op, int64_t rows, ui
 // field for field by the kernel's WGSL `Params`).
 template <class Params>
 void launch(const Device& device, const char* op, const gpu::Kernel& kernel, const Params& params,
-            std::initializer_list<gpu::Arg> args, std::array<uint32_t, 3> groups,
-            std::initializer_list<gpu::Constant> constants = {}) {
+            std::span<const gpu::Arg> args, std::array<uint32_t, 3> groups,
+            std::span<const gpu::Constant> constants = {}) {
   static_assert(std::is_trivially_copyable_v<Params> && sizeof(Params) % 16 == 0,
                 "parameter blocks are plain structs padded to 16 bytes, as WGSL uniforms are");
   gpu::Dispatch d;
   d.kernel = &kernel;
-  d.constants = {constants.begin(), constants.size()};
+  d.constants = constants;
   d.params = &params;
   d.params_size = sizeof(Params);
-  d.args = {args.begin(), args.size()};
+  d.args = args;
   d.groups = groups;
   d.op = op;
   device.runtime().dispatch(d);
+}
+template <class Params>
+void launch(const Device& device, const char* op, const gpu::Kernel& kernel, const Params& params,
+            std::initializer_list<gpu::Arg> args, std::array<uint32_t, 3> groups,
+            std::initializer_list<gpu::Constant> constants = {}) {
+  launch(device, op, kernel, params, std::span<const gpu::Arg>(args.begin(), args.size()), groups,
+         std::span<const gpu::Constant>(constants.begin(), constants.size()));
 }
 
 }  // namespace forge::webgpu

@@ -254,20 +254,11 @@ bool matvec_qkv_append(const Tensor& x, const Tensor& w, const Tensor* bias, con
   for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &w, &q, &k_cache, &v_cache})
     if (t->byte_offset() % align != 0) return false;
   if (slot % align != 0 || w.nbytes() > rt.binding_limit()) return false;
-  MatmulParams p{1u, uint32_t(n), uint32_t(k), uint32_t(k), uint32_t(n), 0u, 0u, 1.0f, bias ? 1u : 0u, uint32_t(n), 0u, 0u};
-  const Tensor filler = x.nbytes() >= 16 ? x : Tensor::empty({4}, DType::F32, x.device());
-  const Tensor* norm = fuse ? fuse->norm : nullptr;
-  const Tensor* norm_bias = fuse ? fuse->norm_bias : nullptr;
-  const uint64_t bytes = uint64_t(C) * 4;
-  launch(dev, "matmul", kMatvecKnAppend.kernel(), p,
-         {arg(x), arg(w), bias ? arg(*bias) : arg(x), arg(q), arg(filler), norm ? arg(*norm) : arg(filler),
-          norm_bias ? arg(*norm_bias) : arg(filler), arg(k_cache, slot, bytes), arg(v_cache, slot, bytes)},
-         {uint32_t(ceil_div(n, 8)), 1u, 1u},
-         {{"NORM", !norm ? 0.0 : fuse->layer ? 2.0 : 1.0},
-          {"NORM_EPS", fuse ? double(fuse->eps) : 1e-5},
-          {"NORM_BIAS", norm_bias ? 1.0 : 0.0},
-          {"GELU", 0.0},
-          {"RESIDUAL", 0.0}});
+  MatvecFusion f = fuse ? *fuse : MatvecFusion{};
+  f.k_cache = &k_cache;
+  f.v_cache = &v_cache;
+  f.slot = slot;
+  matmul(x, w, bias, plan, q, &f);
   return true;
 }
 
@@ -309,26 +300,30 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   const Tensor* norm = fuse ? fuse->norm : nullptr;
   const Tensor* norm_bias = fuse ? fuse->norm_bias : nullptr;
   const Tensor filler = a.nbytes() >= 16 ? a : Tensor::empty({4}, DType::F32, a.device());
-  std::initializer_list<gpu::Arg> vec4_args{arg(a),
+  // The last two: main_kn's cache slots where it stores k and v (bound only then).
+  const bool kv_slots = fuse && fuse->k_cache;
+  const uint64_t slot_bytes = uint64_t(plan.n / 3) * 4;
+  const std::array<gpu::Arg, 9> matvec_args{arg(a),
                                             arg(b),
                                             bias ? arg(*bias) : arg(a),
                                             arg(out),
                                             residual ? arg(*residual) : arg(filler),
                                             norm ? arg(*norm) : arg(filler),
-                                            norm_bias ? arg(*norm_bias) : arg(filler)};
-  const double norm_mode = !norm ? 0.0 : fuse->layer ? 2.0 : 1.0;
-  const double gelu = fuse && fuse->gelu ? 1.0 : 0.0;
-  std::initializer_list<gpu::Constant> fusion{{"NORM", norm_mode},
-                                              {"NORM_EPS", fuse ? double(fuse->eps) : 1e-5},
-                                              {"NORM_BIAS", norm_bias ? 1.0 : 0.0},
-                                              {"GELU", gelu},
-                                              {"RESIDUAL", residual ? 1.0 : 0.0}};
-  std::initializer_list<gpu::Constant> scalar_fusion{{"NORM", norm_mode},
-                                                     {"NORM_EPS", fuse ? double(fuse->eps) : 1e-5},
-                                                     {"NORM_BIAS", norm_bias ? 1.0 : 0.0},
-                                                     {"GELU", gelu},
-                                                     {"RESIDUAL", residual ? 1.0 : 0.0},
-                                                     {"TRANS_B", plan.trans_b ? 1.0 : 0.0}};
+                                            norm_bias ? arg(*norm_bias) : arg(filler),
+                                            kv_slots ? arg(*fuse->k_cache, fuse->slot, slot_bytes) : arg(filler),
+                                            kv_slots ? arg(*fuse->v_cache, fuse->slot, slot_bytes) : arg(filler)};
+  const std::span<const gpu::Arg> vec4_args(matvec_args.data(), 7);
+  // The fusions' constants; the scalar kernels (matvec.wgsl) also take TRANS_B.
+  const std::array<gpu::Constant, 6> scalar_fusion{{{"NORM", !norm ? 0.0 : fuse->layer ? 2.0 : 1.0},
+                                                    {"NORM_EPS", fuse ? double(fuse->eps) : 1e-5},
+                                                    {"NORM_BIAS", norm_bias ? 1.0 : 0.0},
+                                                    {"GELU", fuse && fuse->gelu ? 1.0 : 0.0},
+                                                    {"RESIDUAL", residual ? 1.0 : 0.0},
+                                                    {"TRANS_B", plan.trans_b ? 1.0 : 0.0}}};
+  const std::span<const gpu::Constant> fusion(scalar_fusion.data(), 5);
+  const bool kn = matvec && !plan.trans_b && plan.m <= kMatvecRows && plan.n % 4 == 0 && !serial;
+  if (kv_slots && !kn)
+    throw DeviceError("[matmul] internal: a cache-slot store on a plan main_kn does not take");
   if (serial) {
     const std::array<uint32_t, 3> groups{uint32_t(ceil_div(plan.n, kSerialGroup)), uint32_t(ceil_div(plan.m, kMatvecRows)),
                                          uint32_t(plan.batch)};
@@ -345,11 +340,12 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
            {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)}, fusion);
     return;
   }
-  if (matvec && !plan.trans_b && plan.m <= kMatvecRows && plan.n % 4 == 0) {
+  if (kn) {
     // Up to 4 rows against B [k, n] (GPT-2's Conv1D weights): 4 adjacent
     // columns an invocation, 8 a workgroup, k split 128 ways.
     const int64_t cols = 8;  // main_kn's KN_CG x 4
-    launch(out.device(), "matmul", kMatvecKn.kernel(), p, vec4_args,
+    launch(out.device(), "matmul", (kv_slots ? kMatvecKnAppend : kMatvecKn).kernel(), p,
+           kv_slots ? std::span<const gpu::Arg>(matvec_args) : vec4_args,
            {uint32_t(ceil_div(plan.n, cols)), 1u, uint32_t(plan.batch)}, fusion);
     return;
   }
