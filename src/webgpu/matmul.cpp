@@ -138,12 +138,43 @@ bool vec4_aligned(const MatmulPlan& p) { return a_aligned(p) && b_aligned(p); }
 // against 0.495 ms in 64x64 tiles; 2560x2048x960 tn (160: 1.2 waves) 0.542
 // against 0.363.
 // FORGE_MATMUL_TILE=64|128 forces one (measurement).
-int64_t tile_edge(const MatmulPlan& p) {
+int64_t wave_splits(const MatmulPlan& p, uint64_t binding_limit);
+int64_t tile_edge(const MatmulPlan& p, uint64_t binding_limit) {
   static const int64_t forced = env_int("FORGE_MATMUL_TILE", 0);
   if (forced == 64 || forced == 128) return forced;
   const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128) * p.batch, cores = device_cores();
   const int64_t waves = ceil_div(groups, cores);
-  return groups * 16 >= cores * 15 && groups * 4 >= waves * cores * 3 ? 128 : 64;
+  if (groups * 16 >= cores * 15 && groups * 4 >= waves * cores * 3) return 128;
+  return wave_splits(p, binding_limit) > 1 ? 128 : 64;
+}
+
+// Two k-slices of 128x128 tiles where half a wave of them, split, fills one
+// (a 1024 square: 64 tiles): on the H200 a 1024 square ran at 19.3 TFLOP/s
+// so, against 16.4 in 64x64 tiles over 4 slices; 4 slices of 128x128 tiles
+// made 18.0, 8 made 14.9, and a 2048 square (256 tiles) lost in 2 (35.3
+// against 38.7). 1 = not so.
+int64_t wave_splits(const MatmulPlan& p, uint64_t binding_limit) {
+  const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128), cores = device_cores();
+  const bool fills = groups * 2 <= cores && groups * 2 * 16 >= cores * 15;
+  const bool fits = uint64_t(2 * p.m * p.n) * 4 <= binding_limit;
+  return p.batch == 1 && fills && fits && p.k / 2 >= 256 && p.k % 128 == 0 ? 2 : 1;
+}
+
+// The depth of the vec4 tiles' k slices (matmul_vec4.wgsl's BK) for tiles of
+// `tile` x `tile` over depth k. 128x128 tiles take slices of 8 where k is a
+// multiple of 8: with no check of k their threads fit in the registers that
+// let a core hold two workgroups. On the H200, 4096 / 8192 squares (nn) ran
+// at 43-45 TFLOP/s in slices of 8 against 32-33 in 16, GPT-2's 8192x768x2304
+// at 34 against 30; with k = 4100 (checked) slices of 16 did better, 31
+// against 28. 64x64 tiles keep 16 (256 vec4s, one a thread). Measured and
+// rejected: slices of 32 (31 TFLOP/s), two buffers of workgroup memory with
+// one barrier a slice (31-37: no gain), each warp as 4 x 8 threads instead
+// of 2 x 16 (no change), 128x256 tiles (registers spilled: 2 TFLOP/s).
+// FORGE_MATMUL_BK=8|16 forces it (measurement).
+int64_t slice_depth_bk(int64_t tile, int64_t k) {
+  static const int64_t forced = env_int("FORGE_MATMUL_BK", 0);
+  if (forced == 8 || forced == 16) return forced;
+  return tile == 128 && k % 8 == 0 ? 8 : 16;
 }
 
 // Slices of k computed as separate workgroups (split-K) for a small output
@@ -164,7 +195,7 @@ int64_t split_k(const MatmulPlan& p, int64_t tile, uint64_t binding_limit) {
   auto allowed = [&](int64_t s) { return uint64_t(s * p.m * p.n) * 4 <= binding_limit; };
   static const int64_t forced = env_int("FORGE_MATMUL_SPLIT_K", 0);
   if (forced > 0) return p.k / forced >= 64 && allowed(forced) ? forced : 1;
-  if (tile != 64) return 1;
+  if (tile != 64) return wave_splits(p, binding_limit);
   const int64_t groups = ceil_div(p.m, tile) * ceil_div(p.n, tile);
   if (groups >= 2 * device_cores()) return 1;
   const int64_t want = 4 * device_cores();
@@ -192,18 +223,26 @@ struct SplitKParams {
 };
 static_assert(sizeof(SplitKParams) == 32);
 
+// Row counts the 32-lane matrix-vector kernels take past main_serial's k:
+// one sequence's decode step, or a batch's against B [n, k] (the Llama
+// family's weights, read as rows). A batch against B [k, n] (GPT-2's Conv1D
+// weights) takes the tiles and split-K instead: each row group re-read
+// strided columns of B, and on the H200 GPT-2 124M decoded 32 sequences at
+// 8,919 tokens/s that way, 12,500 in tiles (8: 2,948 and 3,888).
+bool matvec_rows(const MatmulPlan& plan) {
+  return plan.m <= kMatvecRows || (plan.m <= kBatchedMatvecRows && plan.k > kSerialMaxK && plan.trans_b);
+}
+
 // The vec4 matrix-vector kernels (matvec_vec4.wgsl) take this plan.
 bool vec4_matvec(const MatmulPlan& plan) {
   const bool serial = plan.m <= kSerialMaxRows && plan.k <= kSerialMaxK;
-  const bool matvec = plan.m <= kMatvecRows || (plan.m <= kBatchedMatvecRows && plan.k > kSerialMaxK);
-  return !plan.trans_a && plan.trans_b && vec4_aligned(plan) && (serial || matvec);
+  return !plan.trans_a && plan.trans_b && vec4_aligned(plan) && (serial || matvec_rows(plan));
 }
 
 // The scalar matrix-vector kernels (matvec.wgsl) take this plan.
 bool scalar_matvec(const MatmulPlan& plan) {
   const bool serial = plan.m <= kSerialMaxRows && plan.k <= kSerialMaxK;
-  const bool matvec = plan.m <= kMatvecRows || (plan.m <= kBatchedMatvecRows && plan.k > kSerialMaxK);
-  return !plan.trans_a && (serial || matvec);
+  return !plan.trans_a && (serial || matvec_rows(plan));
 }
 
 }  // namespace
@@ -281,7 +320,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   const bool bf16 = b.dtype() == DType::BF16;
   const bool vec4_rows = !plan.trans_a && plan.trans_b && vec4_aligned(plan);
   const bool serial = plan.m <= kSerialMaxRows && !plan.trans_a && plan.k <= kSerialMaxK;
-  const bool matvec = !plan.trans_a && (plan.m <= kMatvecRows || (plan.m <= kBatchedMatvecRows && plan.k > kSerialMaxK));
+  const bool matvec = !plan.trans_a && matvec_rows(plan);
   if (bf16 && !(vec4_rows && (serial || matvec))) {
     // Only the vec4 matrix-vector kernels read bf16: elsewhere (many rows,
     // where the tiled kernel reuses each weight across rows, or unaligned
@@ -357,7 +396,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
            {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)}, scalar_fusion);
     return;
   }
-  const int64_t tile = tile_edge(plan);
+  const int64_t tile = tile_edge(plan, out.device().runtime().binding_limit());
   const gpu::Constant trans_a{"TRANS_A", plan.trans_a ? 1.0 : 0.0}, trans_b{"TRANS_B", plan.trans_b ? 1.0 : 0.0},
       t{"T", double(tile / 16)};
   if (std::getenv("FORGE_MATMUL_SCALAR") || !b_aligned(plan)) {
@@ -367,11 +406,17 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     return;
   }
   const gpu::Kernel& tiles = a_aligned(plan) ? kMatmulVec4.kernel() : kMatmulVec4ScalarA.kernel();
+  const int64_t bk = slice_depth_bk(tile, plan.k);
+  // The kernel's overrides for a dispatch over depth k.
+  auto tile_constants = [&](int64_t k) {
+    return std::array<gpu::Constant, 5>{trans_a, trans_b, t, gpu::Constant{"BK", double(bk)},
+                                        gpu::Constant{"K_WHOLE", k % bk == 0 ? 1.0 : 0.0}};
+  };
+  const std::array<uint32_t, 3> tiles_grid{uint32_t(ceil_div(plan.n, tile)), uint32_t(ceil_div(plan.m, tile)), 1};
   const int64_t splits = split_k(plan, tile, out.device().runtime().binding_limit());
   if (splits == 1) {
-    launch(out.device(), "matmul", tiles, p, args,
-           {uint32_t(ceil_div(plan.n, tile)), uint32_t(ceil_div(plan.m, tile)), uint32_t(plan.batch)},
-           {trans_a, trans_b, t});
+    launch(out.device(), "matmul", tiles, p, std::span<const gpu::Arg>(args.begin(), args.size()),
+           {tiles_grid[0], tiles_grid[1], uint32_t(plan.batch)}, tile_constants(plan.k));
     return;
   }
   // Split-K: the slices of k but the last, shorter one (when k is no
@@ -389,18 +434,19 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   ps.ldc = uint32_t(plan.n);
   ps.c_offset = 0;
   Tensor part = Tensor::empty({slices, plan.m, plan.n}, DType::F32, out.device());  // [slices, m, n]
-  const std::array<uint32_t, 3> tiles_grid{uint32_t(ceil_div(plan.n, tile)), uint32_t(ceil_div(plan.m, tile)), 1};
-  if (full > 0)
-    launch(out.device(), "matmul", tiles, ps, {arg(a), arg(b), arg(a), arg(part)},
-           {tiles_grid[0], tiles_grid[1], uint32_t(full)}, {trans_a, trans_b, t});
+  if (full > 0) {
+    const std::array<gpu::Arg, 4> slice_args{arg(a), arg(b), arg(a), arg(part)};
+    launch(out.device(), "matmul", tiles, ps, slice_args, {tiles_grid[0], tiles_grid[1], uint32_t(full)},
+           tile_constants(kc));
+  }
   if (tail > 0) {
     MatmulParams pt = ps;
     pt.k = uint32_t(tail);
     pt.a_offset = uint32_t(plan.a_offset + full * ps.a_batch_stride);
     pt.c_offset = uint32_t(full * plan.m * plan.n);
     const uint64_t b_skip = uint64_t(full) * ps.b_batch_stride * 4;  // a multiple of 256 (kc: 64s)
-    launch(out.device(), "matmul", tiles, pt, {arg(a), arg(b, b_skip, b.nbytes() - b_skip), arg(a), arg(part)},
-           tiles_grid, {trans_a, trans_b, t});
+    const std::array<gpu::Arg, 4> tail_args{arg(a), arg(b, b_skip, b.nbytes() - b_skip), arg(a), arg(part)};
+    launch(out.device(), "matmul", tiles, pt, tail_args, tiles_grid, tile_constants(tail));
   }
   SplitKParams r{uint32_t(plan.m), uint32_t(plan.n), uint32_t(slices), bias ? 1u : 0u, uint32_t(ldc),
                  uint32_t(plan.c_offset), 0, 0};

@@ -94,8 +94,10 @@ TEST(Parity, Matmul) {
       {{19, 70}, {45, 70}, false, true, false, 40},
       {{64, 40}, {130, 40}, false, true, true, -1},       // vec4 B [n, k]
       {{65, 16}, {16, 9}, false, false, false, -1},       // one row too many: tiles
-      // Past k = 256, a batch of sequences' decode step: 8 rows a workgroup,
-      // two row groups.
+      // Past k = 256, a batch of sequences' decode step: against B [n, k]
+      // 8 rows a workgroup, two row groups (k odd: the scalar kernel);
+      // against B [k, n] the tiles.
+      {{11, 301}, {70, 301}, false, true, true, -1},
       {{11, 300}, {300, 70}, false, false, true, -1},
       {{2, 17, 257}, {2, 257, 9}, false, false, false, -1},
       // ... over vec4s of B [n, k] when k and the strides are multiples of 4:
@@ -156,6 +158,8 @@ TEST(Parity, MatmulSplitK) {
       {{70, 1027}, {1027, 24}, false, false, true, -1},  // odd k: scalar A, last slice 67
       {{2, 72, 512}, {2, 512, 20}, false, false, false, -1},
       {{72, 200}, {200, 20}, false, false, true, -1},  // k / 2 < 128: one pass
+      // 64 tiles of 128x128 (half a wave of a large GPU) in two slices.
+      {{1024, 512}, {512, 1024}, false, false, true, -1},
   };
   uint32_t seed = 900;
   for (const auto& c : cases) check_matmul(c, seed += 3);

@@ -8,36 +8,83 @@
 // 4 * (lid.x + 16 j): one vec4 read of workgroup memory feeds four FMAs, and
 // adjacent threads read adjacent vec4s. k advances in slices of BK; the next
 // slice is fetched from global memory into registers while the current one is
-// multiplied.
+// multiplied. The kernel is bound by its registers: at 128 a thread or fewer
+// a core holds two workgroups, so bounds are clamped rather than branched
+// on where that is exact (see load_b) and k is checked only where needed.
 // Preceded by matmul_params.wgsl and one of matmul_a_vec4.wgsl /
 // matmul_a_scalar.wgsl (the binding of A and its loader).
 override TRANS_A: bool = false;  // A stored [k, m] (row stride lda)
 override TRANS_B: bool = false;  // B stored [n, k] (row stride ldb)
 override T: u32 = 8u;            // outputs per thread along each dim: 4 or 8
+override BK: u32 = 16u;          // depth of a k slice: 8 or 16
+override K_WHOLE: bool = false;  // k is a multiple of BK: no slice runs past it
 
-const BK: u32 = 16u;
 const MAX_T4: u32 = 2u;           // T / 4 at most
+const MAX_LOADS: u32 = 2u;        // LOADS at most
+override T4: u32 = T / 4u;
 override BM4: u32 = 4u * T;       // vec4s across a tile's rows (BM / 4); BN = BM
-override LOADS: u32 = T / 4u;     // vec4s of each operand a thread stages per slice
+override TILE4: u32 = BK * BM4;   // vec4s of one operand's slice
+override LOADS: u32 = (TILE4 + 255u) / 256u;  // vec4s of each operand a thread stages per slice
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(2) var<storage, read> B: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
 
-var<workgroup> As: array<vec4<f32>, 512>;  // [BK][BM / 4]: column kk of the A tile
-var<workgroup> Bs: array<vec4<f32>, 512>;  // [BK][BN / 4]: row kk of the B tile
+var<workgroup> As: array<vec4<f32>, TILE4>;  // [BK][BM / 4]: column kk of the A tile
+var<workgroup> Bs: array<vec4<f32>, TILE4>;  // [BK][BN / 4]: row kk of the B tile
 
 // Logical B[row, col .. col + 3] (stored [k, n]) or B[row .. row + 3, col]
-// (TRANS_B, stored [n, k]); zero outside.
+// (TRANS_B, stored [n, k]); zero past k. A column past n reads the last one
+// instead: it only feeds outputs past n, which are not stored.
 fn load_b(base: u32, row: u32, col: u32) -> vec4<f32> {
-  if (row >= p.k || col >= p.n) {
+  if (!K_WHOLE && row >= p.k) {
     return vec4<f32>(0.0);
   }
   if (TRANS_B) {
-    return B[(base + col * p.ldb + row) / 4u];
+    return B[(base + min(col, p.n - 1u) * p.ldb + row) / 4u];
   }
-  return B[(base + row * p.ldb + col) / 4u];
+  return B[(base + row * p.ldb + min(col, p.n - 4u)) / 4u];
+}
+
+// Staged vec4 `idx` of A's slice at depth t: four rows at one k (TRANS_A,
+// already across the tile as workgroup memory holds it) or four k of a row.
+fn fetch_a(base: u32, row0: u32, t: u32, idx: u32) -> vec4<f32> {
+  if (TRANS_A) {
+    return load_a(base, row0 + 4u * (idx % BM4), t + idx / BM4);
+  }
+  return load_a(base, row0 + idx / (BK / 4u), t + 4u * (idx % (BK / 4u)));
+}
+fn fetch_b(base: u32, col0: u32, t: u32, idx: u32) -> vec4<f32> {
+  if (TRANS_B) {
+    return load_b(base, t + 4u * (idx % (BK / 4u)), col0 + idx / (BK / 4u));
+  }
+  return load_b(base, t + idx / BM4, col0 + 4u * (idx % BM4));
+}
+
+// Writes staged vec4 `idx` into the tile ([BK][BM4] vec4s): as it is where
+// it runs across the tile, else scattered to four k rows.
+fn stage_a(idx: u32, v: vec4<f32>) {
+  if (TRANS_A) {
+    As[idx] = v;
+    return;
+  }
+  let r = idx / (BK / 4u);
+  let kk = 4u * (idx % (BK / 4u));
+  for (var e = 0u; e < 4u; e++) {
+    As[(kk + e) * BM4 + r / 4u][r % 4u] = v[e];
+  }
+}
+fn stage_b(idx: u32, v: vec4<f32>) {
+  if (!TRANS_B) {
+    Bs[idx] = v;
+    return;
+  }
+  let c = idx / (BK / 4u);
+  let kk = 4u * (idx % (BK / 4u));
+  for (var e = 0u; e < 4u; e++) {
+    Bs[(kk + e) * BM4 + c / 4u][c % 4u] = v[e];
+  }
 }
 
 @compute @workgroup_size(16, 16)
@@ -49,21 +96,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   let a_base = p.a_offset + batch * p.a_batch_stride;
   let b_base = batch * p.b_batch_stride;
 
-  // Slice [t, t + BK) of the tiles, LOADS vec4s of each per thread. Along k
-  // the slice is 4 vec4s wide; across m (or n) it is BM4 vec4s wide.
-  var ra: array<vec4<f32>, MAX_T4>;
-  var rb: array<vec4<f32>, MAX_T4>;
+  // Slice [t, t + BK) of the tiles, LOADS vec4s of each per thread (the last
+  // round partial where a slice has fewer than 256 x LOADS vec4s).
+  var ra: array<vec4<f32>, MAX_LOADS>;
+  var rb: array<vec4<f32>, MAX_LOADS>;
   for (var l = 0u; l < LOADS; l++) {
     let idx = tid + 256u * l;
-    if (TRANS_A) {
-      ra[l] = load_a(a_base, row0 + 4u * (idx % BM4), idx / BM4);
-    } else {
-      ra[l] = load_a(a_base, row0 + idx / 4u, 4u * (idx % 4u));
-    }
-    if (TRANS_B) {
-      rb[l] = load_b(b_base, 4u * (idx % 4u), col0 + idx / 4u);
-    } else {
-      rb[l] = load_b(b_base, idx / BM4, col0 + 4u * (idx % BM4));
+    if (idx < TILE4) {
+      ra[l] = fetch_a(a_base, row0, 0u, idx);
+      rb[l] = fetch_b(b_base, col0, 0u, idx);
     }
   }
 
@@ -72,23 +113,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     workgroupBarrier();  // the previous slice is no longer being read
     for (var l = 0u; l < LOADS; l++) {
       let idx = tid + 256u * l;
-      if (TRANS_A) {
-        As[idx] = ra[l];  // already [kk][m4]
-      } else {
-        let r = idx / 4u;
-        let kk = 4u * (idx % 4u);
-        for (var e = 0u; e < 4u; e++) {
-          As[(kk + e) * BM4 + r / 4u][r % 4u] = ra[l][e];
-        }
-      }
-      if (TRANS_B) {
-        let c = idx / 4u;
-        let kk = 4u * (idx % 4u);
-        for (var e = 0u; e < 4u; e++) {
-          Bs[(kk + e) * BM4 + c / 4u][c % 4u] = rb[l][e];
-        }
-      } else {
-        Bs[idx] = rb[l];
+      if (idx < TILE4) {
+        stage_a(idx, ra[l]);
+        stage_b(idx, rb[l]);
       }
     }
     workgroupBarrier();
@@ -97,28 +124,22 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     if (tn < p.k) {
       for (var l = 0u; l < LOADS; l++) {
         let idx = tid + 256u * l;
-        if (TRANS_A) {
-          ra[l] = load_a(a_base, row0 + 4u * (idx % BM4), tn + idx / BM4);
-        } else {
-          ra[l] = load_a(a_base, row0 + idx / 4u, tn + 4u * (idx % 4u));
-        }
-        if (TRANS_B) {
-          rb[l] = load_b(b_base, tn + 4u * (idx % 4u), col0 + idx / 4u);
-        } else {
-          rb[l] = load_b(b_base, tn + idx / BM4, col0 + 4u * (idx % BM4));
+        if (idx < TILE4) {
+          ra[l] = fetch_a(a_base, row0, tn, idx);
+          rb[l] = fetch_b(b_base, col0, tn, idx);
         }
       }
     }
     for (var kk = 0u; kk < BK; kk++) {
       var av: array<vec4<f32>, MAX_T4>;
       var bv: array<vec4<f32>, MAX_T4>;
-      for (var i = 0u; i < LOADS; i++) {
+      for (var i = 0u; i < T4; i++) {
         av[i] = As[kk * BM4 + lid.y + 16u * i];
         bv[i] = Bs[kk * BM4 + lid.x + 16u * i];
       }
-      for (var i = 0u; i < LOADS; i++) {
+      for (var i = 0u; i < T4; i++) {
         for (var r = 0u; r < 4u; r++) {
-          for (var j = 0u; j < LOADS; j++) {
+          for (var j = 0u; j < T4; j++) {
             let s = (4u * i + r) * MAX_T4 + j;
             acc[s] = fma(vec4<f32>(av[i][r]), bv[j], acc[s]);
           }
@@ -128,13 +149,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   }
 
   let c_base = p.c_offset + batch * p.m * p.ldc;
-  for (var i = 0u; i < LOADS; i++) {
+  for (var i = 0u; i < T4; i++) {
     for (var r = 0u; r < 4u; r++) {
       let row = row0 + 4u * (lid.y + 16u * i) + r;
       if (row >= p.m) {
         continue;
       }
-      for (var j = 0u; j < LOADS; j++) {
+      for (var j = 0u; j < T4; j++) {
         let col = col0 + 4u * (lid.x + 16u * j);
         let v = acc[(4u * i + r) * MAX_T4 + j];
         for (var e = 0u; e < 4u; e++) {
