@@ -62,28 +62,27 @@ fn fetch_b(base: u32, col0: u32, t: u32, idx: u32) -> vec4<f32> {
   return load_b(base, t + idx / BM4, col0 + 4u * (idx % BM4));
 }
 
-// Writes staged vec4 `idx` into the tile ([BK][BM4] vec4s): as it is where
-// it runs across the tile, else scattered to four k rows.
-fn stage_a(idx: u32, v: vec4<f32>) {
-  if (TRANS_A) {
-    As[idx] = v;
+// Writes staged vec4 `idx` into A's tile or B's ([BK][BM4] vec4s each): as
+// it is where it already runs across the tile (`across`), else scattered to
+// four k rows.
+fn stage(into_b: bool, across: bool, idx: u32, v: vec4<f32>) {
+  if (across) {
+    if (into_b) {
+      Bs[idx] = v;
+    } else {
+      As[idx] = v;
+    }
     return;
   }
-  let r = idx / (BK / 4u);
+  let r = idx / (BK / 4u);  // the row (of A) or column (of B) in the tile
   let kk = 4u * (idx % (BK / 4u));
   for (var e = 0u; e < 4u; e++) {
-    As[(kk + e) * BM4 + r / 4u][r % 4u] = v[e];
-  }
-}
-fn stage_b(idx: u32, v: vec4<f32>) {
-  if (!TRANS_B) {
-    Bs[idx] = v;
-    return;
-  }
-  let c = idx / (BK / 4u);
-  let kk = 4u * (idx % (BK / 4u));
-  for (var e = 0u; e < 4u; e++) {
-    Bs[(kk + e) * BM4 + c / 4u][c % 4u] = v[e];
+    let at = (kk + e) * BM4 + r / 4u;
+    if (into_b) {
+      Bs[at][r % 4u] = v[e];
+    } else {
+      As[at][r % 4u] = v[e];
+    }
   }
 }
 
@@ -114,8 +113,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     for (var l = 0u; l < LOADS; l++) {
       let idx = tid + 256u * l;
       if (idx < TILE4) {
-        stage_a(idx, ra[l]);
-        stage_b(idx, rb[l]);
+        stage(false, TRANS_A, idx, ra[l]);
+        stage(true, !TRANS_B, idx, rb[l]);
       }
     }
     workgroupBarrier();
