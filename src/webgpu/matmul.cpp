@@ -130,25 +130,6 @@ bool a_aligned(const MatmulPlan& p) {
 bool b_aligned(const MatmulPlan& p) { return four(p.trans_b ? p.k : p.n) && four(p.ldb) && four(p.b_batch_stride); }
 bool vec4_aligned(const MatmulPlan& p) { return a_aligned(p) && b_aligned(p); }
 
-// Output tile edge (64 or 128). A 128x128 tile does twice the work per value
-// loaded, but a core holds about one, so the grid runs in waves of `cores`
-// tiles: 128 when that grid fills its waves (at least 3/4 of the first and
-// of the last), else 64x64 tiles, several a core. On the H200 (forge bench
-// matmul --shapes MxKxN): 2048x2560x960 nt (128 tiles of 128) 0.435 ms
-// against 0.495 ms in 64x64 tiles; 2560x2048x960 tn (160: 1.2 waves) 0.542
-// against 0.363; with slices of 8, 768x8192x2304 tn (108 tiles) 0.849 against
-// 1.116, 3072x8192x768 tn (144) 1.532 against 1.342.
-// FORGE_MATMUL_TILE=64|128 forces one (measurement).
-int64_t wave_splits(const MatmulPlan& p, uint64_t binding_limit);
-int64_t tile_edge(const MatmulPlan& p, uint64_t binding_limit) {
-  static const int64_t forced = env_int("FORGE_MATMUL_TILE", 0);
-  if (forced == 64 || forced == 128) return forced;
-  const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128) * p.batch, cores = device_cores();
-  const int64_t waves = ceil_div(groups, cores);
-  if (groups * 4 >= cores * 3 && groups * 4 >= waves * cores * 3) return 128;
-  return wave_splits(p, binding_limit) > 1 ? 128 : 64;
-}
-
 // Two k-slices of 128x128 tiles where half a wave of them, split, fills one
 // (a 1024 square: 64 tiles): on the H200 a 1024 square ran at 19.3 TFLOP/s
 // so, against 16.4 in 64x64 tiles over 4 slices; 4 slices of 128x128 tiles
@@ -159,6 +140,25 @@ int64_t wave_splits(const MatmulPlan& p, uint64_t binding_limit) {
   const bool fills = groups * 2 <= cores && groups * 2 * 16 >= cores * 15;
   const bool fits = uint64_t(2 * p.m * p.n) * 4 <= binding_limit;
   return p.batch == 1 && fills && fits && p.k / 2 >= 256 && p.k % 128 == 0 ? 2 : 1;
+}
+
+// Output tile edge (64 or 128). A 128x128 tile does twice the work per value
+// loaded, but a core holds only one or two, so the grid runs in waves of
+// `cores` tiles: 128 when that grid fills its waves (at least 3/4 of the
+// first and of the last) or two k-slices of it fill one, else 64x64 tiles,
+// several a core. On the H200 (forge bench
+// matmul --shapes MxKxN): 2048x2560x960 nt (128 tiles of 128) 0.435 ms
+// against 0.495 ms in 64x64 tiles; 2560x2048x960 tn (160: 1.2 waves) 0.542
+// against 0.363; with slices of 8, 768x8192x2304 tn (108 tiles) 0.849 against
+// 1.116, 3072x8192x768 tn (144) 1.532 against 1.342.
+// FORGE_MATMUL_TILE=64|128 forces one (measurement).
+int64_t tile_edge(const MatmulPlan& p, uint64_t binding_limit) {
+  static const int64_t forced = env_int("FORGE_MATMUL_TILE", 0);
+  if (forced == 64 || forced == 128) return forced;
+  const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128) * p.batch, cores = device_cores();
+  const int64_t waves = ceil_div(groups, cores);
+  if (groups * 4 >= cores * 3 && groups * 4 >= waves * cores * 3) return 128;
+  return wave_splits(p, binding_limit) > 1 ? 128 : 64;
 }
 
 // The depth of the vec4 tiles' k slices (matmul_vec4.wgsl's BK) for tiles of
