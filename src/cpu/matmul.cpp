@@ -135,12 +135,66 @@ void gemm_nt_block(const float* a, const float* b, float* c, int64_t m, int64_t 
   gemm_block(p, ldc, a, b, nullptr, c, {0, m, 0, n});
 }
 
-void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& p, Tensor& out) {
-  if (b.dtype() == DType::BF16) return matmul_bf16(a, b, bias, p, out);
+namespace {
+
+// op(A) of plan p (its batch items, or one where A is broadcast) as dense
+// [m, k] items with the side of the diagonal that p.a_triangle leaves out
+// zeroed, and p changed to read them: BLAS has no batched triangular
+// product, and the copy costs m * k against the product's m * n * k.
+std::vector<float> dense_triangle(const float* a, MatmulPlan& p) {
+  const int64_t items = p.a_batch_stride ? p.batch : 1;
+  std::vector<float> dense(size_t(items * p.m * p.k), 0.0f);
+  for (int64_t bi = 0; bi < items; ++bi) {
+    const float* src = a + bi * p.a_batch_stride;
+    float* dst = dense.data() + bi * p.m * p.k;
+    for (int64_t i = 0; i < p.m; ++i) {
+      const int64_t lo = p.a_triangle == Triangle::Upper ? std::min(i, p.k) : 0;
+      const int64_t hi = p.a_triangle == Triangle::Lower ? std::min(i + 1, p.k) : p.k;
+      for (int64_t j = lo; j < hi; ++j) dst[i * p.k + j] = p.trans_a ? src[j * p.lda + i] : src[i * p.lda + j];
+    }
+  }
+  p.trans_a = false;
+  p.lda = p.k;
+  p.a_offset = 0;
+  p.a_batch_stride = p.a_batch_stride ? p.m * p.k : 0;
+  p.a_triangle = Triangle::Full;
+  return dense;
+}
+
+// Writes zero over the side of each [m, n] item of C that p.c_triangle leaves out.
+void zero_outside_triangle(const MatmulPlan& p, float* c) {
+  const int64_t ldc = p.ldc ? p.ldc : p.n;
+  for (int64_t bi = 0; bi < p.batch; ++bi)
+    for (int64_t i = 0; i < p.m; ++i) {
+      float* row = c + (bi * p.m + i) * ldc;
+      if (p.c_triangle == Triangle::Lower) std::fill(row + std::min(i + 1, p.n), row + p.n, 0.0f);
+      else std::fill(row, row + std::min(i, p.n), 0.0f);
+    }
+}
+
+}  // namespace
+
+void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out) {
+  if (plan.c_triangle != Triangle::Full) {
+    // The whole product, then the other side zeroed (BLAS has no
+    // triangle-only product over a general A and B).
+    MatmulPlan whole = plan;
+    whole.c_triangle = Triangle::Full;
+    matmul(a, b, bias, whole, out);
+    zero_outside_triangle(plan, out.data<float>() + plan.c_offset);
+    return;
+  }
+  if (b.dtype() == DType::BF16) return matmul_bf16(a, b, bias, plan, out);
 #if FORGE_HAVE_OPENBLAS
   single_threaded_openblas();
 #endif
+  MatmulPlan p = plan;
+  std::vector<float> triangle;
   const float* pa = a.data<float>() + p.a_offset;
+  if (p.a_triangle != Triangle::Full) {
+    triangle = dense_triangle(pa, p);
+    pa = triangle.data();
+  }
   const float* pb = b.data<float>();
   const float* pbias = bias ? bias->data<float>() : nullptr;
   float* po = out.data<float>() + p.c_offset;

@@ -51,7 +51,7 @@ void widen_bf16(const Tensor& x, Tensor& out) {
 }
 
 void matmul_bf16(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& p, Tensor& out) {
-  if (p.m > kDotRows || !p.trans_b || p.trans_a || p.batch > 1) {
+  if (p.m > kDotRows || !p.trans_b || p.trans_a || p.batch > 1 || p.a_triangle != Triangle::Full) {
     Tensor wide = Tensor::empty(b.shape(), DType::F32, b.device());
     widen_bf16(b, wide);
     matmul(a, wide, bias, p, out);

@@ -89,6 +89,7 @@ struct Dispatch {
 struct KernelTime {
   std::string op;      // the op that dispatched it
   std::string kernel;  // the WGSL kernel's name
+  std::string grid;    // "XxYxZ" workgroups when split by grid ($FORGE_PROFILE_GRID=1), else empty
   uint64_t dispatches = 0;
   double ms = 0;
 };

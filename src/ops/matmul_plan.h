@@ -3,12 +3,16 @@
 #pragma once
 #include <cstdint>
 
+#include "forge/ops/core.h"
+
 namespace forge {
 
 struct MatmulPlan {
   int64_t batch = 1;     // output batch (1 for rank-2 results)
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
+  Triangle a_triangle = Triangle::Full;  // the part of op(A) read; the rest is zero
+  Triangle c_triangle = Triangle::Full;  // the part of C computed; the rest is written as zero
   float alpha = 1.0f;
   int64_t a_batch_stride = 0;  // elements between batch items of A (0 = broadcast)
   int64_t b_batch_stride = 0;  // elements between batch items of B (0 = broadcast)

@@ -20,12 +20,13 @@ namespace forge::webgpu {
 
 namespace {
 
-const ComposedKernel kMatmul{"matmul", {shaders::matmul_params, shaders::matmul}};
-const ComposedKernel kMatmulVec4{"matmul_vec4", {shaders::matmul_params, shaders::matmul_a_vec4, shaders::matmul_vec4}};
+const ComposedKernel kMatmul{"matmul", {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul}};
+const ComposedKernel kMatmulVec4{"matmul_vec4",
+                                 {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_vec4, shaders::matmul_vec4}};
 // The same tiles with A read as scalars: an A whose row stride is not a
 // multiple of 4 (the LM head's logit gradient, row stride the vocabulary).
 const ComposedKernel kMatmulVec4ScalarA{"matmul_vec4_sa",
-                                        {shaders::matmul_params, shaders::matmul_a_scalar, shaders::matmul_vec4}};
+                                        {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_scalar, shaders::matmul_vec4}};
 const gpu::Kernel kSplitKReduce{"matmul_split_k", shaders::matmul_split_k, "main"};
 // The matrix-vector kernels come in two sizes of MAX_ROWS (rows a workgroup
 // computes, prepended as a constant): 4 for one sequence's decode step, whose
@@ -130,6 +131,14 @@ bool a_aligned(const MatmulPlan& p) {
 bool b_aligned(const MatmulPlan& p) { return four(p.trans_b ? p.k : p.n) && four(p.ldb) && four(p.b_batch_stride); }
 bool vec4_aligned(const MatmulPlan& p) { return a_aligned(p) && b_aligned(p); }
 
+// The tiled kernels alone take a triangle of A or of C.
+bool triangles(const MatmulPlan& plan) {
+  return plan.a_triangle != Triangle::Full || plan.c_triangle != Triangle::Full;
+}
+
+// matmul_triangle.wgsl's TRI / TRI_C for a triangle.
+double triangle_constant(Triangle t) { return t == Triangle::Lower ? 1.0 : t == Triangle::Upper ? 2.0 : 0.0; }
+
 // Two k-slices of 128x128 tiles where half a wave of them, split, fills one
 // (a 1024 square: 64 tiles): on the H200 a 1024 square ran at 19.3 TFLOP/s
 // so, against 16.4 in 64x64 tiles over 4 slices; 4 slices of 128x128 tiles
@@ -155,6 +164,13 @@ int64_t wave_splits(const MatmulPlan& p, uint64_t binding_limit) {
 int64_t tile_edge(const MatmulPlan& p, uint64_t binding_limit) {
   static const int64_t forced = env_int("FORGE_MATMUL_TILE", 0);
   if (forced == 64 || forced == 128) return forced;
+  // Batched (attention's heads): a 128-wide tile over 64 rows or columns
+  // computes half of it for nothing, and over k = 64 its 8 slices leave
+  // loading and storing it unhidden. On the H200, GPT-2's training attention
+  // (96 heads x 1024 queries x 64): [96, 1024, 64] products over a causal
+  // triangle of k 532 -> 300 us, [96, 1024, 1024] over k = 64 696 -> 560 us
+  // in 64x64 tiles.
+  if (p.batch > 1 && (p.m <= 64 || p.n <= 64 || p.k <= 64)) return 64;
   const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128) * p.batch, cores = device_cores();
   const int64_t waves = ceil_div(groups, cores);
   if (groups * 4 >= cores * 3 && groups * 4 >= waves * cores * 3) return 128;
@@ -192,7 +208,8 @@ int64_t slice_depth_bk(int64_t tile, int64_t k) {
 constexpr int64_t kMinSplitK = 128;
 constexpr int64_t kMaxSplits = 16;
 int64_t split_k(const MatmulPlan& p, int64_t tile, uint64_t binding_limit) {
-  if (p.batch != 1) return 1;
+  // A triangle's k range depends on the tile's rows, not on a slice's place.
+  if (p.batch != 1 || triangles(p)) return 1;
   auto allowed = [&](int64_t s) { return uint64_t(s * p.m * p.n) * 4 <= binding_limit; };
   static const int64_t forced = env_int("FORGE_MATMUL_SPLIT_K", 0);
   if (forced > 0) return p.k / forced >= 64 && allowed(forced) ? forced : 1;
@@ -231,18 +248,23 @@ static_assert(sizeof(SplitKParams) == 32);
 // strided columns of B, and on the H200 GPT-2 124M decoded 32 sequences at
 // 8,919 tokens/s that way, 12,500 in tiles (8: 2,948 and 3,888).
 bool matvec_rows(const MatmulPlan& plan) {
+  if (triangles(plan)) return false;
   return plan.m <= kMatvecRows || (plan.m <= kBatchedMatvecRows && plan.k > kSerialMaxK && plan.trans_b);
 }
 
 // The vec4 matrix-vector kernels (matvec_vec4.wgsl) take this plan.
+bool serial_rows(const MatmulPlan& plan) {
+  return plan.m <= kSerialMaxRows && !plan.trans_a && plan.k <= kSerialMaxK && !triangles(plan);
+}
+
 bool vec4_matvec(const MatmulPlan& plan) {
-  const bool serial = plan.m <= kSerialMaxRows && plan.k <= kSerialMaxK;
+  const bool serial = serial_rows(plan);
   return !plan.trans_a && plan.trans_b && vec4_aligned(plan) && (serial || matvec_rows(plan));
 }
 
 // The scalar matrix-vector kernels (matvec.wgsl) take this plan.
 bool scalar_matvec(const MatmulPlan& plan) {
-  const bool serial = plan.m <= kSerialMaxRows && plan.k <= kSerialMaxK;
+  const bool serial = serial_rows(plan);
   return !plan.trans_a && (serial || matvec_rows(plan));
 }
 
@@ -266,7 +288,7 @@ bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driv
   // The norm's weight and bias are read as vec4s; the residual at C's own
   // index; one batch element (the statistics are of A's rows).
   if (f.norm && plan.k % 4 != 0) return false;
-  const bool serial = plan.m <= kSerialMaxRows && plan.k <= kSerialMaxK;
+  const bool serial = serial_rows(plan);
   if (f.norm && serial && plan.n > kSerialNormMaxCols) return false;
   // A CPU driver centres and scales every value of A in each column's
   // invocations, costing more than the pass it saves (SwiftShader, GPT-2
@@ -320,7 +342,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
                  bias ? 1u : 0u, uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(plan.a_offset)};
   const bool bf16 = b.dtype() == DType::BF16;
   const bool vec4_rows = !plan.trans_a && plan.trans_b && vec4_aligned(plan);
-  const bool serial = plan.m <= kSerialMaxRows && !plan.trans_a && plan.k <= kSerialMaxK;
+  const bool serial = serial_rows(plan);
   const bool matvec = !plan.trans_a && matvec_rows(plan);
   if (bf16 && !(vec4_rows && (serial || matvec))) {
     // Only the vec4 matrix-vector kernels read bf16: elsewhere (many rows,
@@ -399,18 +421,19 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   }
   const int64_t tile = tile_edge(plan, out.device().runtime().binding_limit());
   const gpu::Constant trans_a{"TRANS_A", plan.trans_a ? 1.0 : 0.0}, trans_b{"TRANS_B", plan.trans_b ? 1.0 : 0.0},
-      t{"T", double(tile / 16)};
+      t{"T", double(tile / 16)},
+      tri{"TRI", triangle_constant(plan.a_triangle)}, tri_c{"TRI_C", triangle_constant(plan.c_triangle)};
   if (std::getenv("FORGE_MATMUL_SCALAR") || !b_aligned(plan)) {
     launch(out.device(), "matmul", kMatmul.kernel(), p, args,
            {uint32_t(ceil_div(plan.n, tile)), uint32_t(ceil_div(plan.m, tile)), uint32_t(plan.batch)},
-           {trans_a, trans_b, t});
+           {trans_a, trans_b, t, tri, tri_c});
     return;
   }
   const gpu::Kernel& tiles = a_aligned(plan) ? kMatmulVec4.kernel() : kMatmulVec4ScalarA.kernel();
   const int64_t bk = slice_depth_bk(tile, plan.k);
   // The kernel's overrides for a dispatch over depth k.
   auto tile_constants = [&](int64_t k) {
-    return std::array<gpu::Constant, 5>{trans_a, trans_b, t, gpu::Constant{"BK", double(bk)},
+    return std::array<gpu::Constant, 7>{trans_a, trans_b, t, tri, tri_c, gpu::Constant{"BK", double(bk)},
                                         gpu::Constant{"K_WHOLE", k % bk == 0 ? 1.0 : 0.0}};
   };
   const std::array<uint32_t, 3> tiles_grid{uint32_t(ceil_div(plan.n, tile)), uint32_t(ceil_div(plan.m, tile)), 1};

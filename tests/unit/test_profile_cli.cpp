@@ -5,6 +5,7 @@
 // header says, and the work's kernels must be in it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -70,6 +71,26 @@ TEST(ProfileCli, GenerateOnWebGpuPrintsAKernelTableByEitherClock) {
     EXPECT_TRUE(has(t.kernels, "qkv_append")) << r.out;  // its decode steps
     EXPECT_TRUE(has(t.kernels, "sample")) << r.out;     // greedy picks on the device
   }
+}
+
+// FORGE_PROFILE_GRID=1: a row per kernel and grid of workgroups (a matmul's
+// shapes apart), the rows still adding up to the header's dispatches.
+TEST(ProfileCli, GridSplitGivesEachKernelAndGridItsOwnRow) {
+  ScratchDir dir("profile_grid");
+  CliOptions o;
+  o.env = {{"FORGE_PROFILE_GRID", "1"}};
+  const auto r = run_cli({"generate", "-m", kGpt2, "--prompt-ids", "1,2,3,4,5,6", "-n", "3", "--greedy", "--json",
+                          "--device", "webgpu", "--profile"},
+                         dir.path, o);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Table t = parse_table(r.out);
+  ASSERT_FALSE(t.kernels.empty()) << r.out;
+  EXPECT_NEAR(t.summed, t.dispatches, 0.5) << r.out;
+  static const std::regex gridded(R"(^[a-z0-9_]+@[0-9]+x[0-9]+x[0-9]+$)");
+  for (const std::string& k : t.kernels) EXPECT_TRUE(std::regex_match(k, gridded)) << k;
+  // GPT-2's prefill norms, under their grid.
+  EXPECT_TRUE(std::any_of(t.kernels.begin(), t.kernels.end(), [](const std::string& k) { return k.rfind("layernorm@", 0) == 0; }))
+      << r.out;
 }
 
 TEST(ProfileCli, TrainFixedBatchOnWebGpuTablesAStepAndTheCpuSaysSo) {

@@ -16,9 +16,12 @@ nlohmann::json kernel_table(const std::vector<gpu::KernelTime>& times, double pe
   nlohmann::json rows = nlohmann::json::array();
   double total = 0;
   for (const auto& k : times) total += k.ms;
-  for (const auto& k : times)
-    rows.push_back({{"op", k.op}, {"kernel", k.kernel}, {"dispatches", double(k.dispatches) / per},
-                    {"us", k.ms * 1e3 / per}, {"share", total > 0 ? k.ms / total : 0.0}});
+  for (const auto& k : times) {
+    nlohmann::json row{{"op", k.op}, {"kernel", k.kernel}, {"dispatches", double(k.dispatches) / per},
+                       {"us", k.ms * 1e3 / per}, {"share", total > 0 ? k.ms / total : 0.0}};
+    if (!k.grid.empty()) row["grid"] = k.grid;
+    rows.push_back(std::move(row));
+  }
   return rows;
 }
 
@@ -47,7 +50,8 @@ void print_profile(const Device& d, const std::string& what, double per) {
   for (const auto& k : times)
     std::fprintf(stderr, "%10.3f %6.1f%% %11.1f %10.2f         %-22s %s\n", k.ms / per,
                  total > 0 ? 100.0 * k.ms / total : 0.0, double(k.dispatches) / per,
-                 k.dispatches ? k.ms * 1e3 / double(k.dispatches) : 0.0, k.op.c_str(), k.kernel.c_str());
+                 k.dispatches ? k.ms * 1e3 / double(k.dispatches) : 0.0, k.op.c_str(),
+                 (k.grid.empty() ? k.kernel : k.kernel + "@" + k.grid).c_str());
 }
 
 }  // namespace forge::cli

@@ -32,9 +32,21 @@ struct RowNorm {
 // n.layer layernorm(x, *n.weight, bias or zeros, n.eps)).
 Tensor row_norm(const Tensor& x, const RowNorm& n);
 
+// Which part of op(A) [m, k] a matmul reads (as BLAS's trmm does): all of
+// it, or only its lower triangle (A[i, j] for j <= i) or its upper one
+// (j >= i), the other side taken as zero. Causal attention's probabilities
+// and their gradients are triangular: P @ V and dS @ K read P's and dS's
+// lower triangle, dS^T @ Q and P^T @ dY their transposes' upper one; the
+// product skips the zero half of k instead of summing it. Of C [m, n], the
+// part a matmul computes; the rest is written as zero (causal attention's
+// scores Q K^T and their gradient dY V^T are needed below the diagonal only).
+enum class Triangle { Full, Lower, Upper };
+
 struct MatmulOptions {
   bool transpose_a = false;  // A stored as [.., k, m]
   bool transpose_b = false;  // B stored as [.., n, k]
+  Triangle a_triangle = Triangle::Full;  // of op(A), the logical [m, k]
+  Triangle c_triangle = Triangle::Full;  // of each [m, n] result, bias included
   float alpha = 1.0f;        // out = alpha * A @ B (+ bias)
   const Tensor* bias = nullptr;  // [n], added after scaling
   // Use only the first b_rows rows of each batch element of B (B a view over

@@ -91,13 +91,21 @@ Tensor block_backward(const Gpt2Config& c, const Gpt2Block& b, const Gpt2BlockAc
   Tensor dy = unmerge_heads(models::linear_backward(b.attn_proj, s.y, dproj, g.attn_proj, lora_only).reshape({B, T, C}),
                             nh)
                   .reshape({B * nh, T, hd});
-  Tensor dv = matmul(s.att_d, dy, ta());                                    // [B * nh, T, hd]
-  Tensor datt = maybe_dropout(matmul(dy, s.v, tb()), p.attn, s.seed_attn);  // [B * nh, T, T]
+  // The probabilities and their gradients are causal (lower triangles):
+  // each product reads or computes its triangle only.
+  MatmulOptions pt = ta();
+  pt.a_triangle = Triangle::Upper;
+  Tensor dv = matmul(s.att_d, dy, pt);                                      // [B * nh, T, hd]
+  MatmulOptions causal = tb();
+  causal.c_triangle = Triangle::Lower;
+  Tensor datt = maybe_dropout(matmul(dy, s.v, causal), p.attn, s.seed_attn);  // [B * nh, T, T]
   Tensor dpre = softmax_bwd(s.att, datt);                                   // [B * nh, T, T]
   MatmulOptions sc;
   sc.alpha = float(1.0 / std::sqrt(double(hd)));
+  sc.a_triangle = Triangle::Lower;
   Tensor dq = matmul(dpre, s.k, sc);  // [B * nh, T, hd]
   sc.transpose_a = true;
+  sc.a_triangle = Triangle::Upper;
   Tensor dk = matmul(dpre, s.q, sc);  // [B * nh, T, hd]
   const Shape hs{B, nh, T, hd};
   Tensor dqkv = unsplit_heads(dq.reshape(hs), dk.reshape(hs), dv.reshape(hs)).reshape({N, 3 * C});

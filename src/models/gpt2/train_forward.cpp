@@ -75,12 +75,15 @@ Gpt2Activations gpt2_forward_train(const Gpt2& model, const Tensor& ids_in, cons
     MatmulOptions qk;
     qk.transpose_b = true;
     qk.alpha = float(1.0 / std::sqrt(double(hd)));
+    qk.c_triangle = Triangle::Lower;  // the scores the causal softmax reads
     SoftmaxOptions so;
     so.causal = true;
     so.q_len = T;
     s.att = softmax(matmul(s.q, s.k, qk), so);  // [B * nh, T, T]
     s.att_d = maybe_dropout(s.att, dropout.attn, s.seed_attn);
-    s.y = merge_heads(matmul(s.att_d, s.v).reshape({B, nh, T, hd})).reshape({N, C});
+    MatmulOptions pv;
+    pv.a_triangle = Triangle::Lower;  // causal: no key after its query
+    s.y = merge_heads(matmul(s.att_d, s.v, pv).reshape({B, nh, T, hd})).reshape({N, C});
     Tensor proj = maybe_dropout(b.attn_proj(s.y), dropout.resid, s.seed_resid1);
     s.x1 = add(x, proj.reshape({B, T, C}));
     s.ln2 = layernorm(s.x1, b.ln_2_w, b.ln_2_b, eps).reshape({N, C});

@@ -36,6 +36,8 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 
 void DawnRuntime::start_profiling(Lock& lock, bool timestamps) {
   auto p = std::make_unique<Profile>();
+  const char* by_grid = std::getenv("FORGE_PROFILE_GRID");
+  p->by_grid = by_grid && *by_grid && std::strcmp(by_grid, "0") != 0;
   if (!timestamps) {
     p->host_clock = true;
     p->fence = create_buffer(lock, 16, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc, "profile fence");
@@ -73,6 +75,7 @@ void DawnRuntime::begin_profiled_pass(const gpu::Dispatch& d) {
   pass_ = ComputePassHandle(wgpuCommandEncoderBeginComputePass(encoder(), &cp));
   profile_->batch.push_back(d.kernel);
   profile_->ops.push_back(d.op);
+  profile_->grids.push_back(d.groups);
 }
 
 void DawnRuntime::resolve_profile() {
@@ -86,8 +89,10 @@ void DawnRuntime::collect_profile(Lock& lock) {
   if (n == 0) return;
   std::vector<const gpu::Kernel*> kernels;
   std::vector<const char*> ops;
+  std::vector<std::array<uint32_t, 3>> grids;
   kernels.swap(profile_->batch);
   ops.swap(profile_->ops);
+  grids.swap(profile_->grids);
   // The resolved timestamps, read back at once (a profiled run waits for
   // each batch; the device time of each kernel is what it measures).
   const uint64_t bytes = 2 * n * sizeof(uint64_t);
@@ -97,14 +102,19 @@ void DawnRuntime::collect_profile(Lock& lock) {
   std::memcpy(t.data(), wgpuBufferGetConstMappedRange(staging.get(), 0, size_t(bytes)), bytes);
   wgpuBufferUnmap(staging.get());
   for (size_t i = 0; i < n; ++i)
-    add_kernel_time(ops[i], *kernels[i], t[2 * i + 1] > t[2 * i] ? double(t[2 * i + 1] - t[2 * i]) * 1e-6 : 0.0);
+    add_kernel_time(ops[i], *kernels[i], grids[i], t[2 * i + 1] > t[2 * i] ? double(t[2 * i + 1] - t[2 * i]) * 1e-6 : 0.0);
 }
 
-void DawnRuntime::add_kernel_time(const char* op, const gpu::Kernel& kernel, double ms) {
-  auto it = std::find_if(profile_->totals.begin(), profile_->totals.end(),
-                         [&](const gpu::KernelTime& k) { return k.op == op && k.kernel == kernel.name; });
+void DawnRuntime::add_kernel_time(const char* op, const gpu::Kernel& kernel, const std::array<uint32_t, 3>& grid,
+                                  double ms) {
+  const std::string g = profile_->by_grid ? std::to_string(grid[0]) + "x" + std::to_string(grid[1]) + "x" +
+                                                std::to_string(grid[2])
+                                          : std::string();
+  auto it = std::find_if(profile_->totals.begin(), profile_->totals.end(), [&](const gpu::KernelTime& k) {
+    return k.op == op && k.kernel == kernel.name && k.grid == g;
+  });
   if (it == profile_->totals.end()) {
-    profile_->totals.push_back({op, std::string(kernel.name), 0, 0});
+    profile_->totals.push_back({op, std::string(kernel.name), g, 0, 0});
     it = profile_->totals.end() - 1;
   }
   it->dispatches += 1;
@@ -149,7 +159,7 @@ Clock::time_point DawnRuntime::begin_host_timed(Lock& lock) {
 
 void DawnRuntime::end_host_timed(Lock& lock, const gpu::Dispatch& d, Clock::time_point started) {
   drain(lock);
-  add_kernel_time(d.op, *d.kernel, std::max(0.0, ms_between(started, Clock::now()) - profile_->empty_ms));
+  add_kernel_time(d.op, *d.kernel, d.groups, std::max(0.0, ms_between(started, Clock::now()) - profile_->empty_ms));
 }
 
 std::vector<gpu::KernelTime> DawnRuntime::kernel_times() {

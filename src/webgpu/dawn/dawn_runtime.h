@@ -169,6 +169,8 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
     BufferHandle resolved;    // the batch's timestamps, u64 ns (QueryResolve | CopySrc)
     std::vector<const gpu::Kernel*> batch;  // the timed dispatches of the open batch
     std::vector<const char*> ops;           // and their ops
+    std::vector<std::array<uint32_t, 3>> grids;  // and their grids
+    bool by_grid = false;     // $FORGE_PROFILE_GRID=1: a row per kernel and grid
     std::vector<gpu::KernelTime> totals;
   };
   static bool wants_profile();     // --profile, or $FORGE_PROFILE set and not "0"
@@ -178,7 +180,7 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   void begin_profiled_pass(const gpu::Dispatch& d);
   void resolve_profile();
   void collect_profile(Lock& lock);
-  void add_kernel_time(const char* op, const gpu::Kernel& kernel, double ms);
+  void add_kernel_time(const char* op, const gpu::Kernel& kernel, const std::array<uint32_t, 3>& grid, double ms);
   // Host clock: submits and waits for what is recorded so far, and returns
   // the time the next dispatch starts from; end submits it, waits, adds it.
   std::chrono::steady_clock::time_point begin_host_timed(Lock& lock);

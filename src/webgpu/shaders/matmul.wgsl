@@ -5,7 +5,7 @@
 // tiles, more workgroups for mid-sized products) or 8 (128x128 tiles, more
 // reuse for large ones); every thread stages 4 values of A and 4 of B a slice.
 // Any layout and alignment; matmul_vec4.wgsl is the faster path for aligned
-// operands. Preceded by matmul_params.wgsl.
+// operands. Preceded by matmul_params.wgsl and matmul_triangle.wgsl.
 override TRANS_A: bool = false;  // A stored [k, m] (row stride lda)
 override TRANS_B: bool = false;  // B stored [n, k] (row stride ldb)
 override T: u32 = 4u;            // outputs per thread along each dim: 4 or 8
@@ -24,9 +24,10 @@ override BK: u32 = 64u / T;
 var<workgroup> As: array<f32, 1024>;  // [BK][BM], BK * BM = 1024
 var<workgroup> Bs: array<f32, 1024>;  // [BK][BN]
 
-// Logical A[row, col] (row < m, col < k), zero outside.
+// Logical A[row, col] (row < m, col < k, on the side of the diagonal TRI
+// reads), zero outside.
 fn load_a(base: u32, row: u32, col: u32) -> f32 {
-  if (row >= p.m || col >= p.k) {
+  if (row >= p.m || col >= p.k || !tri_keeps(row, col)) {
     return 0.0;
   }
   if (TRANS_A) {
@@ -56,7 +57,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   let b_base = batch * p.b_batch_stride;
 
   var acc: array<f32, 64>;  // [T][T] used; T is a pipeline constant, so the rest folds away
-  for (var t = 0u; t < p.k; t += BK) {
+  let k_end = select(tri_k_end(row0, BM), 0u, tri_c_skips(row0, col0, BM));
+  for (var t = tri_k_begin(row0); t < k_end; t += BK) {
     // Stage a 64x16 slice of A and a 16x64 slice of B, 4 values per thread,
     // consecutive threads walking the stored layout's contiguous dim.
     for (var i = 0u; i < 4u; i++) {
@@ -111,6 +113,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
         var v = p.alpha * acc[i * T + j];
         if (p.has_bias != 0u) {
           v += bias[col];
+        }
+        if (!in_triangle(TRI_C, row, col)) {
+          v = 0.0;
         }
         C[c_base + row * p.ldc + col] = v;
       }

@@ -11,7 +11,8 @@
 // multiplied. The kernel is bound by its registers: at 128 a thread or fewer
 // a core holds two workgroups, so bounds are clamped rather than branched
 // on where that is exact (see load_b) and k is checked only where needed.
-// Preceded by matmul_params.wgsl and one of matmul_a_vec4.wgsl /
+// Preceded by matmul_params.wgsl, matmul_triangle.wgsl (an A read as a
+// triangle sums only its part of k) and one of matmul_a_vec4.wgsl /
 // matmul_a_scalar.wgsl (the binding of A and its loader).
 override TRANS_A: bool = false;  // A stored [k, m] (row stride lda)
 override TRANS_B: bool = false;  // B stored [n, k] (row stride ldb)
@@ -51,9 +52,13 @@ fn load_b(base: u32, row: u32, col: u32) -> vec4<f32> {
 // already across the tile as workgroup memory holds it) or four k of a row.
 fn fetch_a(base: u32, row0: u32, t: u32, idx: u32) -> vec4<f32> {
   if (TRANS_A) {
-    return load_a(base, row0 + 4u * (idx % BM4), t + idx / BM4);
+    let row = row0 + 4u * (idx % BM4);
+    let col = t + idx / BM4;
+    return tri_mask4(load_a(base, row, col), row, col, true);
   }
-  return load_a(base, row0 + idx / (BK / 4u), t + 4u * (idx % (BK / 4u)));
+  let row = row0 + idx / (BK / 4u);
+  let col = t + 4u * (idx % (BK / 4u));
+  return tri_mask4(load_a(base, row, col), row, col, false);
 }
 fn fetch_b(base: u32, col0: u32, t: u32, idx: u32) -> vec4<f32> {
   if (TRANS_B) {
@@ -95,20 +100,29 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   let a_base = p.a_offset + batch * p.a_batch_stride;
   let b_base = batch * p.b_batch_stride;
 
+  // The k this tile sums: all of it, its rows' part of a triangular A, or
+  // none for a tile outside C's triangle.
+  let k_begin = tri_k_begin(row0);
+  let k_end = select(tri_k_end(row0, 16u * T), k_begin, tri_c_skips(row0, col0, 16u * T));
+
   // Slice [t, t + BK) of the tiles, LOADS vec4s of each per thread (the last
   // round partial where a slice has fewer than 256 x LOADS vec4s).
   var ra: array<vec4<f32>, MAX_LOADS>;
   var rb: array<vec4<f32>, MAX_LOADS>;
-  for (var l = 0u; l < LOADS; l++) {
-    let idx = tid + 256u * l;
-    if (idx < TILE4) {
-      ra[l] = fetch_a(a_base, row0, 0u, idx);
-      rb[l] = fetch_b(b_base, col0, 0u, idx);
+  // Only where a tile may sum nothing (an upper triangle's rows past k, a
+  // tile outside C's): the check costs registers even where it holds.
+  if ((TRI != 2u && TRI_C == 0u) || k_begin < k_end) {
+    for (var l = 0u; l < LOADS; l++) {
+      let idx = tid + 256u * l;
+      if (idx < TILE4) {
+        ra[l] = fetch_a(a_base, row0, k_begin, idx);
+        rb[l] = fetch_b(b_base, col0, k_begin, idx);
+      }
     }
   }
 
   var acc: array<vec4<f32>, 16>;  // [4 * i + r][j]: row 4 (lid.y + 16 i) + r, columns of block j
-  for (var t = 0u; t < p.k; t += BK) {
+  for (var t = k_begin; t < k_end; t += BK) {
     workgroupBarrier();  // the previous slice is no longer being read
     for (var l = 0u; l < LOADS; l++) {
       let idx = tid + 256u * l;
@@ -120,7 +134,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     workgroupBarrier();
     // Fetch the next slice while this one is multiplied.
     let tn = t + BK;
-    if (tn < p.k) {
+    if (tn < k_end) {
       for (var l = 0u; l < LOADS; l++) {
         let idx = tid + 256u * l;
         if (idx < TILE4) {
@@ -162,6 +176,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
             var o = p.alpha * v[e];
             if (p.has_bias != 0u) {
               o += bias[col + e];
+            }
+            if (!in_triangle(TRI_C, row, col + e)) {
+              o = 0.0;
             }
             C[c_base + row * p.ldc + col + e] = o;
           }
