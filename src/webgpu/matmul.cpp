@@ -115,10 +115,9 @@ int64_t env_int(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoll(v) : fallback;
 }
-int64_t device_cores() {
-  static const int64_t cores = std::max<int64_t>(1, env_int("FORGE_MATMUL_CORES", 132));
-  return cores;
-}
+// Read at each call (a getenv beside a dispatch), so that a test can stand
+// in for a small GPU.
+int64_t device_cores() { return std::max<int64_t>(1, env_int("FORGE_MATMUL_CORES", 132)); }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -139,16 +138,24 @@ bool triangles(const MatmulPlan& plan) {
 // matmul_triangle.wgsl's TRI / TRI_C for a triangle.
 double triangle_constant(Triangle t) { return t == Triangle::Lower ? 1.0 : t == Triangle::Upper ? 2.0 : 0.0; }
 
-// Two k-slices of 128x128 tiles where half a wave of them, split, fills one
-// (a 1024 square: 64 tiles): on the H200 a 1024 square ran at 19.3 TFLOP/s
-// so, against 16.4 in 64x64 tiles over 4 slices; 4 slices of 128x128 tiles
-// made 18.0, 8 made 14.9, and a 2048 square (256 tiles) lost in 2 (35.3
-// against 38.7). 1 = not so.
+// k-slices of 128x128 tiles (1 = none). Two where half a wave of them,
+// split, fills one (a 1024 square: 64 tiles): on the H200 a 1024 square ran
+// at 19.3 TFLOP/s so, against 16.4 in 64x64 tiles over 4 slices; 4 slices
+// of 128x128 tiles made 18.0, 8 made 14.9, and a 2048 square (256 tiles)
+// lost in 2 (35.3 against 38.7). Four over a deep k (4096 or more) where
+// the tiles fill from 3/4 of a wave to two: GPT-2's weight gradients over
+// 8192 rows, 768x8192x3072 and 3072x8192x768 tn (144 tiles), took 1.018 ms
+// against 1.403 in 64x64 tiles over 4 slices and 1.213 in 128x128 over 2;
+// 768x8192x2304 tn (108) 0.806 against 0.889 whole.
 int64_t wave_splits(const MatmulPlan& p, uint64_t binding_limit) {
   const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128), cores = device_cores();
-  const bool fills = groups * 2 <= cores && groups * 2 * 16 >= cores * 15;
-  const bool fits = uint64_t(2 * p.m * p.n) * 4 <= binding_limit;
-  return p.batch == 1 && fills && fits && p.k / 2 >= 256 && p.k % 128 == 0 ? 2 : 1;
+  auto fits = [&](int64_t s) { return uint64_t(s * p.m * p.n) * 4 <= binding_limit; };
+  if (p.batch != 1) return 1;
+  const bool half_wave = groups * 2 <= cores && groups * 2 * 16 >= cores * 15;
+  if (half_wave && fits(2) && p.k / 2 >= 256 && p.k % 128 == 0) return 2;
+  const bool deep = p.k >= 4096 && p.k % 512 == 0;
+  if (deep && groups * 4 >= cores * 3 && groups < 2 * cores && fits(4)) return 4;
+  return 1;
 }
 
 // Output tile edge (64 or 128). A 128x128 tile does twice the work per value

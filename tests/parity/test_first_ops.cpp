@@ -168,6 +168,12 @@ TEST(Parity, MatmulSplitK) {
   // 192] but not of 4.
   const MatmulCase square{{192, 512}, {512, 192}, false, false, true, -1};
   check_matmul(square, seed += 3);
+  {
+    // Four k-slices of 128x128 tiles over a deep k, as a GPU of 2 cores
+    // takes them (2 tiles: from 3/4 of a wave to two).
+    ScopedEnv cores("FORGE_MATMUL_CORES", "2");
+    check_matmul({{128, 4096}, {4096, 256}, false, false, true, -1}, seed += 3);
+  }
   LoweredBindingLimit limit(192 * 512 * 4);
   check_matmul(square, seed += 3);
 }
