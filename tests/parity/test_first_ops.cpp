@@ -174,6 +174,12 @@ TEST(Parity, MatmulSplitK) {
     ScopedEnv cores("FORGE_MATMUL_CORES", "2");
     check_matmul({{128, 4096}, {4096, 256}, false, false, true, -1}, seed += 3);
   }
+  {
+    // Two over k = 2048 where the tiles fill one to two waves of two a
+    // core (a GPU of 1 core, 3 tiles).
+    ScopedEnv cores("FORGE_MATMUL_CORES", "1");
+    check_matmul({{128, 2048}, {2048, 384}, false, false, true, -1}, seed += 3);
+  }
   LoweredBindingLimit limit(192 * 512 * 4);
   check_matmul(square, seed += 3);
 }
