@@ -52,24 +52,32 @@ Table parse_table(const std::string& out) {
 
 bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
+// `generate --profile` on WebGPU with `env`; its table, checked to be there
+// and to add up to its header's dispatches. Six prompt ids: a prefill past
+// the fused decode step's rows keeps its norms.
+using Env = std::vector<std::pair<std::string, std::string>>;
+Table profiled_generate(const ScratchDir& dir, const Env& env) {
+  CliOptions o;
+  o.env = env;
+  const auto r = run_cli({"generate", "-m", kGpt2, "--prompt-ids", "1,2,3,4,5,6", "-n", "5", "--greedy", "--json",
+                          "--device", "webgpu", "--profile"},
+                         dir.path, o);
+  EXPECT_EQ(r.code, 0) << r.out;
+  const Table t = parse_table(r.out);
+  EXPECT_FALSE(t.header.empty()) << r.out;
+  EXPECT_GT(t.dispatches, 10) << t.header;
+  EXPECT_NEAR(t.summed, t.dispatches, 0.5) << r.out;
+  return t;
+}
+
 TEST(ProfileCli, GenerateOnWebGpuPrintsAKernelTableByEitherClock) {
   ScratchDir dir("profile_generate");
   for (const char* clock : {"", "host"}) {
-    CliOptions o;
-    if (*clock) o.env = {{"FORGE_PROFILE", clock}};
-    // Six prompt ids: a prefill past the fused decode step's rows keeps its norms.
-    const auto r = run_cli({"generate", "-m", kGpt2, "--prompt-ids", "1,2,3,4,5,6", "-n", "5", "--greedy", "--json",
-                            "--device", "webgpu", "--profile"},
-                           dir.path, o);
-    ASSERT_EQ(r.code, 0) << r.out;
-    const Table t = parse_table(r.out);
-    ASSERT_FALSE(t.header.empty()) << r.out;
+    const Table t = profiled_generate(dir, *clock ? Env{{"FORGE_PROFILE", clock}} : Env{});
     EXPECT_NE(t.header.find(*clock ? "(host clock)" : "("), std::string::npos) << t.header;
-    EXPECT_GT(t.dispatches, 10) << t.header;
-    EXPECT_NEAR(t.summed, t.dispatches, 0.5) << r.out;
-    EXPECT_TRUE(has(t.kernels, "layernorm")) << r.out;   // GPT-2's prefill norms
-    EXPECT_TRUE(has(t.kernels, "qkv_append")) << r.out;  // its decode steps
-    EXPECT_TRUE(has(t.kernels, "sample")) << r.out;     // greedy picks on the device
+    EXPECT_TRUE(has(t.kernels, "layernorm")) << t.header;   // GPT-2's prefill norms
+    EXPECT_TRUE(has(t.kernels, "qkv_append")) << t.header;  // its decode steps
+    EXPECT_TRUE(has(t.kernels, "sample")) << t.header;      // greedy picks on the device
   }
 }
 
@@ -77,20 +85,14 @@ TEST(ProfileCli, GenerateOnWebGpuPrintsAKernelTableByEitherClock) {
 // shapes apart), the rows still adding up to the header's dispatches.
 TEST(ProfileCli, GridSplitGivesEachKernelAndGridItsOwnRow) {
   ScratchDir dir("profile_grid");
-  CliOptions o;
-  o.env = {{"FORGE_PROFILE_GRID", "1"}};
-  const auto r = run_cli({"generate", "-m", kGpt2, "--prompt-ids", "1,2,3,4,5,6", "-n", "3", "--greedy", "--json",
-                          "--device", "webgpu", "--profile"},
-                         dir.path, o);
-  ASSERT_EQ(r.code, 0) << r.out;
-  const Table t = parse_table(r.out);
-  ASSERT_FALSE(t.kernels.empty()) << r.out;
-  EXPECT_NEAR(t.summed, t.dispatches, 0.5) << r.out;
+  const Table t = profiled_generate(dir, {{"FORGE_PROFILE_GRID", "1"}});
+  ASSERT_FALSE(t.kernels.empty()) << t.header;
   static const std::regex gridded(R"(^[a-z0-9_]+@[0-9]+x[0-9]+x[0-9]+$)");
   for (const std::string& k : t.kernels) EXPECT_TRUE(std::regex_match(k, gridded)) << k;
   // GPT-2's prefill norms, under their grid.
-  EXPECT_TRUE(std::any_of(t.kernels.begin(), t.kernels.end(), [](const std::string& k) { return k.rfind("layernorm@", 0) == 0; }))
-      << r.out;
+  EXPECT_TRUE(std::any_of(t.kernels.begin(), t.kernels.end(),
+                          [](const std::string& k) { return k.rfind("layernorm@", 0) == 0; }))
+      << t.header;
 }
 
 TEST(ProfileCli, TrainFixedBatchOnWebGpuTablesAStepAndTheCpuSaysSo) {
