@@ -83,7 +83,7 @@ TEST(ProfileCli, GenerateOnWebGpuPrintsAKernelTableByEitherClock) {
 
 // FORGE_PROFILE_GRID=1: a row per kernel and grid of workgroups (a matmul's
 // shapes apart), the rows still adding up to the header's dispatches.
-TEST(ProfileCli, GridSplitGivesEachKernelAndGridItsOwnRow) {
+TEST(ProfileCli, GridSplitOnWebGpuGivesEachKernelAndGridItsOwnRow) {
   ScratchDir dir("profile_grid");
   const Table t = profiled_generate(dir, {{"FORGE_PROFILE_GRID", "1"}});
   ASSERT_FALSE(t.kernels.empty()) << t.header;
