@@ -164,8 +164,8 @@ int64_t wave_splits(const MatmulPlan& p, uint64_t binding_limit) {
 // Output tile edge (64 or 128). A 128x128 tile does twice the work per value
 // loaded, but a core holds only one or two, so the grid runs in waves of
 // `cores` tiles: 128 when that grid fills its waves (at least 3/4 of the
-// first and of the last) or two k-slices of it fill one, else 64x64 tiles,
-// several a core. On the H200 (forge bench
+// first and of the last) or its k-slices do (wave_splits), else 64x64
+// tiles, several a core. On the H200 (forge bench
 // matmul --shapes MxKxN): 2048x2560x960 nt (128 tiles of 128) 0.435 ms
 // against 0.495 ms in 64x64 tiles; 2560x2048x960 tn (160: 1.2 waves) 0.542
 // against 0.363; with slices of 8, 768x8192x2304 tn (108 tiles) 0.849 against
@@ -262,11 +262,12 @@ bool matvec_rows(const MatmulPlan& plan) {
   return plan.m <= kMatvecRows || (plan.m <= kBatchedMatvecRows && plan.k > kSerialMaxK && plan.trans_b);
 }
 
-// The vec4 matrix-vector kernels (matvec_vec4.wgsl) take this plan.
+// Few rows over a small k: main_serial (one invocation a column) takes them.
 bool serial_rows(const MatmulPlan& plan) {
   return plan.m <= kSerialMaxRows && !plan.trans_a && plan.k <= kSerialMaxK && !triangles(plan);
 }
 
+// The vec4 matrix-vector kernels (matvec_vec4.wgsl) take this plan.
 bool vec4_matvec(const MatmulPlan& plan) {
   const bool serial = serial_rows(plan);
   return !plan.trans_a && plan.trans_b && vec4_aligned(plan) && (serial || matvec_rows(plan));

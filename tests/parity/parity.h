@@ -6,15 +6,14 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <functional>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "forge/ops.h"
 #include "gpu/runtime.h"
+#include "unit/scoped_env.h"
 
 namespace forge::testing {
 
@@ -40,22 +39,6 @@ struct LoweredBindingLimit {
   ~LoweredBindingLimit() { gpu_device().runtime().set_binding_limit_for_testing(0); }
   LoweredBindingLimit(const LoweredBindingLimit&) = delete;
   LoweredBindingLimit& operator=(const LoweredBindingLimit&) = delete;
-};
-
-// Sets an environment variable while in scope (the kernels' measurement
-// and calibration settings, such as FORGE_MATMUL_CORES), then restores it.
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
 };
 
 // Likewise for the workgroup storage kernels size their tiles to.

@@ -21,6 +21,7 @@
 #include "forge/gpt2.h"
 #include "forge/hub.h"
 #include "hub/hub_hash.h"
+#include "unit/scoped_env.h"
 
 namespace fs = std::filesystem;
 using namespace forge;
@@ -162,19 +163,7 @@ class FakeHub {
   std::vector<Seen> seen_;
 };
 
-// Sets (or unsets, for nullptr) an environment variable for one scope.
-class EnvVar {
- public:
-  EnvVar(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value ? setenv(name, value, 1) : unsetenv(name);
-  }
-  ~EnvVar() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using forge::testing::ScopedEnv;
 
 class Hub : public ::testing::Test {
  protected:
@@ -313,7 +302,7 @@ TEST(HubOptions, ReadsTheEnvironmentAsHuggingFaceHub) {
   fs::path home = fs::temp_directory_path() / ("forge_hub_home_" + std::to_string(::getpid()));
   fs::create_directories(home);
   std::ofstream(home / "token") << "hf_from_file\n";
-  EnvVar h("HF_HOME", home.c_str()), c("HF_HUB_CACHE", nullptr), c2("HUGGINGFACE_HUB_CACHE", nullptr),
+  ScopedEnv h("HF_HOME", home.c_str()), c("HF_HUB_CACHE", nullptr), c2("HUGGINGFACE_HUB_CACHE", nullptr),
       t("HF_TOKEN", nullptr), t2("HUGGING_FACE_HUB_TOKEN", nullptr), tp("HF_TOKEN_PATH", nullptr),
       e("HF_ENDPOINT", "http://127.0.0.1:1/"), off("HF_HUB_OFFLINE", "0");
   HubOptions o = HubOptions::from_env();
@@ -322,12 +311,12 @@ TEST(HubOptions, ReadsTheEnvironmentAsHuggingFaceHub) {
   EXPECT_EQ(o.endpoint, "http://127.0.0.1:1");
   EXPECT_FALSE(o.offline);
   {
-    EnvVar h2("HF_HOME", nullptr), xdg("XDG_CACHE_HOME", nullptr), user("HOME", "/home/someone");
+    ScopedEnv h2("HF_HOME", nullptr), xdg("XDG_CACHE_HOME", nullptr), user("HOME", "/home/someone");
     EXPECT_EQ(HubOptions::from_env().cache_dir, fs::path("/home/someone/.cache/huggingface/hub"));
     EXPECT_EQ(HubOptions::from_env().endpoint, "http://127.0.0.1:1");
   }
   {
-    EnvVar e2("HF_ENDPOINT", nullptr);
+    ScopedEnv e2("HF_ENDPOINT", nullptr);
     EXPECT_EQ(HubOptions::from_env().endpoint, "https://huggingface.co");
   }
   fs::remove_all(home);
@@ -385,7 +374,7 @@ TEST_F(Hub, RevisionByBranchAndByCommit) {
 }
 
 TEST_F(Hub, OfflineWithoutTheCacheNamesWhatIsMissing) {
-  EnvVar off("HF_HUB_OFFLINE", "1");
+  ScopedEnv off("HF_HUB_OFFLINE", "1");
   HubOptions o = HubOptions::from_env();
   EXPECT_TRUE(o.offline);
   o.endpoint = opts_.endpoint;
@@ -399,8 +388,8 @@ TEST_F(Hub, OfflineWithoutTheCacheNamesWhatIsMissing) {
 TEST_F(Hub, OfflineWithTheCache) {
   fs::path dir = resolve_model("org/tiny", opts_);
   size_t requests = hub_.seen().size();
-  EnvVar off("HF_HUB_OFFLINE", "true");
-  EnvVar cache("HF_HUB_CACHE", cache_.c_str());
+  ScopedEnv off("HF_HUB_OFFLINE", "true");
+  ScopedEnv cache("HF_HUB_CACHE", cache_.c_str());
   HubOptions o = HubOptions::from_env();
   EXPECT_EQ(o.cache_dir, cache_);
   o.endpoint = opts_.endpoint;
@@ -471,7 +460,7 @@ TEST_F(Hub, NotFoundAndAccessDeniedAreClearErrors) {
 
 TEST_F(Hub, TokenIsSent) {
   hub_.gated["org/tiny"] = "hf_right";
-  EnvVar token("HF_TOKEN", "hf_right");
+  ScopedEnv token("HF_TOKEN", "hf_right");
   HubOptions o = HubOptions::from_env();
   EXPECT_EQ(o.token, "hf_right");
   o.endpoint = opts_.endpoint;
