@@ -149,10 +149,18 @@ double triangle_constant(Triangle t) { return t == Triangle::Lower ? 1.0 : t == 
 // 768x8192x2304 tn (108) 0.806 against 0.889 whole. Two over k of 2048 or
 // more where they fill one to two waves of two a core: 8192x3072x768 nn
 // (384 tiles) 0.99 ms against 1.22-1.26 whole (nt: 0.98 against 0.97-1.00).
+// Over a vocabulary-deep k (the LM head's input gradient, [rows, V] x
+// [V, C]), as many slices as fill one wave of two tiles a core, whatever k's
+// factors (slice_depth leaves a short last slice).
+constexpr int64_t kMaxSplits = 16;
+constexpr int64_t kVocabDeepK = 16384;
 int64_t wave_splits(const MatmulPlan& p, uint64_t binding_limit) {
   const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128), cores = device_cores();
-  auto fits = [&](int64_t s) { return uint64_t(s * p.m * p.n) * 4 <= binding_limit; };
+  // The partial products, a short last slice's included, in one binding.
+  auto fits = [&](int64_t s) { return uint64_t((s + 1) * p.m * p.n) * 4 <= binding_limit; };
   if (p.batch != 1) return 1;
+  const int64_t fill = std::min(kMaxSplits, 2 * cores / groups);
+  if (p.k >= kVocabDeepK && fill >= 2 && groups * fill * 8 >= 2 * cores * 7 && fits(fill)) return fill;
   const bool half_wave = groups * 2 <= cores && groups * 2 * 16 >= cores * 15;
   if (half_wave && fits(2) && p.k / 2 >= 256 && p.k % 128 == 0) return 2;
   const bool deep = p.k >= 4096 && p.k % 512 == 0;
@@ -216,11 +224,10 @@ int64_t slice_depth_bk(int64_t tile, int64_t k) {
 // 0.108 / 0.090 ms in 4; 2048x960x320 nt 0.117 / 0.093 ms in 4; but
 // 2048x576x576 nt (288 tiles) 0.106 / 0.137 ms in 2.
 constexpr int64_t kMinSplitK = 128;
-constexpr int64_t kMaxSplits = 16;
 int64_t split_k(const MatmulPlan& p, int64_t tile, uint64_t binding_limit) {
   // A triangle's k range depends on the tile's rows, not on a slice's place.
   if (p.batch != 1 || triangles(p)) return 1;
-  auto allowed = [&](int64_t s) { return uint64_t(s * p.m * p.n) * 4 <= binding_limit; };
+  auto allowed = [&](int64_t s) { return uint64_t((s + 1) * p.m * p.n) * 4 <= binding_limit; };
   static const int64_t forced = env_int("FORGE_MATMUL_SPLIT_K", 0);
   if (forced > 0) return p.k / forced >= 64 && allowed(forced) ? forced : 1;
   if (tile != 64) return wave_splits(p, binding_limit);
@@ -238,11 +245,15 @@ int64_t split_k(const MatmulPlan& p, int64_t tile, uint64_t binding_limit) {
 // The depth of each slice for `splits` of k: k / splits when that is whole
 // vec4s (one dispatch), else a multiple of 64, so that the last, shorter
 // slice's B starts at a binding offset that is a multiple of 256 bytes. That
-// last slice is a second dispatch, serialized after the first: on the H200
+// last slice is a second dispatch, serialized after the first, so the depth
+// rounds down where that leaves it short (at most an eighth of a slice: the
+// LM head's 50,257 in 4 x 12,544 + 81) and up otherwise. On the H200
 // 2048x960x320 nt took 0.158 ms in slices of 256 + 192, 0.093 ms in 4 x 240
 // (another run).
 int64_t slice_depth(int64_t k, int64_t splits) {
   if (k % splits == 0 && four(k / splits)) return k / splits;
+  const int64_t down = k / splits / 64 * 64;
+  if (down > 0 && (k - splits * down) * 8 <= down) return down;
   return ceil_div(ceil_div(k, splits), 64) * 64;
 }
 
@@ -441,9 +452,10 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     return;
   }
   const gpu::Kernel& tiles = a_aligned(plan) ? kMatmulVec4.kernel() : kMatmulVec4ScalarA.kernel();
-  const int64_t bk = slice_depth_bk(tile, plan.k);
-  // The kernel's overrides for a dispatch over depth k.
+  // The kernel's overrides for a dispatch over depth k (a split's slices and
+  // its short last one each take the slice depth that suits them).
   auto tile_constants = [&](int64_t k) {
+    const int64_t bk = slice_depth_bk(tile, k);
     return std::array<gpu::Constant, 7>{trans_a, trans_b, t, tri, tri_c, gpu::Constant{"BK", double(bk)},
                                         gpu::Constant{"K_WHOLE", k % bk == 0 ? 1.0 : 0.0}};
   };

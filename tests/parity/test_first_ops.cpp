@@ -153,9 +153,9 @@ TEST(Parity, MatmulSplitK) {
       {{68, 768}, {36, 768}, false, true, true, -1},
       {{1024, 40}, {24, 1024}, true, true, false, -1},
       {{1024, 70}, {1024, 24}, true, false, true, -1},   // A [k, 70]: scalar A
-      {{1030, 40}, {1030, 24}, true, false, false, -1},  // 5 x 192 and 70
+      {{1030, 40}, {1030, 24}, true, false, false, -1},  // 8 x 128 and 6
       {{68, 1000}, {36, 1000}, false, true, true, -1},   // 3 x 256 and 232, B [n, k]
-      {{70, 1027}, {1027, 24}, false, false, true, -1},  // odd k: scalar A, last slice 67
+      {{70, 1027}, {1027, 24}, false, false, true, -1},  // odd k: scalar A, 8 x 128 and 3
       {{2, 72, 512}, {2, 512, 20}, false, false, false, -1},
       {{72, 200}, {200, 20}, false, false, true, -1},  // k / 2 < 128: one pass
       // 64 tiles of 128x128 (half a wave of a large GPU) in two slices.
@@ -173,6 +173,14 @@ TEST(Parity, MatmulSplitK) {
     // takes them (2 tiles: from 3/4 of a wave to two).
     ScopedEnv cores("FORGE_MATMUL_CORES", "2");
     check_matmul({{128, 4096}, {4096, 256}, false, false, true, -1}, seed += 3);
+  }
+  {
+    // A vocabulary-deep k (the LM head's input gradient, A's row stride
+    // odd) on one 128x128 tile: 4 slices fill a wave of two a core on a GPU
+    // of 2, in 4 x 4096 and a last slice of 3.
+    ScopedEnv cores("FORGE_MATMUL_CORES", "2");
+    check_matmul({{70, 16387}, {16387, 24}, false, false, true, -1}, seed += 3);
+    check_matmul({{70, 16387}, {24, 16387}, false, true, false, -1}, seed += 3);
   }
   {
     // Two over k = 2048 where the tiles fill one to two waves of two a
