@@ -2,6 +2,7 @@
 // layer (src/ops/gather_*.cpp) and shared by both backends.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace forge {
 
@@ -24,6 +25,15 @@ struct RowsPlan {
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t vocab = 0;
+};
+
+// The source rows of a scatter grouped by destination row, built on the
+// host from ids on the CPU: group u adds rows[offsets[u] .. offsets[u + 1])
+// (ascending) into dst row ids[u]; ids ascend. packed() lays the three out
+// as one u32 array: offsets [U + 1], ids [U], rows [R].
+struct RowGroups {
+  std::vector<uint32_t> offsets, ids, rows;
+  std::vector<uint32_t> packed() const;
 };
 
 // A strided copy over a logical [d0, d1, d2, d3] index space, d3 contiguous

@@ -1,4 +1,7 @@
 // gather_nll, ce_bwd, scatter_add_rows: validation and dispatch.
+#include <algorithm>
+#include <numeric>
+
 #include "cpu/gather_kernels.h"
 #include "ops/check.h"
 #include "ops/gather_ids.h"
@@ -24,7 +27,36 @@ RowsPlan check_probs_ids(const char* op, const Tensor& probs, const Tensor& ids)
   return p;
 }
 
+// ids (on the CPU, range checked) grouped by value: each distinct id with
+// the rows that hold it, ascending.
+RowGroups group_rows(const Tensor& ids) {
+  const int64_t n = ids.numel();
+  std::vector<uint32_t> id(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r)
+    id[size_t(r)] = ids.dtype() == DType::U32 ? ids.data<uint32_t>()[r] : uint32_t(ids.data<int32_t>()[r]);
+  RowGroups g;
+  g.rows.resize(size_t(n));
+  std::iota(g.rows.begin(), g.rows.end(), 0u);
+  std::stable_sort(g.rows.begin(), g.rows.end(), [&](uint32_t a, uint32_t b) { return id[a] < id[b]; });
+  for (size_t j = 0; j < g.rows.size(); ++j) {
+    const uint32_t v = id[g.rows[j]];
+    if (g.ids.empty() || g.ids.back() != v) {
+      g.ids.push_back(v);
+      g.offsets.push_back(uint32_t(j));
+    }
+  }
+  g.offsets.push_back(uint32_t(n));
+  return g;
+}
+
 }  // namespace
+
+std::vector<uint32_t> RowGroups::packed() const {
+  std::vector<uint32_t> out(offsets);
+  out.insert(out.end(), ids.begin(), ids.end());
+  out.insert(out.end(), rows.begin(), rows.end());
+  return out;
+}
 
 Tensor gather_nll(const Tensor& probs, const Tensor& ids) {
   const char* op = "gather_nll";
@@ -62,13 +94,21 @@ void scatter_add_rows(Tensor& dst, const Tensor& ids, const Tensor& src) {
   p.rows = ids.numel();
   p.cols = dst.dim(1);
   p.vocab = dst.dim(0);
-  Tensor dev_ids = gather::ids_for(op, ids, p.vocab, dst.device());
+  Tensor dev_ids = gather::ids_for(op, ids, p.vocab, dst.device().is_cpu() || ids.device().is_cpu()
+                                                         ? Device::cpu() : dst.device());
   if (dst.device().is_cpu()) {
     cpu::scatter_add_rows(dst, dev_ids, src, p);
     return;
   }
-  if (&dst.buffer() == &src.buffer() || &dst.buffer() == &dev_ids.buffer())
+  if (&dst.buffer() == &src.buffer() || (!ids.device().is_cpu() && &dst.buffer() == &ids.buffer()))
     throw DeviceError("[scatter_add_rows] dst " + dst.describe() + " shares its storage with src or ids");
+  // Ids on the host (training's token ids): grouped there, so that each
+  // destination element reads only its own source rows.
+  if (ids.device().is_cpu() && src.nbytes() <= dst.device().runtime().binding_limit()) {
+    webgpu::scatter_add_grouped(dst, group_rows(ids), src, p);
+    return;
+  }
+  if (ids.device().is_cpu()) dev_ids = ids.to(dst.device());
   webgpu::scatter_add_rows(dst, dev_ids, src, p);
 }
 

@@ -31,6 +31,8 @@ void gather_nll(const Tensor& probs, const Tensor& ids, const RowsPlan& p, Tenso
 void ce_bwd(const Tensor& probs, const Tensor& ids, float scale, const RowsPlan& p, Tensor& out);
 // dst [vocab, cols]; ids [rows]; src [rows, cols].
 void scatter_add_rows(Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p);
+// The same sums from ids grouped on the host (src within one binding).
+void scatter_add_grouped(Tensor& dst, const RowGroups& groups, const Tensor& src, const RowsPlan& p);
 // dst [vocab, cols]; ids [rows], distinct, each < vocab; src [rows, cols]:
 // dst[ids[r]] = src[r]. `op` names the calling op in errors.
 void scatter_set_rows(const char* op, Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p);

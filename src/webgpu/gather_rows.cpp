@@ -14,6 +14,7 @@ namespace {
 const gpu::Kernel kGatherNll{"gather_nll", shaders::gather_nll};
 const gpu::Kernel kCeBwd{"ce_bwd", shaders::ce_bwd};
 const gpu::Kernel kScatterAdd{"scatter_add", shaders::scatter_add};
+const gpu::Kernel kScatterAddGrouped{"scatter_add_grouped", shaders::scatter_add_grouped};
 
 struct GatherNllParams {
   uint32_t rows, cols, row_base;
@@ -32,6 +33,12 @@ struct ScatterAddParams {
   uint32_t pad[2];
 };
 static_assert(sizeof(ScatterAddParams) == 32);
+
+struct ScatterGroupedParams {
+  uint32_t u_first, u_count, cols, id_first, ids_at, rows_at;
+  uint32_t pad[2];
+};
+static_assert(sizeof(ScatterGroupedParams) == 32);
 
 // Row owners per column in scatter_add: enough threads to fill a GPU for
 // C >= 256 while each thread's scan over the ids stays cheap.
@@ -86,6 +93,27 @@ void scatter_rows(const char* op, Tensor& dst, const Tensor& ids, const Tensor& 
 
 void scatter_add_rows(Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p) {
   scatter_rows("scatter_add_rows", dst, ids, src, p, false);
+}
+
+void scatter_add_grouped(Tensor& dst, const RowGroups& g, const Tensor& src, const RowsPlan& p) {
+  const Device& dev = dst.device();
+  const gpu::Runtime& rt = dev.runtime();
+  const uint64_t row_bytes = uint64_t(p.cols) * 4;
+  if (g.ids.empty() || p.cols == 0) return;
+  const std::vector<uint32_t> packed = g.packed();
+  Tensor schedule = Tensor::from_vector(packed, {int64_t(packed.size())}).to(dev);
+  const uint32_t groups = uint32_t(g.ids.size());
+  // Per dst row block, the groups whose ids fall in it (a run: ids ascend).
+  for_each_row_chunk(rt, "scatter_add_rows", p.vocab, row_bytes, [&](int64_t first, int64_t count) {
+    const auto lo = std::lower_bound(g.ids.begin(), g.ids.end(), uint32_t(first));
+    const auto hi = std::lower_bound(lo, g.ids.end(), uint32_t(first + count));
+    if (lo == hi) return;
+    ScatterGroupedParams q{uint32_t(lo - g.ids.begin()), uint32_t(hi - lo), uint32_t(p.cols), uint32_t(first),
+                           groups + 1, 2 * groups + 1, {}};
+    launch(dev, "scatter_add_rows", kScatterAddGrouped, q,
+           {arg(schedule), arg(src), arg(dst, uint64_t(first) * row_bytes, uint64_t(count) * row_bytes)},
+           grid_1d((uint64_t(q.u_count) * uint64_t(p.cols) + 255) / 256, rt.limits()));
+  });
 }
 
 void scatter_set_rows(const char* op, Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p) {

@@ -427,13 +427,18 @@ TEST(Values, ScatterAddRowsRepeatedIds) {
   }
 }
 
-// Both backends add each dst element's contributions in row order: bitwise equal.
+// Both backends add each dst element's contributions in row order: bitwise
+// equal, with the ids on the GPU (scanned by every thread) and on the host
+// (grouped by id there).
 void check_scatter(const Tensor& dst0, const Tensor& ids, const Tensor& src) {
   Tensor want = dst0.clone();
   scatter_add_rows(want, ids, src);
-  Tensor got = dst0.to(gpu_device());
-  scatter_add_rows(got, ids.to(gpu_device()), src.to(gpu_device()));
-  EXPECT_TRUE(all_close(got, want, 0, 0)) << "dst " << shape_str(dst0.shape()) << " ids " << shape_str(ids.shape());
+  for (const Device& id_device : {gpu_device(), Device::cpu()}) {
+    Tensor got = dst0.to(gpu_device());
+    scatter_add_rows(got, ids.to(id_device), src.to(gpu_device()));
+    EXPECT_TRUE(all_close(got, want, 0, 0))
+        << "dst " << shape_str(dst0.shape()) << " ids " << shape_str(ids.shape()) << " on " << id_device.name();
+  }
 }
 
 TEST(Parity, ScatterAddRows) {
@@ -472,6 +477,8 @@ TEST(Chunked, ScatterAddRowsUnderLoweredBindingLimit) {
   {
     BindingLimit limit(8192);  // 68-byte rows: dst blocks of 64 rows
     check_scatter(random_tensor({300, 17}, 1700), random_ids({129}, 300, 1701), random_tensor({129, 17}, 1702));
+    // src within one binding: host-grouped ids dispatched per dst block.
+    check_scatter(random_tensor({300, 17}, 1706), random_ids({40}, 300, 1707), random_tensor({40, 17}, 1708));
   }
   {
     BindingLimit limit(4096);  // 256-byte rows: dst blocks of 16 rows, repeated ids
