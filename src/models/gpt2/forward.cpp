@@ -18,24 +18,25 @@ namespace {
 
 std::string S(int64_t v) { return std::to_string(v); }
 
-// Causal attention of q [B, nh, T, hd] (positions past .. past + T - 1) over
-// keys and values [B, nh, cap, hd] (the first n_keys rows used), head-major
-// as split_heads gives them -> [B * T, nh * hd].
-Tensor attend_heads(const Tensor& q, const Tensor& keys, const Tensor& values, int64_t n_keys, int64_t past) {
-  const int64_t B = q.dim(0), nh = q.dim(1), T = q.dim(2), hd = q.dim(3), cap = keys.dim(2);
+// Causal self-attention of q, k, v [B, nh, T, hd] (a prefill's first T
+// positions), head-major as split_heads gives them -> [B * T, nh * hd]. The
+// products keep to the causal triangle: the scores only where a query sees
+// a key (zeros elsewhere, which the softmax masks anyway), and the weighted
+// sum only over the keys up to each query.
+Tensor attend_heads(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const int64_t B = q.dim(0), nh = q.dim(1), T = q.dim(2), hd = q.dim(3);
   MatmulOptions qk;
   qk.transpose_b = true;
   qk.alpha = float(1.0 / std::sqrt(double(hd)));
-  qk.b_rows = n_keys;
-  Tensor att = matmul(q.reshape({B * nh, T, hd}), keys.reshape({B * nh, cap, hd}), qk);  // [B*nh, T, n_keys]
+  qk.c_triangle = Triangle::Lower;
+  Tensor att = matmul(q.reshape({B * nh, T, hd}), k.reshape({B * nh, T, hd}), qk);  // [B*nh, T, T]
   SoftmaxOptions so;
   so.causal = true;
   so.q_len = T;
-  so.key_offset = past;
   att = softmax(att, so);
   MatmulOptions av;
-  av.b_rows = n_keys;
-  Tensor y = matmul(att, values.reshape({B * nh, cap, hd}), av).reshape({B, nh, T, hd});
+  av.a_triangle = Triangle::Lower;
+  Tensor y = matmul(att, v.reshape({B * nh, T, hd}), av).reshape({B, nh, T, hd});
   return merge_heads(y).reshape({B * T, nh * hd});
 }
 
@@ -56,7 +57,7 @@ Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
   if (cache && cache->len > 0) return block_out(l, x, attend_cached(l, tokens(qkv.q), tokens(qkv.k), tokens(qkv.v), *cache));
   // No earlier positions: attention over the new keys themselves (the
   // prefill's products), which then fill the cache's first T slots.
-  Tensor y = attend_heads(qkv.q, qkv.k, qkv.v, T, 0);
+  Tensor y = attend_heads(qkv.q, qkv.k, qkv.v);
   if (cache) {
     kv_append_tokens(cache->k[size_t(l)], tokens(qkv.k), 0);
     kv_append_tokens(cache->v[size_t(l)], tokens(qkv.v), 0);
