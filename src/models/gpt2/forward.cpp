@@ -35,7 +35,6 @@ Tensor attend_heads(const Tensor& q, const Tensor& k, const Tensor& v) {
   so.q_len = T;
   att = softmax(att, so);
   MatmulOptions av;
-  av.a_triangle = Triangle::Lower;
   Tensor y = matmul(att, v.reshape({B * nh, T, hd}), av).reshape({B, nh, T, hd});
   return merge_heads(y).reshape({B * T, nh * hd});
 }
