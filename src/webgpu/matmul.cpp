@@ -151,7 +151,9 @@ double triangle_constant(Triangle t) { return t == Triangle::Lower ? 1.0 : t == 
 // (384 tiles) 0.99 ms against 1.22-1.26 whole (nt: 0.98 against 0.97-1.00).
 // Over a vocabulary-deep k (the LM head's input gradient, [rows, V] x
 // [V, C]), as many slices as fill one wave of two tiles a core, whatever k's
-// factors (slice_depth leaves a short last slice).
+// factors (slice_depth leaves a short last slice): 1280x50257x768 nn 4.03 ms
+// in 64x64 tiles over 4 slices (the last a dispatch of its own) -> 2.52 in
+// 4 slices of 128x128, SmolLM2's 1344x49152x960 6.24 -> 3.13.
 constexpr int64_t kMaxSplits = 16;
 constexpr int64_t kVocabDeepK = 16384;
 int64_t wave_splits(const MatmulPlan& p, uint64_t binding_limit) {
