@@ -256,6 +256,10 @@ TEST(Parity, Softmax) {
       {{2, 3, 7, 7}, {true, 0, 0}},
       {{4, 3, 10}, {true, 3, 7}},  // 3 queries after 7 cached keys
       {{5, 1, 300}, {true, 1, 299}},
+      // Rows past 4 values a lane (1,024 with 256 lanes) are read three
+      // times instead of once into registers: both, and causal rows of each.
+      {{2, 3000}, {}},
+      {{1100, 1100}, {true, 0, 0}},
   };
   uint32_t seed = 500;
   for (const auto& c : cases) {
