@@ -1,4 +1,5 @@
 // layernorm, layernorm_bwd and softmax_bwd, row by row in double.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -90,7 +91,8 @@ void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float
   });
 }
 
-void softmax_bwd(const Tensor& y, const Tensor& dy, int64_t rows, int64_t cols, Tensor& dx) {
+void softmax_bwd(const Tensor& y, const Tensor& dy, const SoftmaxPlan& p, Tensor& dx) {
+  const int64_t rows = p.rows, cols = p.cols;
   const float* py = y.data<float>();    // [rows, cols]
   const float* pdy = dy.data<float>();  // [rows, cols]
   float* pdx = dx.data<float>();        // [rows, cols]
@@ -98,9 +100,12 @@ void softmax_bwd(const Tensor& y, const Tensor& dy, int64_t rows, int64_t cols, 
     for (int64_t r = lo; r < hi; ++r) {
       const float* yr = py + r * cols;
       const float* gr = pdy + r * cols;
+      // A causal row's masked entries are not read; their dx is zero.
+      const int64_t visible = p.causal ? std::min(cols, r % p.q_len + p.key_offset + 1) : cols;
       double dot = 0;
-      for (int64_t j = 0; j < cols; ++j) dot += double(yr[j]) * gr[j];
-      for (int64_t j = 0; j < cols; ++j) pdx[r * cols + j] = float(yr[j] * (gr[j] - dot));
+      for (int64_t j = 0; j < visible; ++j) dot += double(yr[j]) * gr[j];
+      for (int64_t j = 0; j < visible; ++j) pdx[r * cols + j] = float(yr[j] * (gr[j] - dot));
+      for (int64_t j = visible; j < cols; ++j) pdx[r * cols + j] = 0.0f;
     }
   });
 }

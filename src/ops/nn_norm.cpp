@@ -1,4 +1,4 @@
-// layernorm, layernorm_bwd, softmax_bwd: validation and dispatch.
+// layernorm, layernorm_bwd: validation and dispatch.
 #include "cpu/nn_kernels.h"
 #include "ops/check.h"
 #include "webgpu/nn_kernels.h"
@@ -61,21 +61,6 @@ LayerNormGrads layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor&
   if (x.device().is_cpu()) cpu::layernorm_bwd(x, gamma, dy, eps, rows, cols, g.dx, g.dgamma, g.dbeta);
   else webgpu::layernorm_bwd(x, gamma, dy, eps, rows, cols, g.dx, g.dgamma, g.dbeta);
   return g;
-}
-
-Tensor softmax_bwd(const Tensor& y, const Tensor& dy) {
-  const char* op = "softmax_bwd";
-  check::same_device(op, {&y, &dy});
-  check_rows(op, "y", y);
-  check::dtype(op, "dy", dy, DType::F32);
-  if (dy.shape() != y.shape())
-    throw ShapeError(std::string("[") + op + "] shapes differ: " + check::operands({{"y", &y}, {"dy", &dy}}));
-  int64_t cols = y.dim(-1);
-  int64_t rows = cols ? y.numel() / cols : 0;
-  Tensor dx = Tensor::empty(y.shape(), DType::F32, y.device());
-  if (y.device().is_cpu()) cpu::softmax_bwd(y, dy, rows, cols, dx);
-  else webgpu::softmax_bwd(y, dy, rows, cols, dx);
-  return dx;
 }
 
 }  // namespace forge

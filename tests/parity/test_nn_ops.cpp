@@ -124,6 +124,28 @@ TEST(NnParity, SoftmaxBwd) {
       // One f32 dot product per row (values <= 1): 1e-6 absolute, 1e-5 relative.
       EXPECT_TRUE(cpu_gpu_parity({y, dy}, [](auto& t) { return softmax_bwd(t[0], t[1]); }, 1e-6, 1e-5))
           << shape_str(s) << " causal " << causal;
+      // The same with the mask given (only the visible part read).
+      EXPECT_TRUE(cpu_gpu_parity({y, dy}, [&](auto& t) { return softmax_bwd(t[0], t[1], o); }, 1e-6, 1e-5))
+          << shape_str(s) << " causal " << causal << ", mask given";
+    }
+  }
+}
+
+// Given the causal mask, dy's masked entries are never read (NaN there
+// changes nothing) and dx equals the unmasked gradient to the bit: the
+// masked y are zeros, which add nothing to a row's sum.
+TEST(NnValues, SoftmaxBwdCausalMaskReadsOnlyTheVisiblePart) {
+  for (const Device& d : {Device::cpu(), gpu_device()}) {
+    for (const SoftmaxOptions& o : {SoftmaxOptions{true, 0, 0}, SoftmaxOptions{true, 5, 4}}) {
+      const Shape s{2, 3, 5, 9};
+      Tensor y = softmax(random_tensor(s, 31, -4.0f, 4.0f).to(d), o);
+      std::vector<float> g = random_tensor(s, 32).to_vector<float>(), masked = g;
+      const int64_t cols = 9, q_len = o.q_len ? o.q_len : 5;
+      for (int64_t i = 0; i < int64_t(g.size()); ++i)
+        if (i % cols > (i / cols) % q_len + o.key_offset) masked[size_t(i)] = std::nanf("");
+      Tensor want = softmax_bwd(y, Tensor::from_vector(g, s, d));
+      Tensor got = softmax_bwd(y, Tensor::from_vector(masked, s, d), o);
+      EXPECT_TRUE(all_close(got, want, 0, 0)) << d.name() << " key_offset " << o.key_offset;
     }
   }
 }
@@ -353,7 +375,10 @@ TEST(NnValidation, ElementwiseAndActivations) {
   using Binary = Tensor (*)(const Tensor&, const Tensor&);
   std::vector<std::pair<std::string, Binary>> binaries = {{"mul", mul},           {"sub", sub},
                                                           {"gelu_bwd", gelu_bwd}, {"relu_bwd", relu_bwd},
-                                                          {"silu_bwd", silu_bwd}, {"softmax_bwd", softmax_bwd}};
+                                                          {"silu_bwd", silu_bwd},
+                                                          {"softmax_bwd", [](const Tensor& y, const Tensor& dy) {
+                                                             return softmax_bwd(y, dy);
+                                                           }}};
   for (auto& [name, f] : binaries) {
     expect_error<ShapeError>(name, [&] { f(a, b); }, "[2, 3]");
     expect_error<DTypeError>(name, [&] { f(a, i32); }, "i32");

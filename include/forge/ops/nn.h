@@ -54,8 +54,10 @@ LayerNormGrads layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor&
 
 // From the forward's output y [.., N] and dy [.., N]: per row,
 // dx = y * (dy - sum(y * dy)). Entries a causal softmax masked are exact
-// zeros in y, so their dx is zero without any mask here.
-Tensor softmax_bwd(const Tensor& y, const Tensor& dy);
+// zeros in y, so their dx is zero without any mask here; given the
+// forward's options (`mask`), a causal row reads only its visible part of y
+// and dy (dy past it may hold anything) and writes zeros past it.
+Tensor softmax_bwd(const Tensor& y, const Tensor& dy, const SoftmaxOptions& mask = {});
 
 // ---- Reductions ----------------------------------------------------------
 

@@ -99,7 +99,10 @@ Tensor block_backward(const Gpt2Config& c, const Gpt2Block& b, const Gpt2BlockAc
   MatmulOptions causal = tb();
   causal.c_triangle = Triangle::Lower;
   Tensor datt = maybe_dropout(matmul(dy, s.v, causal), p.attn, s.seed_attn);  // [B * nh, T, T]
-  Tensor dpre = softmax_bwd(s.att, datt);                                   // [B * nh, T, T]
+  SoftmaxOptions mask;
+  mask.causal = true;
+  mask.q_len = T;
+  Tensor dpre = softmax_bwd(s.att, datt, mask);                             // [B * nh, T, T]
   MatmulOptions sc;
   sc.alpha = float(1.0 / std::sqrt(double(hd)));
   sc.a_triangle = Triangle::Lower;
