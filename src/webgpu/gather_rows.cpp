@@ -25,10 +25,8 @@ static_assert(sizeof(GatherNllParams) == 16);
 struct CeBwdParams {
   uint32_t rows, cols, row_base;
   float scale;
-  uint32_t blocks_per_row;
-  uint32_t pad[3];
 };
-static_assert(sizeof(CeBwdParams) == 32);
+static_assert(sizeof(CeBwdParams) == 16);
 
 struct ScatterAddParams {
   uint32_t rows, cols, id_first, n_ids, groups, r_base;
@@ -63,11 +61,10 @@ void ce_bwd(const Tensor& probs, const Tensor& ids, float scale, const RowsPlan&
   const Device& dev = out.device();
   const uint64_t row_bytes = uint64_t(p.cols) * 4;
   for_each_row_chunk(dev.runtime(), "ce_bwd", p.rows, row_bytes, [&](int64_t first, int64_t count) {
-    const uint64_t blocks = (uint64_t(p.cols) + 255) / 256;  // workgroups a row
-    CeBwdParams q{uint32_t(count), uint32_t(p.cols), uint32_t(first), scale, uint32_t(blocks), {}};
+    CeBwdParams q{uint32_t(count), uint32_t(p.cols), uint32_t(first), scale};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
     launch(dev, "ce_bwd", kCeBwd, q, {arg(probs, off, bytes), arg(ids), arg(out, off, bytes)},
-           grid_1d(uint64_t(count) * blocks, dev.runtime().limits()));
+           grid_1d((uint64_t(count) * uint64_t(p.cols) + 255) / 256, dev.runtime().limits()));
   });
 }
 

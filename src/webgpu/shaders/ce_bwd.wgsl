@@ -1,16 +1,11 @@
 // Cross-entropy backward through softmax: dlogits[r, j] =
 // (probs[r, j] - (j == ids[r])) * scale; a row of NaN for an id >= cols.
-// A workgroup per 256 columns of a row (blocks_per_row of them a row), so
-// that the row, its id and the column come without a division per element.
+// One thread per element of this binding's row block.
 struct Params {
   rows: u32,      // rows in this binding
   cols: u32,      // V
   row_base: u32,  // global index of the first row
   scale: f32,
-  blocks_per_row: u32,  // ceil(cols / 256)
-  _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -27,13 +22,12 @@ fn nan_f32(runtime_zero: u32) -> f32 {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let w = wg.y * nwg.x + wg.x;  // uniform across the workgroup
-  let r = w / p.blocks_per_row;
-  let j = (w % p.blocks_per_row) * 256u + lid;
-  if (r >= p.rows || j >= p.cols) {
+  let i = (wg.y * nwg.x + wg.x) * 256u + lid;
+  if (i >= p.rows * p.cols) {
     return;
   }
-  let i = r * p.cols + j;
+  let r = i / p.cols;
+  let j = i % p.cols;
   let id = ids[p.row_base + r];
   if (id >= p.cols) {
     out[i] = nan_f32(id & 0u);
