@@ -20,9 +20,11 @@ std::string S(int64_t v) { return std::to_string(v); }
 
 // Causal self-attention of q, k, v [B, nh, T, hd] (a prefill's first T
 // positions), head-major as split_heads gives them -> [B * T, nh * hd]. The
-// products keep to the causal triangle: the scores only where a query sees
-// a key (zeros elsewhere, which the softmax masks anyway), and the weighted
-// sum only over the keys up to each query.
+// scores are computed only where a query sees a key (zeros elsewhere, which
+// the softmax masks anyway): on the H200, GPT-2 124M's [12, 1023, 1023] took
+// 77 against 86 us. The weighted sum stays whole: its 192 tiles of 64x64
+// leave the GPU part idle, and over a triangle of A (the diagonal's tiles
+// still summing all of k) it took 108 against 93 us.
 Tensor attend_heads(const Tensor& q, const Tensor& k, const Tensor& v) {
   const int64_t B = q.dim(0), nh = q.dim(1), T = q.dim(2), hd = q.dim(3);
   MatmulOptions qk;
@@ -34,8 +36,7 @@ Tensor attend_heads(const Tensor& q, const Tensor& k, const Tensor& v) {
   so.causal = true;
   so.q_len = T;
   att = softmax(att, so);
-  MatmulOptions av;
-  Tensor y = matmul(att, v.reshape({B * nh, T, hd}), av).reshape({B, nh, T, hd});
+  Tensor y = matmul(att, v.reshape({B * nh, T, hd})).reshape({B, nh, T, hd});
   return merge_heads(y).reshape({B * T, nh * hd});
 }
 
