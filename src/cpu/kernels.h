@@ -16,6 +16,8 @@ void matmul_bf16(const Tensor& a, const Tensor& b, const Tensor* bias, const Mat
 // x bf16 [..] -> out f32 [..] (one shape).
 void widen_bf16(const Tensor& x, Tensor& out);
 void softmax(const Tensor& x, const SoftmaxPlan& plan, Tensor& out);
+// y, dy, dx [plan.rows, plan.cols]; a causal plan's masked entries of dx are zero.
+void softmax_bwd(const Tensor& y, const Tensor& dy, const SoftmaxPlan& plan, Tensor& dx);
 
 // c [m, n] (row stride ldc) = a [m, k] @ b [n, k]^T on the calling thread:
 // one block of a product that another kernel spreads over the cores (the

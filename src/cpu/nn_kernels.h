@@ -3,7 +3,6 @@
 // (src/ops/nn_*.cpp) before these run; `rows` x `cols` views flatten all
 // leading dims into rows.
 #pragma once
-#include "ops/matmul_plan.h"
 #include <cstdint>
 
 #include "forge/ops/nn.h"
@@ -22,8 +21,6 @@ void layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float e
 // x, dy, dx [rows, cols]; gamma, dgamma, dbeta [cols].
 void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float eps, int64_t rows, int64_t cols,
                    Tensor& dx, Tensor& dgamma, Tensor& dbeta);
-// y, dy, dx [rows, cols].
-void softmax_bwd(const Tensor& y, const Tensor& dy, const SoftmaxPlan& p, Tensor& dx);
 
 // x [rows, cols] -> out [cols].
 void sum_rows(const Tensor& x, int64_t rows, int64_t cols, Tensor& out);

@@ -1,5 +1,4 @@
-// layernorm, layernorm_bwd and softmax_bwd, row by row in double.
-#include <algorithm>
+// layernorm and layernorm_bwd, row by row in double.
 #include <cmath>
 #include <vector>
 
@@ -87,25 +86,6 @@ void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float
     for (int64_t j = lo; j < hi; ++j) {
       pdg[j] = float(dg[size_t(j - lo)]);
       pdb[j] = float(db[size_t(j - lo)]);
-    }
-  });
-}
-
-void softmax_bwd(const Tensor& y, const Tensor& dy, const SoftmaxPlan& p, Tensor& dx) {
-  const int64_t rows = p.rows, cols = p.cols;
-  const float* py = y.data<float>();    // [rows, cols]
-  const float* pdy = dy.data<float>();  // [rows, cols]
-  float* pdx = dx.data<float>();        // [rows, cols]
-  parallel_for(rows, 4 * cols, [&](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r) {
-      const float* yr = py + r * cols;
-      const float* gr = pdy + r * cols;
-      // A causal row's masked entries are not read; their dx is zero.
-      const int64_t visible = p.causal ? std::min(cols, r % p.q_len + p.key_offset + 1) : cols;
-      double dot = 0;
-      for (int64_t j = 0; j < visible; ++j) dot += double(yr[j]) * gr[j];
-      for (int64_t j = 0; j < visible; ++j) pdx[r * cols + j] = float(yr[j] * (gr[j] - dot));
-      for (int64_t j = visible; j < cols; ++j) pdx[r * cols + j] = 0.0f;
     }
   });
 }

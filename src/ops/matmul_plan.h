@@ -1,6 +1,7 @@
 // The resolved geometry of a matmul or softmax call, computed once by the op
 // layer and shared by both backends.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "forge/ops/core.h"
@@ -30,6 +31,9 @@ struct SoftmaxPlan {
   bool causal = false;
   int64_t q_len = 1;
   int64_t key_offset = 0;
+  // Keys [0, visible(r)) of row r take part (row r is query r % q_len); the
+  // rest are masked.
+  int64_t visible(int64_t r) const { return causal ? std::min(cols, r % q_len + key_offset + 1) : cols; }
 };
 
 }  // namespace forge

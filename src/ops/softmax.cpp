@@ -1,9 +1,7 @@
 // softmax, softmax_bwd: validation and dispatch.
 #include "cpu/kernels.h"
-#include "cpu/nn_kernels.h"
 #include "ops/check.h"
 #include "webgpu/kernels.h"
-#include "webgpu/nn_kernels.h"
 
 namespace forge {
 

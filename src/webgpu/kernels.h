@@ -60,5 +60,7 @@ void widen_bf16(const Tensor& x, Tensor& out);
 bool matvec_multi(const Tensor& x, std::array<const Tensor*, 3> w, bool silu_gate, std::array<Tensor*, 3> out,
                   const MatvecFusion* norm = nullptr);
 void softmax(const Tensor& x, const SoftmaxPlan& plan, Tensor& out);
+// y, dy, dx [plan.rows, plan.cols]; a causal plan's masked entries of dx are zero.
+void softmax_bwd(const Tensor& y, const Tensor& dy, const SoftmaxPlan& plan, Tensor& dx);
 
 }  // namespace forge::webgpu

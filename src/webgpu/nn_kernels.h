@@ -4,7 +4,6 @@
 // leading dims into rows. Row-wise work is split with for_each_row_chunk so
 // that no binding exceeds the device's storage binding limit.
 #pragma once
-#include "ops/matmul_plan.h"
 #include <cstdint>
 #include <vector>
 
@@ -22,7 +21,6 @@ void layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float e
                Tensor& y);
 void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float eps, int64_t rows, int64_t cols,
                    Tensor& dx, Tensor& dgamma, Tensor& dbeta);
-void softmax_bwd(const Tensor& y, const Tensor& dy, const SoftmaxPlan& p, Tensor& dx);
 
 // x [rows, cols] -> out [cols]: blocks of rows reduced to partial sums, then
 // the partials reduced per column (two passes, fixed order).

@@ -1,6 +1,6 @@
-// Host side of layernorm, layernorm_bwd and softmax_bwd (shaders/layernorm.wgsl,
-// layernorm_bwd.wgsl, softmax_bwd.wgsl): one workgroup per row, rows split
-// under the binding limit.
+// Host side of layernorm and layernorm_bwd (shaders/layernorm.wgsl,
+// layernorm_bwd.wgsl): one workgroup per row, rows split under the binding
+// limit.
 #include "forge_shaders.h"
 #include "webgpu/composed_kernel.h"
 #include "webgpu/launch.h"
@@ -12,13 +12,6 @@ namespace {
 
 const ComposedKernel kLayerNorm{"layernorm", {shaders::row_reduce, shaders::row_norm, shaders::layernorm}};
 const ComposedKernel kLayerNormBwd{"layernorm_bwd", {shaders::row_reduce, shaders::row_norm, shaders::layernorm_bwd}};
-const ComposedKernel kSoftmaxBwd{"softmax_bwd", {shaders::row_reduce, shaders::softmax_bwd}};
-
-struct SoftmaxBwdParams {
-  uint32_t rows, cols, causal, q_len, key_offset, row_base;
-  uint32_t pad[2];
-};
-static_assert(sizeof(SoftmaxBwdParams) == 32);
 
 // Mirrors `struct Params` of shaders/row_norm.wgsl.
 struct LayerNormParams {
@@ -62,19 +55,6 @@ void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float
   });
   sum_rows(dy_xhat, rows, cols, dgamma);
   sum_rows(dy, rows, cols, dbeta);
-}
-
-void softmax_bwd(const Tensor& y, const Tensor& dy, const SoftmaxPlan& plan, Tensor& dx) {
-  const Device& dev = dx.device();
-  const int64_t cols = plan.cols;
-  uint64_t row_bytes = uint64_t(cols) * 4;
-  for_each_row_chunk(dev.runtime(), "softmax_bwd", plan.rows, row_bytes, [&](int64_t first, int64_t count) {
-    SoftmaxBwdParams p{uint32_t(count), uint32_t(cols), plan.causal ? 1u : 0u, uint32_t(plan.q_len),
-                       uint32_t(plan.key_offset), uint32_t(first), {}};
-    uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
-    launch(dev, "softmax_bwd", kSoftmaxBwd.kernel(), p, {arg(y, off, bytes), arg(dy, off, bytes), arg(dx, off, bytes)},
-           grid_1d(uint64_t(count), dev.runtime().limits()), {row_workgroup(cols)});
-  });
 }
 
 }  // namespace forge::webgpu

@@ -1,22 +1,10 @@
-// Row softmax over f32 with optional causal masking: one workgroup per row.
-// Row r (global index row_base + local row) is query r % q_len and sees keys
-// j <= query + key_offset; masked entries are exact zeros. Preceded by
-// row_reduce.wgsl.
-struct Params {
-  rows: u32,
-  cols: u32,
-  causal: u32,
-  q_len: u32,
-  key_offset: u32,
-  row_base: u32,  // global index of this chunk's first row
-  _pad0: u32,
-  _pad1: u32,
-}
+// Row softmax over f32 with optional causal masking: one workgroup per row;
+// masked entries are exact zeros. Preceded by row_reduce.wgsl and
+// softmax_mask.wgsl (the parameters and the mask).
 
 // Values an invocation holds in registers (softmax_cached).
 const CACHED: u32 = 4u;
 
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 
@@ -27,10 +15,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (row >= p.rows) {
     return;
   }
-  var visible = p.cols;
-  if (p.causal != 0u) {
-    visible = min(p.cols, (p.row_base + row) % p.q_len + p.key_offset + 1u);
-  }
+  let visible = visible_keys(row);
   let base = row * p.cols;
   if (visible <= CACHED * WG) {
     softmax_cached(base, visible, lid);

@@ -1,20 +1,8 @@
 // Softmax gradient from the forward output, one workgroup per row:
-// dx = y * (dy - sum(y * dy)). A causal row (as softmax.wgsl masks it: row
-// row_base + r is query (row_base + r) % q_len and sees keys j <= query +
-// key_offset) reads only its visible part and writes zeros past it.
-// Preceded by row_reduce.wgsl.
-struct Params {
-  rows: u32,
-  cols: u32,
-  causal: u32,
-  q_len: u32,
-  key_offset: u32,
-  row_base: u32,  // global index of this chunk's first row
-  _pad0: u32,
-  _pad1: u32,
-}
+// dx = y * (dy - sum(y * dy)). A causal row reads only its visible part
+// and writes zeros past it. Preceded by row_reduce.wgsl and
+// softmax_mask.wgsl (the parameters and the mask, as softmax.wgsl has them).
 
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> y: array<f32>;   // [rows, cols]
 @group(0) @binding(2) var<storage, read> dy: array<f32>;  // [rows, cols]
 @group(0) @binding(3) var<storage, read_write> dx: array<f32>;  // [rows, cols]
@@ -26,10 +14,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (row >= p.rows) {
     return;
   }
-  var visible = p.cols;
-  if (p.causal != 0u) {
-    visible = min(p.cols, (p.row_base + row) % p.q_len + p.key_offset + 1u);
-  }
+  let visible = visible_keys(row);
   let base = row * p.cols;
   var dot = 0.0;
   for (var j = lid; j < visible; j += WG) {
