@@ -138,6 +138,12 @@ bool triangles(const MatmulPlan& plan) {
 // matmul_triangle.wgsl's TRI / TRI_C for a triangle.
 double triangle_constant(Triangle t) { return t == Triangle::Lower ? 1.0 : t == Triangle::Upper ? 2.0 : 0.0; }
 
+// Whether the partial products of `splits` k-slices, [splits, m, n] and a
+// short last slice's [m, n], fit one binding.
+bool parts_fit(const MatmulPlan& p, int64_t splits, uint64_t binding_limit) {
+  return uint64_t((splits + 1) * p.m * p.n) * 4 <= binding_limit;
+}
+
 // k-slices of 128x128 tiles (1 = none). Two where half a wave of them,
 // split, fills one (a 1024 square: 64 tiles): on the H200 a 1024 square ran
 // at 19.3 TFLOP/s so, against 16.4 in 64x64 tiles over 4 slices; 4 slices
@@ -158,8 +164,7 @@ constexpr int64_t kMaxSplits = 16;
 constexpr int64_t kVocabDeepK = 16384;
 int64_t wave_splits(const MatmulPlan& p, uint64_t binding_limit) {
   const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128), cores = device_cores();
-  // The partial products, a short last slice's included, in one binding.
-  auto fits = [&](int64_t s) { return uint64_t((s + 1) * p.m * p.n) * 4 <= binding_limit; };
+  auto fits = [&](int64_t s) { return parts_fit(p, s, binding_limit); };
   if (p.batch != 1) return 1;
   const int64_t fill = std::min(kMaxSplits, 2 * cores / groups);
   if (p.k >= kVocabDeepK && fill >= 2 && groups * fill * 8 >= 2 * cores * 7 && fits(fill)) return fill;
@@ -229,7 +234,7 @@ constexpr int64_t kMinSplitK = 128;
 int64_t split_k(const MatmulPlan& p, int64_t tile, uint64_t binding_limit) {
   // A triangle's k range depends on the tile's rows, not on a slice's place.
   if (p.batch != 1 || triangles(p)) return 1;
-  auto allowed = [&](int64_t s) { return uint64_t((s + 1) * p.m * p.n) * 4 <= binding_limit; };
+  auto allowed = [&](int64_t s) { return parts_fit(p, s, binding_limit); };
   static const int64_t forced = env_int("FORGE_MATMUL_SPLIT_K", 0);
   if (forced > 0) return p.k / forced >= 64 && allowed(forced) ? forced : 1;
   if (tile != 64) return wave_splits(p, binding_limit);
