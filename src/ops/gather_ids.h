@@ -8,6 +8,8 @@ namespace forge::gather {
 
 // ids are u32 or i32 (DTypeError otherwise).
 void check_ids_dtype(const char* op, const Tensor& ids);
+// Id r of ids on the CPU (u32 or i32), widened so that a negative i32 shows.
+int64_t id_at(const Tensor& ids, int64_t r);
 // The ids to hand to a kernel on `device`: ids on the CPU are range checked
 // (every id in [0, bound), else ValueError naming the id and its row) and
 // uploaded when `device` is a WebGPU device; ids already on `device` pass

@@ -32,8 +32,7 @@ RowsPlan check_probs_ids(const char* op, const Tensor& probs, const Tensor& ids)
 RowGroups group_rows(const Tensor& ids) {
   const int64_t n = ids.numel();
   std::vector<uint32_t> id(static_cast<size_t>(n));
-  for (int64_t r = 0; r < n; ++r)
-    id[size_t(r)] = ids.dtype() == DType::U32 ? ids.data<uint32_t>()[r] : uint32_t(ids.data<int32_t>()[r]);
+  for (int64_t r = 0; r < n; ++r) id[size_t(r)] = uint32_t(gather::id_at(ids, r));
   RowGroups g;
   g.rows.resize(size_t(n));
   std::iota(g.rows.begin(), g.rows.end(), 0u);
@@ -94,22 +93,21 @@ void scatter_add_rows(Tensor& dst, const Tensor& ids, const Tensor& src) {
   p.rows = ids.numel();
   p.cols = dst.dim(1);
   p.vocab = dst.dim(0);
-  Tensor dev_ids = gather::ids_for(op, ids, p.vocab, dst.device().is_cpu() || ids.device().is_cpu()
-                                                         ? Device::cpu() : dst.device());
+  // Ids on the host (training's token ids) are range checked there; on
+  // WebGPU they are then grouped there, so that each destination element
+  // reads only its own source rows, or uploaded where src exceeds a binding.
+  const bool host_ids = ids.device().is_cpu();
+  const Tensor checked = gather::ids_for(op, ids, p.vocab, host_ids ? Device::cpu() : dst.device());
   if (dst.device().is_cpu()) {
-    cpu::scatter_add_rows(dst, dev_ids, src, p);
+    cpu::scatter_add_rows(dst, checked, src, p);
     return;
   }
-  if (&dst.buffer() == &src.buffer() || (!ids.device().is_cpu() && &dst.buffer() == &ids.buffer()))
+  if (&dst.buffer() == &src.buffer() || (!host_ids && &dst.buffer() == &ids.buffer()))
     throw DeviceError("[scatter_add_rows] dst " + dst.describe() + " shares its storage with src or ids");
-  // Ids on the host (training's token ids): grouped there, so that each
-  // destination element reads only its own source rows.
-  if (ids.device().is_cpu() && src.nbytes() <= dst.device().runtime().binding_limit()) {
+  if (host_ids && src.nbytes() <= dst.device().runtime().binding_limit())
     webgpu::scatter_add_grouped(dst, group_rows(ids), src, p);
-    return;
-  }
-  if (ids.device().is_cpu()) dev_ids = ids.to(dst.device());
-  webgpu::scatter_add_rows(dst, dev_ids, src, p);
+  else
+    webgpu::scatter_add_rows(dst, host_ids ? ids.to(dst.device()) : checked, src, p);
 }
 
 }  // namespace forge
