@@ -14,13 +14,16 @@ import torch
 import torch.nn.functional as F
 
 
-def timed(fn, min_iters=3, min_seconds=0.5):
+def timed(fn, min_iters=3, min_seconds=0.5, batch=10):
+    # As forge bench attention times its calls: launched back to back, one
+    # synchronize every `batch` calls.
     fn()
     torch.cuda.synchronize()
     iters, start = 0, time.perf_counter()
     while iters < min_iters or time.perf_counter() - start < min_seconds:
-        fn()
-        iters += 1
+        for _ in range(batch):
+            fn()
+        iters += batch
         torch.cuda.synchronize()
     return (time.perf_counter() - start) / iters
 

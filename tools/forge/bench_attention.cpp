@@ -24,23 +24,6 @@
 namespace forge::cli {
 namespace {
 
-// Seconds per call of fn after one warm-up, over at least `min_iters` calls and ~0.5 s.
-template <class Fn>
-double time_per_call(const Device& d, Fn fn, int min_iters) {
-  fn();
-  sync(d);
-  int iters = 0;
-  auto start = std::chrono::steady_clock::now();
-  double elapsed = 0;
-  while (iters < min_iters || elapsed < 0.5) {
-    fn();
-    ++iters;
-    sync(d);
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-  return elapsed / iters;
-}
-
 struct Model {
   const char* name;
   int64_t heads, kv_heads, dim;

@@ -16,28 +16,6 @@
 namespace forge::cli {
 namespace {
 
-// Seconds per call of fn, after warm-up, over at least `min_iters` calls and ~0.5 s.
-template <class Fn>
-double time_per_call(const Device& d, Fn fn, int min_iters) {
-  fn();
-  fn();
-  sync(d);
-  int iters = 0;
-  auto start = std::chrono::steady_clock::now();
-  double elapsed = 0;
-  while (iters < min_iters || elapsed < 0.5) {
-    fn();
-    ++iters;
-    if (iters % 4 == 0 || iters >= min_iters) {
-      sync(d);
-      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    }
-  }
-  sync(d);
-  elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return elapsed / iters;
-}
-
 struct Product {
   int64_t m, k, n;  // C [m, n] = A [m, k] @ B [k, n]
 };

@@ -2,9 +2,8 @@
 // Throughput of the ops at GPT-2 124M shapes (C = 768, 12 heads, V = 50257):
 // "small" is B = 4, T = 64 and "large" B = 8, T = 1024 (rows B*T). Matmuls
 // report GFLOP/s (2 m n k), memory-bound ops GB/s (bytes read + written once).
-// Each op runs once to warm up (pipelines, buffer pools), then as many times
-// as fit in --min-time seconds (at least once); WebGPU work is waited for
-// with runtime().sync() before the clock stops.
+// Each op runs twice to warm up (pipelines, buffer pools), then in batches
+// of ten calls for at least --min-time seconds (time_per_call).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -66,19 +65,7 @@ std::string dims(std::initializer_list<int64_t> d) {
 
 // Milliseconds per call.
 double time_case(const Case& c, const Device& d, double min_time) {
-  c.run();  // warm-up
-  sync(d);
-  using clock = std::chrono::steady_clock;
-  auto start = clock::now();
-  int iters = 0;
-  double elapsed = 0;
-  do {
-    c.run();
-    ++iters;
-    sync(d);
-    elapsed = std::chrono::duration<double>(clock::now() - start).count();
-  } while (elapsed < min_time);
-  return elapsed * 1e3 / iters;
+  return time_per_call(d, [&] { c.run(); }, 1, min_time) * 1e3;
 }
 
 bool wanted(const BenchArgs& a, const std::string& op) {
@@ -229,7 +216,7 @@ const bool registered = register_bench(
        sub.add_option("--size", args->size, "small (B=4, T=64), large (B=8, T=1024) or all")
            ->check(CLI::IsMember({"small", "large", "all"}));
        sub.add_option("--op", args->ops, "Only these ops (matmul_qkv, layernorm, adamw, ...)");
-       sub.add_option("--min-time", args->min_time, "Seconds to repeat each op for (after one warm-up call)");
+       sub.add_option("--min-time", args->min_time, "Seconds to repeat each op for (after two warm-up calls)");
        sub.add_flag("--json", args->json, "Print one JSON object");
        sub.callback([args] { bench(*args); });
      }});

@@ -12,6 +12,10 @@ void sync(const Device& d) {
   if (d.is_webgpu()) d.runtime().sync();
 }
 
+void submit(const Device& d) {
+  if (d.is_webgpu()) d.runtime().flush();
+}
+
 double best_prefill_seconds(const CausalLM& model, int64_t T, int reps) {
   std::vector<uint32_t> ids(static_cast<size_t>(T));
   for (int64_t i = 0; i < T; ++i) ids[size_t(i)] = uint32_t((i * 7919) % model.vocab_size());
