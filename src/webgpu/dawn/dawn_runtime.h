@@ -89,7 +89,8 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
     WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
     std::string message;
   };
-  void finish_download(BufferHandle staging, uint64_t size, uint64_t bytes, const MapResult& map, void* dst);
+  void finish_download(BufferHandle staging, uint64_t size, uint64_t bytes, uint64_t submit, const MapResult& map,
+                       void* dst);
   using Lock = std::unique_lock<std::mutex>;
   // The bodies of the public calls, with mu_ held.
   void flush_locked(Lock& lock);
@@ -227,6 +228,8 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   std::vector<std::byte> uniform_host_;  // parameter blocks of this batch
   BufferHandle uniform_buffer_;
   uint64_t uniform_capacity_ = 0;
+  uint64_t submits_ = 0;         // command buffers submitted so far
+  size_t early_submit_at_ = 0;   // submit the batch at this many dispatches (0: when full or waited for)
   std::unique_ptr<DawnBuffer> fence_;  // a word read back by sync() (not pooled: no owner cycle)
 };
 
