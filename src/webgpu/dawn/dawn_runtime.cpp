@@ -19,14 +19,6 @@ namespace {
 
 constexpr WGPUBufferUsage kStorageUsage =
     WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
-// Dispatches recorded before the first submit after the device ran dry, and
-// the largest early batch (early_submit_at_ doubles up to it). On the H200,
-// GPT-2's prefill of 1024 tokens (about 150 dispatches) took 10.7-11.2 ms
-// recorded whole before the device started, 10.2 ms submitted every 64
-// dispatches; submitting every 64 always cost decode 1.3% (a step is 65
-// dispatches, recorded while the device runs the step before).
-constexpr size_t kFirstEarlySubmit = 16;
-constexpr size_t kLastEarlySubmit = 256;
 constexpr uint64_t kUniformArenaBytes = 1024 * 1024;  // parameter blocks of one batch (4096 dispatches at 256-byte alignment)
 
 // $FORGE_GPU_TIMEOUT: seconds, a positive number. Garbage is refused rather
@@ -166,7 +158,6 @@ void DawnRuntime::open_device(bool disable_robustness) {
   uniform_alignment_ = supported.minUniformBufferOffsetAlignment;
 
   uniform_capacity_ = kUniformArenaBytes;
-  early_submit_at_ = kFirstEarlySubmit;  // nothing runs yet
   uniform_buffer_ =
       create_buffer(lock, uniform_capacity_, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "parameter arena");
   if (wants_profile()) start_profiling(lock, profile);
@@ -610,12 +601,7 @@ void DawnRuntime::dispatch(const gpu::Dispatch& d) {
   } else if (profile_) {
     end_pass();
     if (profile_->batch.size() == kProfileSlots) flush_locked(lock);
-  } else if (early_submit_at_ && batch_ops_.size() >= early_submit_at_) {
-    // The device is idle (see finish_download): it gets the first
-    // dispatches now and then batches that double, so that it computes
-    // while the host records the rest. Work recorded while the device is
-    // busy (a pipelined decode step) stays one batch.
-    early_submit_at_ = early_submit_at_ < kLastEarlySubmit ? early_submit_at_ * 2 : 0;
+  } else if (pacer_.submit_now(batch_ops_.size())) {
     flush_locked(lock);
   }
 }
@@ -640,7 +626,7 @@ void DawnRuntime::flush_locked(Lock& lock) {
   CommandBufferHandle cmd(wgpuCommandEncoderFinish(encoder_.get(), nullptr));
   WGPUCommandBuffer buffers[] = {cmd.get()};
   wgpuQueueSubmit(queue_.get(), 1, buffers);
-  ++submits_;
+  pacer_.submitted();
   current_op_.clear();
   encoder_.reset();
   batch_ops_.clear();
@@ -732,7 +718,7 @@ std::unique_ptr<gpu::PendingDownload> DawnRuntime::start_download_locked(Lock& l
   flush_locked(lock);
 
   WGPUBuffer raw = staging.get();
-  auto pending = std::make_unique<DawnPendingDownload>(shared_from_this(), std::move(staging), size, bytes, submits_);
+  auto pending = std::make_unique<DawnPendingDownload>(shared_from_this(), std::move(staging), size, bytes, pacer_.submits());
   WGPUBufferMapCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_AllowProcessEvents;
   cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView msg, void* m, void*) {
@@ -751,8 +737,7 @@ void DawnRuntime::finish_download(BufferHandle staging, uint64_t size, uint64_t 
   Lock lock(mu_);
   try {
     wait_until(lock, [&] { return map.done; }, "a readback");
-    // Nothing was submitted after the copy: the device has run dry.
-    if (submit == submits_) early_submit_at_ = kFirstEarlySubmit;
+    pacer_.waited_for(submit);
     raise_pending_errors();
     if (map.status != WGPUMapAsyncStatus_Success) throw GpuError("[webgpu] readback failed: " + map.message);
     if (dst) {

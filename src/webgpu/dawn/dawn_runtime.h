@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gpu/runtime.h"
+#include "gpu/submit_pacer.h"
 #include "webgpu/dawn/handle.h"
 
 namespace forge::webgpu {
@@ -228,8 +229,7 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   std::vector<std::byte> uniform_host_;  // parameter blocks of this batch
   BufferHandle uniform_buffer_;
   uint64_t uniform_capacity_ = 0;
-  uint64_t submits_ = 0;         // command buffers submitted so far
-  size_t early_submit_at_ = 0;   // submit the batch at this many dispatches (0: when full or waited for)
+  gpu::SubmitPacer pacer_;  // when the open batch goes to the device early
   std::unique_ptr<DawnBuffer> fence_;  // a word read back by sync() (not pooled: no owner cycle)
 };
 

@@ -20,6 +20,7 @@
 #include "browser_gpu.h"
 #include "forge/error.h"
 #include "gpu/runtime.h"
+#include "gpu/submit_pacer.h"
 #include "webgpu/dawn/wgsl_bindings.h"
 
 namespace forge::gpu {
@@ -160,6 +161,7 @@ class BrowserRuntime final : public Runtime, public std::enable_shared_from_this
     }
     open_ = true;
     js::gpu_dispatch(pipe, found->second, d.params_size ? int(slot) : -1, d.groups[0], d.groups[1], d.groups[2]);
+    if (pacer_.submit_now(++dispatches_)) flush();
   }
 
   void flush() override {
@@ -168,15 +170,22 @@ class BrowserRuntime final : public Runtime, public std::enable_shared_from_this
     if (!uniform_host_.empty())
       js::gpu_write_buffer(uniform_buffer_, 0, uniform_host_.data(), double((uniform_host_.size() + 3) / 4 * 4));
     js::gpu_submit();
+    pacer_.submitted();
     uniform_host_.clear();
     open_ = false;
+    dispatches_ = 0;
   }
 
   void sync() override {
     flush();
     js::gpu_wait_idle();
+    pacer_.waited_for(pacer_.submits());
     raise_pending_errors();
   }
+
+  // A read back carried by submit `number` has finished.
+  void waited_for(uint64_t number) { pacer_.waited_for(number); }
+  uint64_t submits() const { return pacer_.submits(); }
 
   MemoryStats memory_stats() const override { return memory_; }
 
@@ -302,6 +311,8 @@ class BrowserRuntime final : public Runtime, public std::enable_shared_from_this
   uint32_t uniform_alignment_;
   int uniform_buffer_ = 0;
   bool open_ = false;  // work recorded since the last submit
+  size_t dispatches_ = 0;  // dispatches in the open batch
+  SubmitPacer pacer_;      // when the open batch goes to the device early
   std::vector<std::byte> uniform_host_;
   std::unordered_map<uint64_t, std::vector<int>> free_;  // pooled buffer ids by bucket size
   MemoryStats memory_;
@@ -313,7 +324,7 @@ class BrowserRuntime final : public Runtime, public std::enable_shared_from_this
 class BrowserDownload final : public PendingDownload {
  public:
   BrowserDownload(std::shared_ptr<BrowserRuntime> rt, int staging, uint64_t bytes)
-      : rt_(std::move(rt)), staging_(staging), bytes_(bytes) {}
+      : rt_(std::move(rt)), staging_(staging), bytes_(bytes), submit_(rt_->submits()) {}
   ~BrowserDownload() override {
     if (staging_ < 0) return;
     try {
@@ -328,6 +339,7 @@ class BrowserDownload final : public PendingDownload {
     staging_ = -1;
     const std::string error = js::gpu_finish_read(staging, dst, double(bytes_));
     if (!error.empty()) throw GpuError("[webgpu] read back failed: " + error);
+    rt_->waited_for(submit_);
     rt_->raise_pending_errors();
   }
 
@@ -335,6 +347,7 @@ class BrowserDownload final : public PendingDownload {
   std::shared_ptr<BrowserRuntime> rt_;
   int staging_;
   uint64_t bytes_;
+  uint64_t submit_;  // the submit that carried the copy
 };
 
 std::unique_ptr<PendingDownload> BrowserRuntime::start_download(const Buffer& src, uint64_t offset, uint64_t bytes) {
