@@ -137,8 +137,10 @@ class Gpt2 : public CausalLM {
   // q [B, T, n_head, hd] at positions len .. len + T - 1 over layer l's cache
   // (its keys through len + T - 1 in place) -> [B * T, C].
   Tensor attend(int64_t l, const Tensor& q, const Gpt2Cache& cache) const;
-  // Block l up to attention: x [B, T, C] -> ln_1, c_attn -> q, k, v, each
-  // [B, n_head, T, hd].
+  // Block l up to attention: x [B, T, C] -> ln_1, c_attn -> q, k, v packed
+  // side by side, [B, T, 3C].
+  Tensor qkv_packed(int64_t l, const Tensor& x) const;
+  // The same split into heads: q, k, v, each [B, n_head, T, hd].
   QKV block_in(int64_t l, const Tensor& x) const;
   // The rest of block l after attention: x [B, T, C] its input, y [B * T, C]
   // the attention output (heads merged) -> the block's output [B, T, C].

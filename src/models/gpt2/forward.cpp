@@ -42,27 +42,33 @@ Tensor attend_heads(const Tensor& q, const Tensor& k, const Tensor& v) {
 
 }  // namespace
 
-QKV Gpt2::block_in(int64_t l, const Tensor& x) const {
+Tensor Gpt2::qkv_packed(int64_t l, const Tensor& x) const {
   const Gpt2Block& b = w_.h[size_t(l)];
   const int64_t B = x.dim(0), T = x.dim(1), C = config_.n_embd;
   Tensor h = layernorm(x, b.ln_1_w, b.ln_1_b, float(config_.layer_norm_epsilon)).reshape({B * T, C});
-  return split_heads(b.c_attn(h).reshape({B, T, 3 * C}), config_.n_head);
+  return b.c_attn(h).reshape({B, T, 3 * C});
 }
+
+QKV Gpt2::block_in(int64_t l, const Tensor& x) const { return split_heads(qkv_packed(l, x), config_.n_head); }
 
 Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
   const int64_t B = x.dim(0), T = x.dim(1), nh = config_.n_head, hd = config_.head_dim();
   if (cache && models::fused_rows(B * T)) return decode_block(l, x, *cache);
-  QKV qkv = block_in(l, x);  // each [B, nh, T, hd]
-  auto tokens = [&](const Tensor& t) { return merge_heads(t).reshape({B, T, nh, hd}); };
-  if (cache && cache->len > 0) return block_out(l, x, attend_cached(l, tokens(qkv.q), tokens(qkv.k), tokens(qkv.v), *cache));
-  // No earlier positions: attention over the new keys themselves (the
-  // prefill's products), which then fill the cache's first T slots.
-  Tensor y = attend_heads(qkv.q, qkv.k, qkv.v);
-  if (cache) {
-    kv_append_tokens(cache->k[size_t(l)], tokens(qkv.k), 0);
-    kv_append_tokens(cache->v[size_t(l)], tokens(qkv.v), 0);
+  if (cache && cache->len == 0) {
+    // No earlier positions: attention over the new keys themselves (the
+    // prefill's products). qkv_append copies k and v from the packed
+    // projection into the cache's first T slots in one dispatch (q it
+    // returns is not needed), where merging the heads back and appending
+    // took four.
+    const Tensor packed = qkv_packed(l, x);
+    qkv_append(packed, cache->k[size_t(l)], cache->v[size_t(l)], 0);
+    QKV qkv = split_heads(packed, nh);
+    return block_out(l, x, attend_heads(qkv.q, qkv.k, qkv.v));
   }
-  return block_out(l, x, y);
+  QKV qkv = block_in(l, x);  // each [B, nh, T, hd]
+  if (!cache) return block_out(l, x, attend_heads(qkv.q, qkv.k, qkv.v));
+  auto tokens = [&](const Tensor& t) { return merge_heads(t).reshape({B, T, nh, hd}); };
+  return block_out(l, x, attend_cached(l, tokens(qkv.q), tokens(qkv.k), tokens(qkv.v), *cache));
 }
 
 Tensor Gpt2::attend_cached(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, Gpt2Cache& cache) const {
