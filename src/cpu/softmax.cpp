@@ -37,7 +37,6 @@ void softmax(const Tensor& x, const SoftmaxPlan& p, Tensor& out) {
   parallel_for(p.rows, 16 * p.cols, [&](int64_t lo, int64_t hi) { softmax_rows(px, p, po, lo, hi); });
 }
 
-
 // Row by row, the dot product in double.
 void softmax_bwd(const Tensor& y, const Tensor& dy, const SoftmaxPlan& p, Tensor& dx) {
   const int64_t rows = p.rows, cols = p.cols;

@@ -718,7 +718,8 @@ std::unique_ptr<gpu::PendingDownload> DawnRuntime::start_download_locked(Lock& l
   flush_locked(lock);
 
   WGPUBuffer raw = staging.get();
-  auto pending = std::make_unique<DawnPendingDownload>(shared_from_this(), std::move(staging), size, bytes, pacer_.submits());
+  auto pending =
+      std::make_unique<DawnPendingDownload>(shared_from_this(), std::move(staging), size, bytes, pacer_.submits());
   WGPUBufferMapCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_AllowProcessEvents;
   cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView msg, void* m, void*) {
