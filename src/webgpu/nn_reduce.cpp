@@ -27,7 +27,7 @@ constexpr uint64_t kColTile = 64;       // columns per workgroup of col_partial
 constexpr int64_t kRowsPerGroup = 64;   // rows a block should hold at least
 constexpr uint64_t kMaxColGroups = 64;
 constexpr uint64_t kValuesPerGroup = 4096;
-constexpr uint64_t kMaxSqGroups = 256;
+constexpr uint64_t kMaxSqGroups = 2048;  // enough loads in flight to stream at memory speed
 
 }  // namespace
 

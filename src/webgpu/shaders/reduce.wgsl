@@ -84,12 +84,19 @@ fn col_final(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec
 
 @compute @workgroup_size(WG)
 fn sq_partial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
-  var acc = 0.0;
-  for (var i = wg.x * WG + lid; i < p.rows; i += p.groups * WG) {
-    let v = src[i];
+  // Four independent loads in flight per round; the sums stay in a fixed order.
+  let stride = p.groups * WG;
+  var acc = vec4f(0.0);
+  var i = wg.x * WG + lid;
+  for (; i + 3u * stride < p.rows; i += 4u * stride) {
+    let v = vec4f(src[i], src[i + stride], src[i + 2u * stride], src[i + 3u * stride]);
     acc += v * v;
   }
-  red[lid] = acc;
+  for (; i < p.rows; i += stride) {
+    let v = src[i];
+    acc.x += v * v;
+  }
+  red[lid] = (acc.x + acc.y) + (acc.z + acc.w);
   tree_sum(lid);
   if (lid == 0u) {
     store(wg.x, red[0]);
