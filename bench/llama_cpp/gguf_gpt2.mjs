@@ -191,19 +191,22 @@ async function main() {
   ];
   for (let i = 0; i < nLayer; i++) {
     const h = `h.${i}.`, blk = `blk.${i}.`;
+    // A LayerNorm (weight, bias) or a Conv1D layer (weight, bias): GGUF name <- GPT-2 name.
+    const norm = (to, from) => [
+      { name: `${blk}${to}.weight`, src: `${h}${from}.weight` },
+      { name: `${blk}${to}.bias`, src: `${h}${from}.bias` },
+    ];
+    const conv1d = (to, from) => [
+      { name: `${blk}${to}.weight`, src: `${h}${from}.weight`, conv1d: true, quant: true },
+      { name: `${blk}${to}.bias`, src: `${h}${from}.bias` },
+    ];
     plan.push(
-      { name: blk + "attn_norm.weight", src: h + "ln_1.weight" },
-      { name: blk + "attn_norm.bias", src: h + "ln_1.bias" },
-      { name: blk + "attn_qkv.weight", src: h + "attn.c_attn.weight", conv1d: true, quant: true },
-      { name: blk + "attn_qkv.bias", src: h + "attn.c_attn.bias" },
-      { name: blk + "attn_output.weight", src: h + "attn.c_proj.weight", conv1d: true, quant: true },
-      { name: blk + "attn_output.bias", src: h + "attn.c_proj.bias" },
-      { name: blk + "ffn_norm.weight", src: h + "ln_2.weight" },
-      { name: blk + "ffn_norm.bias", src: h + "ln_2.bias" },
-      { name: blk + "ffn_up.weight", src: h + "mlp.c_fc.weight", conv1d: true, quant: true },
-      { name: blk + "ffn_up.bias", src: h + "mlp.c_fc.bias" },
-      { name: blk + "ffn_down.weight", src: h + "mlp.c_proj.weight", conv1d: true, quant: true },
-      { name: blk + "ffn_down.bias", src: h + "mlp.c_proj.bias" },
+      ...norm("attn_norm", "ln_1"),
+      ...conv1d("attn_qkv", "attn.c_attn"),
+      ...conv1d("attn_output", "attn.c_proj"),
+      ...norm("ffn_norm", "ln_2"),
+      ...conv1d("ffn_up", "mlp.c_fc"),
+      ...conv1d("ffn_down", "mlp.c_proj"),
     );
   }
   plan.push(
