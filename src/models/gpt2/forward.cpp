@@ -4,8 +4,9 @@
 // capacity, n_head, hd] per layer, as flash_attention_v2 reads it. A decode
 // step (models::fused_rows) takes the fused kernels, six dispatches a layer:
 // ln_1 + c_attn, qkv_append (split and cache append), flash attention, c_proj
-// + residual, ln_2 + c_fc + gelu, mlp c_proj + residual; prefill and training
-// keep the separate ops.
+// + residual, ln_2 + c_fc + gelu, mlp c_proj + residual. A prefill into an
+// empty cache fills it with qkv_append and, on WebGPU, attends through flash
+// attention; the forward without a cache and training keep the separate ops.
 #include <cmath>
 
 #include "forge/gpt2.h"
@@ -56,12 +57,12 @@ Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
   if (cache && models::fused_rows(B * T)) return decode_block(l, x, *cache);
   if (cache && cache->len == 0) {
     // No earlier positions. qkv_append puts k and v from the packed
-    // projection into the cache's first T slots in one dispatch and returns
-    // q. On WebGPU flash attention over them is one more (H200, 1024
+    // projection into the cache's first T slots (one dispatch on WebGPU) and
+    // returns q. On WebGPU flash attention over them is one more (H200, 1024
     // tokens: 9.65 against 10.0 ms for the products below, which need q, k
     // and v split into heads and merged back); the CPU's attention kernel is
     // a double-precision reference, so there the products through sgemm
-    // stay (671 against 305 tokens/s).
+    // stay (671 against 305 tokens/s) and q is split from `packed` again.
     const Tensor packed = qkv_packed(l, x);
     const Tensor q = qkv_append(packed, cache->k[size_t(l)], cache->v[size_t(l)], 0);  // [B, T, nh, hd]
     if (x.device().is_webgpu()) return block_out(l, x, attend(l, q, *cache));
