@@ -84,6 +84,8 @@ class StreamDecoder {
   std::string flush();
 
  private:
+  std::size_t context_to_keep() const;
+
   Tokenizer tokenizer_;
   bool skip_special_;
   std::vector<std::uint32_t> ids_;  // the window: context tokens, then unemitted ones

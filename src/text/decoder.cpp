@@ -133,4 +133,20 @@ std::string Decoder::token_bytes(const std::string& token) const {
   return t;
 }
 
+bool Decoder::is_fallback_byte(const std::string& token) const {
+  std::string t = token;
+  if (!present_) return false;
+  for (const DecoderStep& step : steps_) {
+    if (std::holds_alternative<ByteFallbackDecode>(step)) return fallback_byte(t) >= 0;
+    std::visit(Overloaded{
+                   [&](const ByteLevelDecode&) { t = byte_level_bytes(t); },
+                   [&](const MetaspaceDecode& m) { t = metaspace(t, m, false); },
+                   [&](const ReplaceDecode& r) { t = r.pattern.replace_all(t, r.content); },
+                   [](const auto&) {},
+               },
+               step);
+  }
+  return false;
+}
+
 }  // namespace forge::text

@@ -39,6 +39,9 @@ class Decoder {
   // What one token contributes in the middle of a text, as raw bytes (may be part
   // of a UTF-8 character): per-token steps only, no Fuse / Strip / first-token rules.
   std::string token_bytes(const std::string& token) const;
+  // Whether ByteFallback reads `token` as one byte of a run ("<0xXX>"): such a
+  // run decodes whole, one U+FFFD per byte when its bytes are not valid UTF-8.
+  bool is_fallback_byte(const std::string& token) const;
 
  private:
   std::vector<DecoderStep> steps_;

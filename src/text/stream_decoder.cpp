@@ -10,6 +10,36 @@ namespace forge {
 StreamDecoder::StreamDecoder(Tokenizer tokenizer, bool skip_special)
     : tokenizer_(std::move(tokenizer)), skip_special_(skip_special) {}
 
+// How many of the last ids_ the next push decodes again, as context. ByteFallback
+// decodes a run of byte tokens whole, and a run that is not valid UTF-8 is one
+// U+FFFD per byte, later bytes included: while the trailing run is invalid, keep
+// its shortest tail that is invalid on its own (no later byte makes it valid: the
+// run does not end inside a character here). Otherwise the shortest tail that
+// decodes on its own (a whole character, not the last byte token of one).
+std::size_t StreamDecoder::context_to_keep() const {
+  const auto& impl = tokenizer_.impl();
+  const std::size_t n = ids_.size();
+  std::size_t run = 0;
+  while (run < n && impl.fallback_byte[ids_[n - 1 - run]]) ++run;
+  std::string tail;
+  for (std::size_t k = 1; k <= run; ++k) tail.insert(0, impl.bytes_of(ids_[n - k]));
+  if (text::utf8_first_invalid(tail) != std::string::npos) {
+    // Invalid: so is the run before ids_ (context kept from a valid run starts on
+    // a character boundary, so the run's validity is that of its part in ids_).
+    tail.clear();
+    for (std::size_t k = 1; k <= run; ++k) {
+      tail.insert(0, impl.bytes_of(ids_[n - k]));
+      if (text::utf8_first_invalid(tail) != std::string::npos) return k;
+    }
+  }
+  tail.clear();
+  for (std::size_t k = 1; k <= std::min<std::size_t>(4, n); ++k) {
+    tail.insert(0, impl.bytes_of(ids_[n - k]));
+    if (text::utf8_first_invalid(tail) == std::string::npos) return k;
+  }
+  return 0;
+}
+
 std::string StreamDecoder::push(std::uint32_t id) {
   const auto& impl = tokenizer_.impl();
   const std::string& b = impl.bytes_of(id);
@@ -24,19 +54,8 @@ std::string StreamDecoder::push(std::uint32_t id) {
     throw Error("[tokenizer] stream decode: the decoder changed text already emitted");
   }
   std::string out = text.substr(prefix_.size());
-  // Keep the shortest tail that decodes on its own (a whole character, not the
-  // last byte token of one) as context for the next push.
-  std::size_t keep = 0;
-  std::string tail;
-  for (std::size_t k = 1; k <= std::min<std::size_t>(4, ids_.size()); ++k) {
-    tail.insert(0, impl.bytes_of(ids_[ids_.size() - k]));
-    if (text::utf8_first_invalid(tail) == std::string::npos) {
-      keep = k;
-      break;
-    }
-  }
-  ids_.erase(ids_.begin(), ids_.end() - static_cast<std::ptrdiff_t>(keep));
-  context_ = keep;
+  ids_.erase(ids_.begin(), ids_.end() - static_cast<std::ptrdiff_t>(context_to_keep()));
+  context_ = ids_.size();
   prefix_ = impl.decode(ids_, skip_special_);
   pending_bytes_.clear();
   return out;

@@ -50,6 +50,7 @@ Tokenizer::Impl::Impl(text::TokenizerSpec spec)
   bytes.resize(size);
   present.assign(size, false);
   special.assign(size, false);
+  fallback_byte.assign(size, false);
   for (std::uint32_t id = 0; id < model.id_end(); ++id) {
     if (!model.has(id)) continue;
     tokens[id] = model.spelling(id);
@@ -62,7 +63,9 @@ Tokenizer::Impl::Impl(text::TokenizerSpec spec)
     added_ids.emplace(t.content, t.id);
   }
   for (std::uint32_t id = 0; id < size; ++id) {
-    if (present[id]) bytes[id] = decoder.token_bytes(tokens[id]);
+    if (!present[id]) continue;
+    bytes[id] = decoder.token_bytes(tokens[id]);
+    fallback_byte[id] = decoder.is_fallback_byte(tokens[id]);
   }
   if (!eos) eos = first_known(*this, {"<|endoftext|>", "</s>", "<|end_of_text|>"});
   if (!bos) bos = first_known(*this, {"<s>", "<|begin_of_text|>"});

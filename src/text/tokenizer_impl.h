@@ -37,6 +37,7 @@ struct Tokenizer::Impl {
   std::vector<std::string> bytes;   // [vocab_size] what each id contributes (decoder.token_bytes)
   std::vector<bool> present;        // [vocab_size] id has a token
   std::vector<bool> special;       // [vocab_size] id is a special added token
+  std::vector<bool> fallback_byte;  // [vocab_size] id is a "<0xXX>" byte of a ByteFallback run
   text::StringMap<std::uint32_t> added_ids;  // added-token content -> id
   std::optional<std::uint32_t> bos, eos;
 };

@@ -81,3 +81,34 @@ TEST(TokenizerStream, InvalidBytesBecomeReplacementCharacter) {
   ids.push_back(*lead);
   EXPECT_EQ(gpt2().decode(ids), "ok" + kFffd);
 }
+
+// ByteFallback decodes a run of "<0xXX>" tokens whole: a run that is not valid
+// UTF-8 is one U+FFFD per byte, its valid bytes ("}" below) included, and the
+// stream must keep that run as context across pushes.
+TEST(TokenizerStream, InvalidByteFallbackRunStaysReplacedAcrossPushes) {
+  const auto tok = forge::Tokenizer::from_file(std::string(FORGE_TEST_DATA) +
+                                               "/tokenizer-spm/tokenizer.json");
+  auto id = [&](const char* t) {
+    const auto i = tok.token_id(t);
+    EXPECT_TRUE(i) << t;
+    return i.value_or(0);
+  };
+  const std::vector<std::vector<std::uint32_t>> cases = {
+      {id("\xE2\x96\x81the"), id("<0xAB>"), id("<0xCD>"), id("<0x7D>"), id("<0x7E>"), id("\xE2\x96\x81the")},
+      {id("<0xAB>"), id("<0xE6>"), id("<0x97>"), id("<0xA5>"), id("<0x41>")},  // bad byte, then 日
+      {id("<0xE6>"), id("<0x97>"), id("<0xA5>"), id("<0x41>"), id("\xE2\x96\x81the")},  // 日A: valid
+  };
+  const std::vector<std::string> want = {
+      "the" + kFffd + kFffd + kFffd + kFffd + " the",
+      kFffd + kFffd + kFffd + kFffd + kFffd,
+      "\xE6\x97\xA5" "A the",
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    ASSERT_EQ(tok.decode(cases[c]), want[c]) << "case " << c << ": the full decode itself";
+    forge::StreamDecoder dec(tok);
+    std::string out;
+    for (auto i : cases[c]) out += dec.push(i);
+    out += dec.flush();
+    EXPECT_EQ(out, want[c]) << "case " << c;
+  }
+}
