@@ -70,6 +70,10 @@ class Tensor {
   // Rows [begin, end) of dimension 0, as a view. On WebGPU the byte offset
   // must meet the device's storage offset alignment.
   Tensor slice_rows(int64_t begin, int64_t end) const;
+  // The parts as one tensor, their rows concatenated, when they lie back to
+  // back in one storage (views of one allocation, in order) with one dtype
+  // and the same trailing dims: a view, no copy. Otherwise an undefined tensor.
+  static Tensor joined_rows(const std::vector<Tensor>& parts);
   // Copies src's values into this tensor (same shape and dtype, any devices).
   void copy_from(const Tensor& src);
 

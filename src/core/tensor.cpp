@@ -220,6 +220,23 @@ Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
   return t;
 }
 
+Tensor Tensor::joined_rows(const std::vector<Tensor>& parts) {
+  if (parts.empty() || !parts.front().defined() || parts.front().rank() == 0) return Tensor();
+  const Tensor& first = parts.front();
+  Tensor out = first;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const Tensor& p = parts[i];
+    const Tensor& prev = parts[i - 1];
+    if (!p.defined() || p.storage_ != first.storage_ || p.dtype_ != first.dtype_ || p.rank() != first.rank() ||
+        p.offset_ != prev.offset_ + prev.nbytes())
+      return Tensor();
+    for (int d = 1; d < first.rank(); ++d)
+      if (p.shape_[size_t(d)] != first.shape_[size_t(d)]) return Tensor();
+    out.shape_[0] += p.shape_[0];
+  }
+  return out;
+}
+
 void Tensor::copy_from(const Tensor& src) {
   if (src.shape_ != shape_ || src.dtype_ != dtype_)
     throw ShapeError("[copy_from] " + src.describe() + " into " + describe());

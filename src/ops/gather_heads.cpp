@@ -1,5 +1,5 @@
-// split_heads, unsplit_head(s), merge_heads, unmerge_heads, kv_append: shape
-// checks and the strided copy each one is; kv_append_tokens as kv_append over
+// split_heads, unsplit_head(s), merge_heads, unmerge_heads, split_columns,
+// concat_columns, kv_append: shape checks and the strided copy each one is; kv_append_tokens as kv_append over
 // one head of every position's values; kv_append_rows, one copy per row,
 // or on WebGPU one scatter for a decode step's rows.
 #include "cpu/gather_kernels.h"
@@ -132,6 +132,74 @@ Tensor unmerge_heads(const Tensor& dy, int64_t n_head) {
   Heads g = check_rows(op, dy, dy.dim(-1), n_head);
   Tensor out = Tensor::empty(heads_shape(g), DType::F32, dy.device());
   run_copy(op, dy, heads_plan(g.b, g.h, g.t, g.hd, dy.dim(-1), 0, false), out);
+  return out;
+}
+
+namespace {
+
+// Columns [col, col + w) of a [rows, width] tensor, as a copy plan to or from
+// a contiguous [rows, w] one.
+CopyPlan columns_plan(int64_t rows, int64_t width, int64_t col, int64_t w, bool block_is_src) {
+  CopyPlan p;
+  p.dims[2] = rows;
+  p.dims[3] = w;
+  (block_is_src ? p.src_stride[2] : p.dst_stride[2]) = w;
+  (block_is_src ? p.dst_stride[2] : p.src_stride[2]) = width;
+  (block_is_src ? p.dst_offset : p.src_offset) = col;
+  return p;
+}
+
+}  // namespace
+
+std::vector<Tensor> split_columns(const Tensor& x, const std::vector<int64_t>& widths) {
+  const char* op = "split_columns";
+  check::same_device(op, {&x});
+  check::dtype(op, "x", x, DType::F32);
+  if (x.rank() < 1) throw ShapeError("[split_columns] x must have at least one dim, got " + x.describe());
+  int64_t total = 0;
+  for (int64_t w : widths) {
+    if (w <= 0) throw ValueError("[split_columns] widths must be positive, got " + S(w));
+    total += w;
+  }
+  if (widths.empty() || total != x.dim(-1))
+    throw ShapeError("[split_columns] widths summing to " + S(total) + " for x " + x.describe());
+  const int64_t rows = x.numel() / total;
+  std::vector<Tensor> out;
+  int64_t col = 0;
+  for (int64_t w : widths) {
+    Shape shape = x.shape();
+    shape.back() = w;
+    out.push_back(Tensor::empty(shape, DType::F32, x.device()));
+    if (rows > 0) run_copy(op, x, columns_plan(rows, total, col, w, false), out.back());
+    col += w;
+  }
+  return out;
+}
+
+Tensor concat_columns(const std::vector<Tensor>& parts) {
+  const char* op = "concat_columns";
+  if (parts.empty()) throw ValueError("[concat_columns] no parts");
+  const Tensor& first = parts.front();
+  int64_t total = 0;
+  for (const Tensor& p : parts) {
+    check::same_device(op, {&first, &p});
+    check::dtype(op, "part", p, DType::F32);
+    bool same = p.rank() == first.rank() && p.rank() >= 1 && p.dim(-1) > 0;
+    for (int d = 0; same && d + 1 < p.rank(); ++d) same = p.dim(d) == first.dim(d);
+    if (!same)
+      throw ShapeError("[concat_columns] part " + p.describe() + " must share the leading dims of " +
+                       first.describe() + " and have columns");
+    total += p.dim(-1);
+  }
+  Shape shape = first.shape();
+  shape.back() = total;
+  Tensor out = Tensor::empty(shape, DType::F32, first.device());
+  const int64_t rows = out.numel() / total;
+  int64_t col = 0;
+  for (const Tensor& p : parts) {
+    if (rows > 0) run_copy(op, p, columns_plan(rows, total, col, p.dim(-1), true), out);
+    col += p.dim(-1);
+  }
   return out;
 }
 

@@ -1,5 +1,7 @@
 // matmul_transb_many and silu_gate_matmul: validation, and the fused WebGPU
-// kernel for few rows (the row norm applied as x is read) or the plain ops.
+// kernel for few rows (the row norm applied as x is read) or the plain ops:
+// one product over weights that lie back to back in one storage (the models
+// load a layer's q/k/v and gate/up so), split by columns, else one each.
 #include "forge/ops.h"
 #include "ops/check.h"
 #include "webgpu/kernels.h"
@@ -38,6 +40,22 @@ webgpu::MatvecFusion fusion(const char* op, const Tensor& x, const RowNorm* norm
   return webgpu::matvec_fusion(norm);
 }
 
+// x @ w_i^T for each weight: one wider product when the weights are rows of
+// one allocation (more workgroups for skinny k/v projections, one dispatch
+// instead of several), its columns then split.
+std::vector<Tensor> products(const Tensor& x, const std::vector<Tensor>& weights) {
+  std::vector<Tensor> out;
+  if (weights.size() > 1) {
+    if (const Tensor joined = Tensor::joined_rows(weights); joined.defined()) {
+      std::vector<int64_t> widths;
+      for (const Tensor& w : weights) widths.push_back(w.dim(0));
+      return split_columns(product(x, joined), widths);
+    }
+  }
+  for (const Tensor& w : weights) out.push_back(product(x, w));
+  return out;
+}
+
 Shape with_last(const Tensor& x, int64_t n) {
   Shape s = x.shape();
   s.back() = n;
@@ -60,10 +78,7 @@ std::vector<Tensor> matmul_transb_many(const Tensor& x, const std::vector<Tensor
     if (webgpu::matvec_multi(x, {ws[0], ws[1], ws[2]}, /*silu_gate=*/false, {&out[0], &out[1], &out[2]}, &f))
       return out;
   }
-  const Tensor h = norm ? row_norm(x, *norm) : x;
-  std::vector<Tensor> out;
-  for (const Tensor& w : weights) out.push_back(product(h, w));
-  return out;
+  return products(norm ? row_norm(x, *norm) : x, weights);
 }
 
 Tensor silu_gate_matmul(const Tensor& x, const Tensor& gate, const Tensor& up, const RowNorm* norm) {
@@ -80,8 +95,8 @@ Tensor silu_gate_matmul(const Tensor& x, const Tensor& gate, const Tensor& up, c
     Tensor unused1 = Tensor::empty({1}, DType::F32, x.device()), unused2 = Tensor::empty({1}, DType::F32, x.device());
     if (webgpu::matvec_multi(x, {&gate, &up, &up}, /*silu_gate=*/true, {&out, &unused1, &unused2}, &f)) return out;
   }
-  const Tensor h = norm ? row_norm(x, *norm) : x;
-  return silu_gate_fused(product(h, gate), product(h, up));
+  const std::vector<Tensor> gu = products(norm ? row_norm(x, *norm) : x, {gate, up});
+  return silu_gate_fused(gu[0], gu[1]);
 }
 
 }  // namespace forge

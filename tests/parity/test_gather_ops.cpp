@@ -586,6 +586,40 @@ TEST(Chunked, HeadsUnderLoweredBindingLimit) {
 
 // ---- KV cache ---------------------------------------------------------------------------
 
+TEST(Values, SplitAndConcatColumns) {
+  for (const Device& d : {Device::cpu(), gpu_device()}) {
+    // Rows [0 1 2 | 3 4], [5 6 7 | 8 9]: widths 3 and 2.
+    Tensor x = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 2, 5}, d);
+    std::vector<Tensor> parts = split_columns(x, {3, 2});
+    ASSERT_EQ(parts.size(), 2u);
+    EXPECT_EQ(parts[0].shape(), (Shape{1, 2, 3}));
+    EXPECT_EQ(parts[0].to_vector<float>(), (std::vector<float>{0, 1, 2, 5, 6, 7})) << d.name();
+    EXPECT_EQ(parts[1].to_vector<float>(), (std::vector<float>{3, 4, 8, 9})) << d.name();
+    Tensor back = concat_columns({parts[1], parts[0]});
+    EXPECT_EQ(back.shape(), (Shape{1, 2, 5}));
+    EXPECT_EQ(back.to_vector<float>(), (std::vector<float>{3, 4, 0, 1, 2, 8, 9, 5, 6, 7})) << d.name();
+  }
+}
+
+TEST(Parity, SplitAndConcatColumns) {
+  Tensor x = random_tensor({37, 96}, 11);
+  for (int part = 0; part < 3; ++part)
+    EXPECT_TRUE(cpu_gpu_parity({x}, [&](auto& in) { return split_columns(in[0], {40, 8, 48})[size_t(part)]; }, 0, 0));
+  const std::vector<Tensor> parts = split_columns(x, {40, 8, 48});
+  EXPECT_TRUE(cpu_gpu_parity(parts, [](auto& in) { return concat_columns(in); }, 0, 0));
+  EXPECT_TRUE(all_close(concat_columns(split_columns(x.to(gpu_device()), {40, 8, 48})), x, 0, 0));
+}
+
+TEST(Validation, SplitAndConcatColumns) {
+  EXPECT_TRUE(throws_named<ShapeError>([] { split_columns(Tensor::zeros({2, 5}), {3, 3}); }, "split_columns"));
+  EXPECT_TRUE(throws_named<ShapeError>([] { split_columns(Tensor::zeros({2, 5}), {}); }, "split_columns"));
+  EXPECT_TRUE(throws_named<ValueError>([] { split_columns(Tensor::zeros({2, 5}), {6, -1}); }, "split_columns"));
+  EXPECT_TRUE(throws_named<DTypeError>([] { split_columns(Tensor::zeros({2, 5}, DType::U32), {5}); }, "split_columns"));
+  EXPECT_TRUE(throws_named<ValueError>([] { concat_columns({}); }, "concat_columns"));
+  EXPECT_TRUE(throws_named<ShapeError>([] { concat_columns({Tensor::zeros({2, 5}), Tensor::zeros({3, 5})}); },
+                                       "concat_columns"));
+}
+
 TEST(Parity, GatherKvAppend) {
   struct Case {
     Shape cache;

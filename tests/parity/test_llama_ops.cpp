@@ -471,6 +471,53 @@ TEST(LlamaParity, DecodeFusionsEqualThePlainOpsOnEveryDevice) {
   }
 }
 
+// Weights that are rows of one allocation (as the models load q/k/v and
+// gate/up) take one product for many rows, split by columns: the same values
+// as a product per weight, on every device.
+TEST(LlamaParity, ProductsOverJoinedWeightsEqualOnePerWeight) {
+  const int64_t K = 64, rows = 37;  // each weight a whole number of 256-byte rows blocks
+  const std::vector<int64_t> outs = {48, 16, 16};
+  uint32_t seed = 700;
+  for (const Device& dev : test_devices()) {
+    SCOPED_TRACE(dev.name());
+    const Tensor x = random_tensor({rows, K}, seed++);
+    const Tensor all = random_tensor({80, K}, seed++);
+    const Tensor joined = all.to(dev);
+    std::vector<Tensor> ws = {joined.slice_rows(0, 48), joined.slice_rows(48, 64), joined.slice_rows(64, 80)};
+    ASSERT_TRUE(Tensor::joined_rows(ws).defined());
+    EXPECT_EQ(Tensor::joined_rows(ws).shape(), (Shape{80, K}));
+    MatmulOptions o;
+    o.transpose_b = true;
+    const double atol = 2e-6 * std::sqrt(double(K) + 1);
+    const std::vector<Tensor> got = matmul_transb_many(x.to(dev), ws);
+    int64_t at = 0;
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const Tensor want = matmul(x, all.slice_rows(at, at + outs[i]), o);
+      at += outs[i];
+      EXPECT_EQ(got[i].shape(), want.shape());
+      EXPECT_TRUE(all_close(got[i].to(Device::cpu()), want, atol, 1e-5)) << i;
+    }
+    const Tensor gate = joined.slice_rows(0, 32), up = joined.slice_rows(32, 64);
+    ASSERT_TRUE(Tensor::joined_rows({gate, up}).defined());
+    const Tensor want = silu_gate_fused(matmul(x, all.slice_rows(0, 32), o), matmul(x, all.slice_rows(32, 64), o));
+    EXPECT_TRUE(all_close(silu_gate_matmul(x.to(dev), gate, up).to(Device::cpu()), want, atol, 1e-5));
+  }
+}
+
+TEST(LlamaValues, JoinedRowsOnlyForViewsBackToBackInOneStorage) {
+  const Tensor a = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5, 6, 7}, {4, 2});
+  const Tensor j = Tensor::joined_rows({a.slice_rows(0, 1), a.slice_rows(1, 3), a.slice_rows(3, 4)});
+  ASSERT_TRUE(j.defined());
+  EXPECT_EQ(j.shape(), (Shape{4, 2}));
+  EXPECT_EQ(j.to_vector<float>(), a.to_vector<float>());
+  EXPECT_FALSE(Tensor::joined_rows({a.slice_rows(1, 3), a.slice_rows(0, 1)}).defined());  // out of order
+  EXPECT_FALSE(Tensor::joined_rows({a.slice_rows(0, 1), a.slice_rows(2, 3)}).defined());  // a gap
+  EXPECT_FALSE(Tensor::joined_rows({a.slice_rows(0, 2), a.clone().slice_rows(2, 4)}).defined());  // two storages
+  EXPECT_FALSE(Tensor::joined_rows({a.slice_rows(0, 2), a.reshape({8}).slice_rows(4, 8)}).defined());  // ranks
+  EXPECT_FALSE(Tensor::joined_rows({}).defined());
+  EXPECT_TRUE(Tensor::joined_rows({a}).defined());
+}
+
 TEST(LlamaParity, DecodeFusionsRefuseBadShapes) {
   Tensor x = Tensor::zeros({1, 8}), w = Tensor::zeros({4, 8}), bad = Tensor::zeros({4, 7});
   expect_error<ShapeError>("matmul_transb_many", [&] { matmul_transb_many(x, {w, bad}); }, "[n, 8]");

@@ -117,6 +117,12 @@ Tensor merge_heads(const Tensor& x);
 // [B, h, T, C / h].
 Tensor unmerge_heads(const Tensor& dy, int64_t n_head);
 
+// x [.., sum widths] -> one tensor [.., widths[i]] per width, column blocks
+// of x in order (a product over weights joined by rows, split per weight).
+std::vector<Tensor> split_columns(const Tensor& x, const std::vector<int64_t>& widths);
+// The inverse: parts [.., w_i] with the same leading dims -> [.., sum w_i].
+Tensor concat_columns(const std::vector<Tensor>& parts);
+
 // ---- KV cache --------------------------------------------------------------------
 
 // cache [h, cap, hd] or [B, h, cap, hd] (in place); src [h, t, hd] or

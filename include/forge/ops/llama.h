@@ -109,6 +109,8 @@ Tensor silu_gate_fused(const Tensor& up, const Tensor& gate);
 // x [.., K] times each of up to three weights W_i [n_i, K] (all f32 or all
 // bf16): x @ W_i^T. With `norm`, x's rows are normed first (row_norm), in the
 // same dispatch on WebGPU (a block's input norm: no separate norm dispatch).
+// For many rows, weights that lie back to back in one storage
+// (Tensor::joined_rows) take one product whose columns are then split.
 std::vector<Tensor> matmul_transb_many(const Tensor& x, const std::vector<Tensor>& weights,
                                        const RowNorm* norm = nullptr);
 // silu(x @ gate^T) * (x @ up^T) for x [.., K], gate and up [n, K]: what

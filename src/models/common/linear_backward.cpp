@@ -25,4 +25,34 @@ Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Lin
   return add(dx, matmul_nn(du, lin.lora.a));
 }
 
+Tensor linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, const std::vector<Tensor>& dys,
+                        const std::vector<Linear*>& gs, bool lora_only) {
+  if (ls.empty() || dys.size() != ls.size() || gs.size() != ls.size())
+    throw ValueError("[linear] linears_backward: " + std::to_string(ls.size()) + " layers, " +
+                     std::to_string(dys.size()) + " output gradients, " + std::to_string(gs.size()) + " gradient slots");
+  std::vector<Tensor> ws;
+  bool plain = !lora_only;
+  for (const Linear* l : ls) {
+    plain = plain && !l->quant && !l->conv1d && !l->bias.defined() && !l->lora.defined();
+    ws.push_back(l->w);
+  }
+  const Tensor joined = plain && ls.size() > 1 ? Tensor::joined_rows(ws) : Tensor();
+  if (!joined.defined() || joined.dtype() != DType::F32) {
+    Tensor dx = linear_backward(*ls[0], x, dys[0], *gs[0], lora_only);
+    for (size_t i = 1; i < ls.size(); ++i) dx = add(dx, linear_backward(*ls[i], x, dys[i], *gs[i], lora_only));
+    return dx;
+  }
+  // dy = [dy_0 | dy_1 | ..] [N, sum out_i]: dW_joined = dy^T x, whose row
+  // blocks are each weight's gradient (views at 256-byte multiples, as the
+  // weights are), and dx = dy W_joined.
+  const Tensor dy = concat_columns(dys);
+  const Tensor dw = matmul_tn(dy, x);
+  int64_t at = 0;
+  for (size_t i = 0; i < ls.size(); ++i) {
+    accumulate_grad(gs[i]->w, dw.slice_rows(at, at + ls[i]->w.dim(0)));
+    at += ls[i]->w.dim(0);
+  }
+  return matmul_nn(dy, joined);
+}
+
 }  // namespace forge::models

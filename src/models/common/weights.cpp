@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "forge/ops.h"
+#include "gpu/runtime.h"
 #include "ops/row_chunks.h"
 
 namespace forge::models {
@@ -132,6 +133,33 @@ Tensor Linear::residual(const Tensor& x, const Tensor& r) const {
   o.bias = bias.defined() ? &bias : nullptr;
   o.residual = &r;
   return matmul(x, w, o);
+}
+
+void join_weights(const std::vector<Linear*>& ls) {
+  if (ls.size() < 2) return;
+  const Tensor& first = ls.front()->w;
+  int64_t rows = 0;
+  std::vector<Tensor> parts;
+  for (const Linear* l : ls) {
+    const Tensor& w = l->w;
+    if (l->quant || l->conv1d || !w.defined() || w.rank() != 2 || w.dtype() != first.dtype() ||
+        w.dim(1) != first.dim(1) || !(w.device() == first.device()) || w.nbytes() % 256 != 0)
+      return;
+    rows += w.dim(0);
+    parts.push_back(w);
+  }
+  if (Tensor::joined_rows(parts).defined()) return;  // already
+  const Device& dev = first.device();
+  const uint64_t bytes = uint64_t(rows) * uint64_t(first.dim(1)) * dtype_size(first.dtype());
+  if (dev.is_webgpu() && bytes > dev.runtime().binding_limit()) return;
+  Tensor joined = Tensor::empty({rows, first.dim(1)}, first.dtype(), dev);
+  int64_t at = 0;
+  for (Linear* l : ls) {
+    Tensor view = joined.slice_rows(at, at + l->w.dim(0));
+    view.copy_from(l->w);
+    at += l->w.dim(0);
+    l->w = view;
+  }
 }
 
 Tensor Linear::dense_weight() const {

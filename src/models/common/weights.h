@@ -63,6 +63,20 @@ void make_dense(Linear& lin, bool conv1d = false);
 // quantized); returns dx [N, in]. With y = x W^T + s (x A^T) B^T and
 // u = x A^T: dB = s dy^T u, du = s dy B, dA = du^T x, dx = dy W + du A.
 Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Linear& g, bool lora_only);
+// The same for Linears that read one x (dys[i] the gradient of ls[i]'s
+// output, gs[i] its gradients); returns the sum of their dx. Weights joined
+// by join_weights, dense and without bias or adapter, take two products over
+// the concatenated dys instead of two each.
+Tensor linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, const std::vector<Tensor>& dys,
+                        const std::vector<Linear*>& gs, bool lora_only);
+
+// Puts the dense weights of Linears that read the same input (a layer's q, k,
+// v; gate, up) back to back in one new storage, each Linear keeping a view of
+// its rows, so that apply_all and silu_gate_of take one product for many rows
+// (Tensor::joined_rows). Left as they are unless all are dense [out_i, in] of
+// one dtype, each a whole number of 256-byte blocks (every view stays
+// bindable on its own) and together within one storage binding.
+void join_weights(const std::vector<Linear*>& ls);
 
 // Linears that read the same x [.., in], as {l(x) for l in ls}: one dispatch
 // for a decode step where all are dense without a bias or adapter

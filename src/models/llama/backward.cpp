@@ -22,7 +22,7 @@ Tensor block_backward(const LlamaConfig& c, int64_t l, const LlamaLayer& y, cons
   // MLP: x' = x1 + down(silu(gate(n)) * up(n)), n = post_norm(x1)
   Tensor dm = linear_backward(y.down, s.m, dx.reshape({N, H}), g.down, lora_only);  // [N, I]
   SiluGateGrads sg = silu_gate_fused_backward(s.g, s.u, dm);
-  Tensor dn = add(linear_backward(y.gate, s.n, sg.grad_up, g.gate, lora_only), linear_backward(y.up, s.n, sg.grad_gate, g.up, lora_only));
+  Tensor dn = linears_backward({&y.gate, &y.up}, s.n, {sg.grad_up, sg.grad_gate}, {&g.gate, &g.up}, lora_only);
   RmsNormGrads r2 = rms_norm_bwd(s.x1, y.post_norm, dn.reshape({B, T, H}), eps);
   if (!lora_only) accumulate_grad(g.post_norm, r2.dweight);
   Tensor dx1 = add(dx, r2.dx);  // [B, T, H]
@@ -33,9 +33,10 @@ Tensor block_backward(const LlamaConfig& c, int64_t l, const LlamaLayer& y, cons
   AttentionGrads ag = flash_attention_v2_backward(s.q, s.k, s.v, s.att, da.reshape({B, T, nh, hd}), o, nullptr, &s.lse);
   rope_backward(ag.grad_q, hd, rope_tab);
   rope_backward(ag.grad_k, hd, rope_tab);
-  Tensor dh = linear_backward(y.q, s.h, ag.grad_q.reshape({N, nh * hd}), g.q, lora_only);
-  dh = add(dh, linear_backward(y.k, s.h, ag.grad_k.reshape({N, nkv * hd}), g.k, lora_only));
-  dh = add(dh, linear_backward(y.v, s.h, ag.grad_v.reshape({N, nkv * hd}), g.v, lora_only));
+  Tensor dh = linears_backward({&y.q, &y.k, &y.v}, s.h,
+                               {ag.grad_q.reshape({N, nh * hd}), ag.grad_k.reshape({N, nkv * hd}),
+                                ag.grad_v.reshape({N, nkv * hd})},
+                               {&g.q, &g.k, &g.v}, lora_only);
   RmsNormGrads r1 = rms_norm_bwd(s.x_in, y.input_norm, dh.reshape({B, T, H}), eps);
   if (!lora_only) accumulate_grad(g.input_norm, r1.dweight);
   return add(dx1, r1.dx);

@@ -24,6 +24,9 @@ LlamaModel::LlamaModel(const ModelConfig& mc, const TensorSource& src, const std
     y.gate = Linear::load(src, m + "gate_proj", I, H, c_.mlp_bias, quant, device, tally, false, dense);
     y.up = Linear::load(src, m + "up_proj", I, H, c_.mlp_bias, quant, device, tally, false, dense);
     y.down = Linear::load(src, m + "down_proj", H, I, c_.mlp_bias, quant, device, tally, false, dense);
+    // One product each for q/k/v and gate/up over many rows (prefill, training).
+    join_weights({&y.q, &y.k, &y.v});
+    join_weights({&y.gate, &y.up});
     layers_.push_back(std::move(y));
   }
   norm_ = load_dense(src, prefix + "norm.weight", device, tally);

@@ -115,9 +115,10 @@ LlamaActs llama_forward_train(const LlamaModel& model, const Tensor& ids_in, flo
     LlamaBlockActs s;
     s.x_in = x;
     s.h = rms_norm(x, y.input_norm, eps).reshape({N, H});
-    s.q = y.q(s.h).reshape({B, T, nh, hd});
-    s.k = y.k(s.h).reshape({B, T, nkv, hd});
-    s.v = y.v(s.h).reshape({B, T, nkv, hd});
+    const std::vector<Tensor> qkv = apply_all({&y.q, &y.k, &y.v}, s.h);  // one product when joined
+    s.q = qkv[0].reshape({B, T, nh, hd});
+    s.k = qkv[1].reshape({B, T, nkv, hd});
+    s.v = qkv[2].reshape({B, T, nkv, hd});
     rope(s.q, hd, a.rope);
     rope(s.k, hd, a.rope);
     AttentionForward f = flash_attention_v2_lse(s.q, s.k, s.v, llama_train_attention(c, a, l));
@@ -127,8 +128,9 @@ LlamaActs llama_forward_train(const LlamaModel& model, const Tensor& ids_in, flo
         rms_norm_residual(y.o(s.att.reshape({N, nh * hd})).reshape({B, T, H}), x, y.post_norm, eps);
     s.x1 = r.sum;
     s.n = r.out.reshape({N, H});
-    s.g = y.gate(s.n);
-    s.u = y.up(s.n);
+    const std::vector<Tensor> gu = apply_all({&y.gate, &y.up}, s.n);
+    s.g = gu[0];
+    s.u = gu[1];
     s.m = silu_gate_fused(s.g, s.u);
     x = add(s.x1, y.down(s.m).reshape({B, T, H}));
     a.h.push_back(std::move(s));
