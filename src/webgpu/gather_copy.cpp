@@ -13,6 +13,7 @@ namespace forge::webgpu {
 namespace {
 
 const gpu::Kernel kStridedCopy{"strided_copy", shaders::strided_copy};
+const gpu::Kernel kStridedCopyVec4{"strided_copy_vec4", shaders::strided_copy_vec4};
 
 struct StridedCopyParams {
   uint32_t count, d1, d2, d3;
@@ -152,11 +153,19 @@ void strided_copy(const char* op, const Tensor& src, const CopyPlan& p, Tensor& 
     Splitter(op, src, p, dst).run(0, Box{});
     return;
   }
-  StridedCopyParams q{uint32_t(count),         uint32_t(p.dims[1]),       uint32_t(p.dims[2]),
-                      uint32_t(p.dims[3]),     uint32_t(p.src_stride[0]), uint32_t(p.src_stride[1]),
-                      uint32_t(p.src_stride[2]), uint32_t(p.src_offset),  uint32_t(p.dst_stride[0]),
-                      uint32_t(p.dst_stride[1]), uint32_t(p.dst_stride[2]), uint32_t(p.dst_offset)};
-  launch(dev, op, kStridedCopy, q, {arg(src), arg(dst)}, grid_1d((count + 255) / 256, dev.runtime().limits()));
+  // Whole vec4s on both sides (rows of a multiple of 4 at offsets and
+  // strides of multiples of 4; both bindings start 256-byte aligned): the
+  // vec4 kernel, every figure divided by 4.
+  bool vec4 = p.dims[3] % 4 == 0 && p.src_offset % 4 == 0 && p.dst_offset % 4 == 0 &&
+              src.byte_offset() % 16 == 0 && dst.byte_offset() % 16 == 0;
+  for (int l = 0; l < 3; ++l) vec4 = vec4 && p.src_stride[l] % 4 == 0 && p.dst_stride[l] % 4 == 0;
+  const int64_t w = vec4 ? 4 : 1;
+  StridedCopyParams q{uint32_t(count / w),           uint32_t(p.dims[1]),           uint32_t(p.dims[2]),
+                      uint32_t(p.dims[3] / w),       uint32_t(p.src_stride[0] / w), uint32_t(p.src_stride[1] / w),
+                      uint32_t(p.src_stride[2] / w), uint32_t(p.src_offset / w),    uint32_t(p.dst_stride[0] / w),
+                      uint32_t(p.dst_stride[1] / w), uint32_t(p.dst_stride[2] / w), uint32_t(p.dst_offset / w)};
+  launch(dev, op, vec4 ? kStridedCopyVec4 : kStridedCopy, q, {arg(src), arg(dst)},
+         grid_1d((count / w + 255) / 256, dev.runtime().limits()));
 }
 
 }  // namespace forge::webgpu
