@@ -5,6 +5,7 @@
 
 #include "forge/error.h"
 #include "forge_shaders.h"
+#include "webgpu/composed_kernel.h"
 #include "webgpu/gather_kernels.h"
 #include "webgpu/launch.h"
 
@@ -12,8 +13,8 @@ namespace forge::webgpu {
 
 namespace {
 
-const gpu::Kernel kStridedCopy{"strided_copy", shaders::strided_copy};
-const gpu::Kernel kStridedCopyVec4{"strided_copy_vec4", shaders::strided_copy_vec4};
+const ComposedKernel kStridedCopy{"strided_copy", {shaders::strided_copy_f32, shaders::strided_copy}};
+const ComposedKernel kStridedCopyVec4{"strided_copy_vec4", {shaders::strided_copy_vec4, shaders::strided_copy}};
 
 struct StridedCopyParams {
   uint32_t count, d1, d2, d3;
@@ -120,7 +121,7 @@ class Splitter {
     q.dst_s2 = uint32_t(p_.dst_stride[2]);
     q.dst_offset = offsets[1];
     const Device& dev = dst_.device();
-    launch(dev, op_, kStridedCopy, q, {args[0], args[1]}, grid_1d((count + 255) / 256, dev.runtime().limits()));
+    launch(dev, op_, kStridedCopy.kernel(), q, {args[0], args[1]}, grid_1d((count + 255) / 256, dev.runtime().limits()));
   }
 
   const char* op_;
@@ -164,7 +165,7 @@ void strided_copy(const char* op, const Tensor& src, const CopyPlan& p, Tensor& 
                       uint32_t(p.dims[3] / w),       uint32_t(p.src_stride[0] / w), uint32_t(p.src_stride[1] / w),
                       uint32_t(p.src_stride[2] / w), uint32_t(p.src_offset / w),    uint32_t(p.dst_stride[0] / w),
                       uint32_t(p.dst_stride[1] / w), uint32_t(p.dst_stride[2] / w), uint32_t(p.dst_offset / w)};
-  launch(dev, op, vec4 ? kStridedCopyVec4 : kStridedCopy, q, {arg(src), arg(dst)},
+  launch(dev, op, (vec4 ? kStridedCopyVec4 : kStridedCopy).kernel(), q, {arg(src), arg(dst)},
          grid_1d((count / w + 255) / 256, dev.runtime().limits()));
 }
 

@@ -1,7 +1,10 @@
 // Strided f32 copy over a logical [d0, d1, d2, d3] index space (d3
 // contiguous on both sides): the attention head reshapes and the KV append.
-// One thread per element, in the order of the index space. Operands over
-// the binding limit are copied as boxes of the index space, each dispatch
+// One thread per element of src and dst, in the order of the index space:
+// the operands are declared by strided_copy_f32.wgsl (an element is one f32)
+// or strided_copy_vec4.wgsl (four f32, where the host finds d3, the strides
+// and the offsets multiples of 4 and counts them in vec4s). Operands over the
+// binding limit are copied as boxes of the index space, each dispatch
 // binding the ranges its box touches; the offsets then index into those.
 struct Params {
   count: u32,  // d0 * d1 * d2 * d3
@@ -19,8 +22,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> src: array<f32>;
-@group(0) @binding(2) var<storage, read_write> dst: array<f32>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
