@@ -72,9 +72,14 @@ class Tokenizer {
 // Incremental decoding for streaming generation: push() returns the text that
 // is complete so far and holds back a UTF-8 character whose bytes are split
 // across tokens until its last byte arrives. The concatenation of all push()
-// results and flush() equals Tokenizer::decode of the same ids. Like Hugging
-// Face's DecodeStream it decodes a short window (the previous token for
-// context, so Strip / Metaspace see the same neighbours) and emits the growth.
+// results and flush() equals Tokenizer::decode of the same ids, with one
+// exception that no stream can avoid: ByteFallback decodes a run of byte
+// tokens whole, so a run of whole characters (already emitted) followed by a
+// byte that makes the run invalid is all U+FFFD in the full decode. The
+// stream keeps what it emitted, goes on with the new bytes, and exact()
+// turns false. Like Hugging Face's DecodeStream it decodes a short window
+// (the previous token for context, so Strip / Metaspace see the same
+// neighbours) and emits the growth.
 class StreamDecoder {
  public:
   explicit StreamDecoder(Tokenizer tokenizer, bool skip_special = false);
@@ -82,9 +87,12 @@ class StreamDecoder {
   std::string push(std::uint32_t id);
   // The held-back text, with an incomplete character as U+FFFD; resets.
   std::string flush();
+  // False once the stream went on past text the decoder rewrote (above).
+  bool exact() const { return exact_; }
 
  private:
   std::size_t context_to_keep() const;
+  std::string window_text();
 
   Tokenizer tokenizer_;
   bool skip_special_;
@@ -92,6 +100,7 @@ class StreamDecoder {
   std::size_t context_ = 0;         // ids_[0, context_) are already emitted
   std::string prefix_;              // decode of ids_[0, context_)
   std::string pending_bytes_;       // raw bytes of the unemitted tokens
+  bool exact_ = true;
 };
 
 }  // namespace forge

@@ -1,6 +1,5 @@
 #include <algorithm>
 
-#include "forge/error.h"
 #include "forge/tokenizer.h"
 #include "text/tokenizer_impl.h"
 #include "text/utf8.h"
@@ -40,6 +39,21 @@ std::size_t StreamDecoder::context_to_keep() const {
   return 0;
 }
 
+// The decode of the window, which starts with prefix_ unless the decoder
+// rewrote text already emitted: a ByteFallback run of whole characters that a
+// later byte made invalid (the full decode turns the whole run into U+FFFD).
+// Then what was emitted stays, and the window restarts at the unemitted ids.
+std::string StreamDecoder::window_text() {
+  const auto& impl = tokenizer_.impl();
+  std::string text = impl.decode(ids_, skip_special_);
+  if (text.size() >= prefix_.size() && text.compare(0, prefix_.size(), prefix_) == 0) return text;
+  exact_ = false;
+  ids_.erase(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(context_));
+  context_ = 0;
+  prefix_.clear();
+  return impl.decode(ids_, skip_special_);
+}
+
 std::string StreamDecoder::push(std::uint32_t id) {
   const auto& impl = tokenizer_.impl();
   const std::string& b = impl.bytes_of(id);
@@ -48,11 +62,8 @@ std::string StreamDecoder::push(std::uint32_t id) {
   pending_bytes_ += b;
   // A character still missing bytes: wait (a byte that can never be valid does not wait).
   if (text::utf8_complete_prefix(pending_bytes_) < pending_bytes_.size()) return {};
-  std::string text = impl.decode(ids_, skip_special_);
+  std::string text = window_text();
   if (text.size() <= prefix_.size()) return {};
-  if (text.compare(0, prefix_.size(), prefix_) != 0) {
-    throw Error("[tokenizer] stream decode: the decoder changed text already emitted");
-  }
   std::string out = text.substr(prefix_.size());
   ids_.erase(ids_.begin(), ids_.end() - static_cast<std::ptrdiff_t>(context_to_keep()));
   context_ = ids_.size();
@@ -64,10 +75,8 @@ std::string StreamDecoder::push(std::uint32_t id) {
 std::string StreamDecoder::flush() {
   std::string out;
   if (ids_.size() > context_) {
-    const std::string text = tokenizer_.impl().decode(ids_, skip_special_);
-    if (text.size() > prefix_.size() && text.compare(0, prefix_.size(), prefix_) == 0) {
-      out = text.substr(prefix_.size());
-    }
+    const std::string text = window_text();
+    if (text.size() > prefix_.size()) out = text.substr(prefix_.size());
   }
   ids_.clear();
   context_ = 0;

@@ -112,3 +112,33 @@ TEST(TokenizerStream, InvalidByteFallbackRunStaysReplacedAcrossPushes) {
     EXPECT_EQ(out, want[c]) << "case " << c;
   }
 }
+
+// A run of whole characters, already emitted, then a byte that makes the run
+// invalid: the full decode rewrites the run as U+FFFD per byte, which a
+// stream cannot take back. It keeps what it emitted, goes on (no error
+// mid-generation), and says it is no longer exact.
+TEST(TokenizerStream, RewrittenByteFallbackRunGoesOnAndSaysSo) {
+  const auto tok = forge::Tokenizer::from_file(std::string(FORGE_TEST_DATA) +
+                                               "/tokenizer-spm/tokenizer.json");
+  auto id = [&](const char* t) { return tok.token_id(t).value_or(0); };
+  const std::vector<std::uint32_t> ids = {id("<0xE6>"), id("<0x97>"), id("<0xA5>"), id("<0x80>"),
+                                          id("\xE2\x96\x81the")};
+  ASSERT_EQ(tok.decode(ids), kFffd + kFffd + kFffd + kFffd + " the");
+  forge::StreamDecoder dec(tok);
+  std::vector<std::string> pieces;
+  for (auto i : ids) pieces.push_back(dec.push(i));
+  EXPECT_EQ(pieces, (std::vector<std::string>{"", "", "\xE6\x97\xA5", kFffd, " the"}));
+  EXPECT_EQ(dec.flush(), "");
+  EXPECT_FALSE(dec.exact());
+  // A held-back byte after such a run is flushed, not dropped.
+  forge::StreamDecoder held(tok);
+  std::string out;
+  for (auto i : {id("<0xE6>"), id("<0x97>"), id("<0xA5>"), id("<0xE6>")}) out += held.push(i);
+  EXPECT_EQ(out, "\xE6\x97\xA5");
+  EXPECT_EQ(held.flush(), kFffd);
+  EXPECT_FALSE(held.exact());
+  // The ordinary case stays exact.
+  forge::StreamDecoder plain(tok);
+  for (auto i : {id("<0xE6>"), id("<0x97>"), id("<0xA5>"), id("\xE2\x96\x81the")}) out += plain.push(i);
+  EXPECT_TRUE(plain.exact());
+}
