@@ -1,7 +1,8 @@
 // split_heads, unsplit_head(s), merge_heads, unmerge_heads, split_columns,
-// concat_columns, kv_append: shape checks and the strided copy each one is; kv_append_tokens as kv_append over
-// one head of every position's values; kv_append_rows, one copy per row,
-// or on WebGPU one scatter for a decode step's rows.
+// concat_columns, kv_append: shape checks and the strided copy each one is;
+// kv_append_tokens as kv_append over one head of every position's values;
+// kv_append_rows, one copy per row, or on WebGPU one scatter for a decode
+// step's rows.
 #include "cpu/gather_kernels.h"
 #include "ops/check.h"
 #include "webgpu/gather_kernels.h"

@@ -113,8 +113,9 @@ std::string Decoder::decode(std::vector<std::string> tokens) const {
   return utf8_lossy(join(tokens));
 }
 
-std::string Decoder::token_bytes(const std::string& token) const {
+std::string Decoder::token_bytes(const std::string& token, bool* fallback) const {
   std::string t = token;
+  if (fallback) *fallback = false;
   if (!present_) return t;
   for (const DecoderStep& step : steps_) {
     std::visit(Overloaded{
@@ -122,8 +123,10 @@ std::string Decoder::token_bytes(const std::string& token) const {
                    [&](const MetaspaceDecode& m) { t = metaspace(t, m, false); },
                    [&](const ReplaceDecode& r) { t = r.pattern.replace_all(t, r.content); },
                    [&](const ByteFallbackDecode&) {
-                     if (const int b = fallback_byte(t); b >= 0)
+                     if (const int b = fallback_byte(t); b >= 0) {
                        t = std::string(1, static_cast<char>(b));
+                       if (fallback) *fallback = true;
+                     }
                    },
                    [](const FuseDecode&) {},
                    [](const StripDecode&) {},
@@ -131,22 +134,6 @@ std::string Decoder::token_bytes(const std::string& token) const {
                step);
   }
   return t;
-}
-
-bool Decoder::is_fallback_byte(const std::string& token) const {
-  std::string t = token;
-  if (!present_) return false;
-  for (const DecoderStep& step : steps_) {
-    if (std::holds_alternative<ByteFallbackDecode>(step)) return fallback_byte(t) >= 0;
-    std::visit(Overloaded{
-                   [&](const ByteLevelDecode&) { t = byte_level_bytes(t); },
-                   [&](const MetaspaceDecode& m) { t = metaspace(t, m, false); },
-                   [&](const ReplaceDecode& r) { t = r.pattern.replace_all(t, r.content); },
-                   [](const auto&) {},
-               },
-               step);
-  }
-  return false;
 }
 
 }  // namespace forge::text

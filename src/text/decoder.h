@@ -38,10 +38,10 @@ class Decoder {
   std::string decode(std::vector<std::string> tokens) const;
   // What one token contributes in the middle of a text, as raw bytes (may be part
   // of a UTF-8 character): per-token steps only, no Fuse / Strip / first-token rules.
-  std::string token_bytes(const std::string& token) const;
-  // Whether ByteFallback reads `token` as one byte of a run ("<0xXX>"): such a
-  // run decodes whole, one U+FFFD per byte when its bytes are not valid UTF-8.
-  bool is_fallback_byte(const std::string& token) const;
+  // With `fallback`, whether ByteFallback read the token as one byte of a run
+  // ("<0xXX>"): such a run decodes whole, one U+FFFD per byte when its bytes
+  // are not valid UTF-8.
+  std::string token_bytes(const std::string& token, bool* fallback = nullptr) const;
 
  private:
   std::vector<DecoderStep> steps_;

@@ -20,16 +20,16 @@ std::size_t StreamDecoder::context_to_keep() const {
   const std::size_t n = ids_.size();
   std::size_t run = 0;
   while (run < n && impl.fallback_byte[ids_[n - 1 - run]]) ++run;
+  // The run's shortest invalid tail, kept when the whole run (its part in ids_)
+  // is invalid: so is the run before ids_ then, since context kept from a
+  // valid run starts on a character boundary.
   std::string tail;
-  for (std::size_t k = 1; k <= run; ++k) tail.insert(0, impl.bytes_of(ids_[n - k]));
-  if (text::utf8_first_invalid(tail) != std::string::npos) {
-    // Invalid: so is the run before ids_ (context kept from a valid run starts on
-    // a character boundary, so the run's validity is that of its part in ids_).
-    tail.clear();
-    for (std::size_t k = 1; k <= run; ++k) {
-      tail.insert(0, impl.bytes_of(ids_[n - k]));
-      if (text::utf8_first_invalid(tail) != std::string::npos) return k;
-    }
+  std::size_t shortest_invalid = 0;
+  for (std::size_t k = 1; k <= run; ++k) {
+    tail.insert(0, impl.bytes_of(ids_[n - k]));
+    const bool invalid = text::utf8_first_invalid(tail) != std::string::npos;
+    if (invalid && shortest_invalid == 0) shortest_invalid = k;
+    if (k == run && invalid) return shortest_invalid;
   }
   tail.clear();
   for (std::size_t k = 1; k <= std::min<std::size_t>(4, n); ++k) {

@@ -64,8 +64,9 @@ Tokenizer::Impl::Impl(text::TokenizerSpec spec)
   }
   for (std::uint32_t id = 0; id < size; ++id) {
     if (!present[id]) continue;
-    bytes[id] = decoder.token_bytes(tokens[id]);
-    fallback_byte[id] = decoder.is_fallback_byte(tokens[id]);
+    bool fallback = false;
+    bytes[id] = decoder.token_bytes(tokens[id], &fallback);
+    fallback_byte[id] = fallback;
   }
   if (!eos) eos = first_known(*this, {"<|endoftext|>", "</s>", "<|end_of_text|>"});
   if (!bos) bos = first_known(*this, {"<s>", "<|begin_of_text|>"});

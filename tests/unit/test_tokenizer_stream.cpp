@@ -139,6 +139,9 @@ TEST(TokenizerStream, RewrittenByteFallbackRunGoesOnAndSaysSo) {
   EXPECT_FALSE(held.exact());
   // The ordinary case stays exact.
   forge::StreamDecoder plain(tok);
-  for (auto i : {id("<0xE6>"), id("<0x97>"), id("<0xA5>"), id("\xE2\x96\x81the")}) out += plain.push(i);
+  std::string plain_out;
+  for (auto i : {id("<0xE6>"), id("<0x97>"), id("<0xA5>"), id("\xE2\x96\x81the")}) plain_out += plain.push(i);
+  plain_out += plain.flush();
+  EXPECT_EQ(plain_out, "\xE6\x97\xA5 the");
   EXPECT_TRUE(plain.exact());
 }

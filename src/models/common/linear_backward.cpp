@@ -33,7 +33,7 @@ Tensor linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, c
   std::vector<Tensor> ws;
   bool plain = !lora_only;
   for (const Linear* l : ls) {
-    plain = plain && !l->quant && !l->conv1d && !l->bias.defined() && !l->lora.defined();
+    plain = plain && is_plain(*l);
     ws.push_back(l->w);
   }
   const Tensor joined = plain && ls.size() > 1 ? Tensor::joined_rows(ws) : Tensor();

@@ -197,14 +197,11 @@ Tensor Linear::lora_delta() const {
   return matmul(lora.b, lora.a, o);  // [out, r] @ [r, in]
 }
 
-namespace {
-// Dense, without a bias or an adapter: what the fused decode kernels take.
-bool plain(const Linear& l) { return !l.quant && !l.conv1d && !l.bias.defined() && !l.lora.defined(); }
-}  // namespace
+bool is_plain(const Linear& l) { return !l.quant && !l.conv1d && !l.bias.defined() && !l.lora.defined(); }
 
 std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor& x, const RowNorm* norm) {
   bool fused = ls.size() <= 3;
-  for (const Linear* l : ls) fused = fused && plain(*l) && l->w.dtype() == ls.front()->w.dtype();
+  for (const Linear* l : ls) fused = fused && is_plain(*l) && l->w.dtype() == ls.front()->w.dtype();
   std::vector<Tensor> out;
   if (fused) {
     std::vector<Tensor> ws;
@@ -217,7 +214,7 @@ std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor
 }
 
 Tensor silu_gate_of(const Linear& gate, const Linear& up, const Tensor& x, const RowNorm* norm) {
-  if (plain(gate) && plain(up) && gate.w.dtype() == up.w.dtype()) return silu_gate_matmul(x, gate.w, up.w, norm);
+  if (is_plain(gate) && is_plain(up) && gate.w.dtype() == up.w.dtype()) return silu_gate_matmul(x, gate.w, up.w, norm);
   const Tensor h = norm ? row_norm(x, *norm) : x;
   return silu_gate_fused(gate(h), up(h));
 }

@@ -78,6 +78,10 @@ Tensor linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, c
 // bindable on its own) and together within one storage binding.
 void join_weights(const std::vector<Linear*>& ls);
 
+// Dense [out, in], without a bias or an adapter: the Linears that the fused
+// decode kernels and the joined products take.
+bool is_plain(const Linear& l);
+
 // Linears that read the same x [.., in], as {l(x) for l in ls}: one dispatch
 // for a decode step where all are dense without a bias or adapter
 // (matmul_transb_many). With `norm` they read row_norm(x) instead, the norm
