@@ -1,17 +1,18 @@
 // Host side of flash attention (shaders/flash_*.wgsl): the parameter block,
 // the choice between the tiled prefill kernel, the one-query-per-invocation
 // prefill kernel (where the tiled one does not fit) and the split-K decode
-// kernel, and the backward passes: stats, then grad_k / grad_v through the
-// register-tiled kernel where it fits (summed over the query heads of a GQA
-// group in a second pass; it also writes dS where grad_q is then computed as
-// a product, see grad_q_by_product), else the one-key-per-invocation kernel;
-// grad_q otherwise one query per invocation.
+// kernel, and the backward passes: stats, then either the scores' gradients
+// in tiles followed by three products (see grads_by_products), or grad_k /
+// grad_v through the register-tiled kernel where it fits (summed over the
+// query heads of a GQA group in a second pass), else the
+// one-key-per-invocation kernel, with grad_q one query per invocation.
 #include <algorithm>
 #include <cmath>
 #include <optional>
 
 #include "forge/error.h"
 #include "forge_shaders.h"
+#include "ops/matmul_plan.h"
 #include "webgpu/attention_kernels.h"
 #include "webgpu/flash_tiling.h"
 #include "webgpu/gather_kernels.h"
@@ -36,12 +37,10 @@ const ComposedKernel kBwdDq{"flash_bwd_dq", {shaders::flash_params, shaders::phi
                                              shaders::flash_rows, shaders::flash_bwd_dq}};
 const ComposedKernel kBwdDkv{"flash_bwd_dkv", {shaders::flash_params, shaders::philox, shaders::flash_common,
                                                shaders::flash_bwd_dkv}};
-const ComposedKernel kBwdDkvTiled{"flash_bwd_dkv_tiled",
-                                  {shaders::flash_params, shaders::philox, shaders::flash_common,
-                                   shaders::flash_bwd_dkv_tiled, shaders::flash_ds_none}};
-const ComposedKernel kBwdDkvTiledDs{"flash_bwd_dkv_tiled",
-                                    {shaders::flash_params, shaders::philox, shaders::flash_common,
-                                     shaders::flash_bwd_dkv_tiled, shaders::flash_ds_store}};
+const ComposedKernel kBwdDkvTiled{"flash_bwd_dkv_tiled", {shaders::flash_params, shaders::philox,
+                                                           shaders::flash_common, shaders::flash_bwd_dkv_tiled}};
+const ComposedKernel kBwdScores{"flash_bwd_scores", {shaders::flash_params, shaders::philox, shaders::flash_common,
+                                                     shaders::flash_bwd_scores}};
 const ComposedKernel kBwdSum{"flash_bwd_sum", {shaders::flash_params, shaders::flash_bwd_sum}};
 
 // Mirrors `struct Params` of shaders/flash_params.wgsl.
@@ -118,7 +117,7 @@ std::optional<FlashBwdTiling> backward_tiling(int64_t head_dim, const gpu::Runti
 // workgroup loops over the group.
 void backward_dkv_tiled(const Device& dev, const char* op, const FlashParams& f, const FlashBwdTiling& t,
                         const AttentionPlan& plan, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m,
-                        const Tensor& grad_out, const Tensor& stats, Tensor& grad_k, Tensor& grad_v, Tensor* ds) {
+                        const Tensor& grad_out, const Tensor& stats, Tensor& grad_k, Tensor& grad_v) {
   const gpu::Limits& lim = dev.runtime().limits();
   const uint64_t part_bytes = uint64_t(plan.batch * plan.seq_k * plan.heads * plan.head_dim) * 4;
   const bool split = plan.heads > plan.kv_heads && fits(dev, part_bytes);
@@ -126,12 +125,11 @@ void backward_dkv_tiled(const Device& dev, const char* op, const FlashParams& f,
   const uint64_t groups = uint64_t(plan.batch * (split ? plan.heads : plan.kv_heads)) * ktiles;
   const double dim = double(plan.head_dim);
   auto dkv = [&](Tensor& out_k, Tensor& out_v) {
-    std::vector<gpu::Arg> args{arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(out_k), arg(out_v)};
-    if (ds) args.push_back(arg(*ds));
     const gpu::Constant constants[] = {{"HEAD_DIM", dim},          {"BK", double(t.bk)},
                                        {"BQ", double(t.bq)},        {"STRIDE", double(t.stride)},
                                        {"SM_VEC4", double(t.vec4s)}, {"SPLIT_HEADS", split ? 1.0 : 0.0}};
-    launch(dev, op, (ds ? kBwdDkvTiledDs : kBwdDkvTiled).kernel(), f, args, grid_1d(groups, lim), constants);
+    const gpu::Arg args[] = {arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(out_k), arg(out_v)};
+    launch(dev, op, kBwdDkvTiled.kernel(), f, args, grid_1d(groups, lim), constants);
   };
   if (!split) {
     dkv(grad_k, grad_v);
@@ -145,61 +143,118 @@ void backward_dkv_tiled(const Device& dev, const char* op, const FlashParams& f,
          grid_1d(ceil_div(vec4s, 64), lim), {{"HEAD_DIM", dim}});
 }
 
-// Whether grad_q is computed as a product, scale * dS K, through the tiled
-// matmul (flash_bwd_dkv_tiled writing dS [B * H, Sq, Sk] as it goes)
-// rather than by flash_bwd_dq, which recomputes the scores and dP one query
-// per invocation. On the H200 at SmolLM2-360M's B4 x T512 training shape
-// the backward took 0.813 against 0.944 ms a layer (flash_bwd_dq 315 us;
-// now dS's stores add 80 us to flash_bwd_dkv_tiled, the copies and the
-// product about 135 us). It needs a ninth storage binding, dS
-// within kDsMaxBytes and one binding, and dS that is whole or a lower
-// triangle (no window; a causal mask from key 0 with Sq = Sk): the kernel
-// leaves the rows of a key block no query sees unwritten.
-constexpr uint64_t kDsMaxBytes = uint64_t(512) << 20;
+// The scores kernel's tiles on this device, if it fits.
+std::optional<FlashScoresTiling> scores_tiling(int64_t head_dim, const gpu::Runtime& rt) {
+  const gpu::Limits& lim = rt.limits();
+  const uint32_t invocations = std::min(lim.max_workgroup_invocations, lim.max_workgroup_size_x);
+  return flash_scores_tiling(head_dim, rt.workgroup_storage(), invocations);
+}
 
-bool grad_q_by_product(const Device& dev, const AttentionPlan& p) {
-  if (dev.runtime().limits().max_storage_buffers_per_stage < 9 || p.window != 0) return false;
+// Whether the backward takes its gradients as products: flash_bwd_scores
+// writes P z and dS [B * H, Sq, Sk] tile by tile, and the tiled matmul takes
+// grad_q = scale dS K, grad_k = scale dS^T Q and grad_v = (P z)^T dO per
+// query head. The scores and their gradient are computed once, in tiles
+// that fill the device, and the three products run at the matmul's rate.
+// On the H200, ms a layer at GPT-2's 1024-token prefill / SmolLM2-360M's /
+// its B4 x T512 training: 0.693 / 0.790 / 0.807 through flash_bwd_dkv_tiled
+// (which wrote dS for grad_q's product), 0.454 / 0.475 / 0.440 so; SmolLM2-360M's
+// fine-tuning step 177.2 -> 167.0 ms. It needs P and dS
+// within kScoresMaxBytes and one binding each, and scores that are whole or
+// a lower triangle (no window; a causal mask from key 0 with Sq = Sk): the
+// scores kernel leaves the tiles no query sees unwritten, and the products
+// read the triangle only.
+constexpr uint64_t kScoresMaxBytes = uint64_t(512) << 20;
+
+bool grads_by_products(const Device& dev, const AttentionPlan& p) {
+  if (!scores_tiling(p.head_dim, dev.runtime()) || p.window != 0) return false;
   if (p.causal && (p.kv_offset != 0 || p.seq_q != p.seq_k)) return false;
   const uint64_t bh = uint64_t(p.batch * p.heads), d = uint64_t(p.head_dim);
-  const uint64_t ds = bh * uint64_t(p.seq_q) * uint64_t(p.seq_k) * 4;
-  return ds <= kDsMaxBytes && fits(dev, ds) && fits(dev, bh * uint64_t(p.seq_k) * d * 4) &&
+  const uint64_t scores = bh * uint64_t(p.seq_q) * uint64_t(p.seq_k) * 4;
+  return scores <= kScoresMaxBytes && fits(dev, scores) && fits(dev, bh * uint64_t(p.seq_k) * d * 4) &&
          fits(dev, bh * uint64_t(p.seq_q) * d * 4);
 }
 
-// grad_q [B, Sq, H, D] = scale * dS [B * H, Sq, Sk] @ K, K [B, Sk, Hkv, D]
-// first copied head-major per query head ([B * H, Sk, D]; a GQA group's
-// heads get the same keys), the product head-major [B * H, Sq, D], then
-// copied token-major.
-void grad_q_from_ds(const Device& dev, const char* op, const AttentionPlan& p, const Tensor& ds, const Tensor& k,
-                    Tensor& grad_q) {
-  const int64_t B = p.batch, H = p.heads, Hkv = p.kv_heads, G = p.group(), Sq = p.seq_q, Sk = p.seq_k;
-  const int64_t D = p.head_dim;
-  Tensor kh = Tensor::empty({B * H, Sk, D}, DType::F32, dev);
-  CopyPlan c;  // over [kv head, head of its group, key, D]; the group's heads read one KV head
-  c.dims[0] = Hkv, c.dims[1] = G, c.dims[2] = Sk, c.dims[3] = D;
-  c.src_stride[0] = D, c.src_stride[1] = 0, c.src_stride[2] = Hkv * D;
-  c.dst_stride[0] = G * Sk * D, c.dst_stride[1] = Sk * D, c.dst_stride[2] = D;
-  for (int64_t b = 0; b < B; ++b) {  // (b, kv head) has no single stride in k: a copy per b
-    c.src_offset = b * Sk * Hkv * D, c.dst_offset = b * H * Sk * D;
-    strided_copy(op, k, c, kh);
+// x [B, S, Hx, D] -> [B * H, S, D], head-major: head h of the result reads
+// head h / group of x (group = H / Hx: the KV heads repeated for each query
+// head of their group). (b, head) has no single stride in x, so the copies
+// go over [b, x's head, position, D], one for each head of a group (one in
+// all without GQA), or over [x's head, head of its group, position, D], one
+// for each b, whichever makes fewer dispatches.
+Tensor heads_major(const char* op, const Tensor& x, int64_t heads) {
+  const int64_t B = x.shape()[0], S = x.shape()[1], Hx = x.shape()[2], D = x.shape()[3], G = heads / Hx;
+  Tensor out = Tensor::empty({B * heads, S, D}, DType::F32, x.device());
+  CopyPlan c;
+  if (G <= B) {
+    c.dims[0] = B, c.dims[1] = Hx, c.dims[2] = S, c.dims[3] = D;
+    c.src_stride[0] = S * Hx * D, c.src_stride[1] = D, c.src_stride[2] = Hx * D;
+    c.dst_stride[0] = heads * S * D, c.dst_stride[1] = G * S * D, c.dst_stride[2] = D;
+    for (int64_t g = 0; g < G; ++g) {
+      c.dst_offset = g * S * D;
+      strided_copy(op, x, c, out);
+    }
+    return out;
   }
-  MatmulPlan mp;
-  mp.batch = B * H, mp.m = Sq, mp.n = D, mp.k = Sk, mp.alpha = p.scale;
-  mp.a_triangle = p.causal ? Triangle::Lower : Triangle::Full;
-  mp.lda = Sk, mp.ldb = D, mp.a_batch_stride = Sq * Sk, mp.b_batch_stride = Sk * D;
+  c.dims[0] = Hx, c.dims[1] = G, c.dims[2] = S, c.dims[3] = D;
+  c.src_stride[0] = D, c.src_stride[1] = 0, c.src_stride[2] = Hx * D;
+  c.dst_stride[0] = G * S * D, c.dst_stride[1] = S * D, c.dst_stride[2] = D;
+  for (int64_t b = 0; b < B; ++b) {
+    c.src_offset = b * S * Hx * D, c.dst_offset = b * heads * S * D;
+    strided_copy(op, x, c, out);
+  }
+  return out;
+}
+
+// The backward from P z and dS [B * H, Sq, Sk] (flash_bwd_scores): per query
+// head, grad_q [Sq, D] = scale dS K, grad_k [Sk, D] = scale dS^T Q and grad_v
+// = (P z)^T dO, over dS's lower triangle when causal. grad_q goes back
+// token-major by a copy; grad_k and grad_v by flash_bwd_sum, which adds up a
+// GQA group's heads.
+void backward_by_products(const Device& dev, const char* op, const FlashParams& f, const FlashScoresTiling& t,
+                          const AttentionPlan& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m,
+                          const Tensor& grad_out, const Tensor& stats, Tensor& grad_q, Tensor& grad_k,
+                          Tensor& grad_v) {
+  const int64_t B = p.batch, H = p.heads, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim;
+  const gpu::Limits& lim = dev.runtime().limits();
+  Tensor probs = Tensor::empty({B * H, Sq, Sk}, DType::F32, dev), ds = Tensor::empty({B * H, Sq, Sk}, DType::F32, dev);
+  const uint64_t tiles = uint64_t(B * H) * ceil_div(uint64_t(Sq), t.t) * ceil_div(uint64_t(Sk), t.t);
+  launch(dev, op, kBwdScores.kernel(), f,
+         {arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(probs), arg(ds)}, grid_1d(tiles, lim),
+         {{"HEAD_DIM", double(D)}, {"T", double(t.t)}, {"DC", double(t.dc)}, {"STRIDE", double(t.stride)},
+          {"SM_VEC4", double(t.vec4s)}});
+
+  MatmulPlan mq;  // grad_q per head [Sq, D] = scale dS [Sq, Sk] @ K [Sk, D]
+  mq.batch = B * H, mq.m = Sq, mq.n = D, mq.k = Sk, mq.alpha = p.scale;
+  mq.a_triangle = p.causal ? Triangle::Lower : Triangle::Full;
+  mq.lda = Sk, mq.ldb = D, mq.a_batch_stride = Sq * Sk, mq.b_batch_stride = Sk * D;
   Tensor dqh = Tensor::empty({B * H, Sq, D}, DType::F32, dev);
-  matmul(ds, kh, nullptr, mp, dqh);
-  CopyPlan o;
+  matmul(ds, heads_major(op, k, H), nullptr, mq, dqh);
+  CopyPlan o;  // [B * H, Sq, D] -> [B, Sq, H, D]
   o.dims[0] = B, o.dims[1] = H, o.dims[2] = Sq, o.dims[3] = D;
   o.src_stride[0] = H * Sq * D, o.src_stride[1] = Sq * D, o.src_stride[2] = D;
   o.dst_stride[0] = Sq * H * D, o.dst_stride[1] = D, o.dst_stride[2] = H * D;
   strided_copy(op, dqh, o, grad_q);
+
+  MatmulPlan mk;  // grad_k per head [Sk, D] = scale dS^T [Sk, Sq] @ Q [Sq, D]; grad_v likewise from P z and dO
+  mk.batch = B * H, mk.m = Sk, mk.n = D, mk.k = Sq, mk.trans_a = true, mk.alpha = p.scale;
+  mk.a_triangle = p.causal ? Triangle::Upper : Triangle::Full;
+  mk.lda = Sk, mk.ldb = D, mk.a_batch_stride = Sq * Sk, mk.b_batch_stride = Sq * D;
+  Tensor dkh = Tensor::empty({B * H, Sk, D}, DType::F32, dev), dvh = Tensor::empty({B * H, Sk, D}, DType::F32, dev);
+  matmul(ds, heads_major(op, q, H), nullptr, mk, dkh);
+  mk.alpha = 1.0f;
+  matmul(probs, heads_major(op, grad_out, H), nullptr, mk, dvh);
+  const uint64_t vec4s = uint64_t(grad_k.numel()) / 4;
+  launch(dev, op, kBwdSum.kernel(), f, {arg(dkh), arg(dvh), arg(grad_k), arg(grad_v)}, grid_1d(ceil_div(vec4s, 64), lim),
+         {{"HEAD_DIM", double(D)}, {"HEAD_MAJOR", 1.0}});
 }
 
 }  // namespace
 
-std::string attention_backward_kernel(int64_t head_dim, const gpu::Runtime& rt) {
-  auto t = backward_tiling(head_dim, rt);
+std::string attention_backward_kernel(const AttentionPlan& plan, const Device& dev) {
+  if (grads_by_products(dev, plan)) {
+    const FlashScoresTiling s = *scores_tiling(plan.head_dim, dev.runtime());
+    return "flash_bwd_scores " + std::to_string(s.t) + "x" + std::to_string(s.t) + " + products";
+  }
+  auto t = backward_tiling(plan.head_dim, dev.runtime());
   return t ? "flash_bwd_dkv_tiled " + std::to_string(t->bk) + "x" + std::to_string(t->bq) : "flash_bwd_dkv";
 }
 
@@ -273,18 +328,16 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   const uint64_t rows = uint64_t(plan.batch * plan.heads * plan.seq_q);
   launch(dev, op, kBwdStats.kernel(), f, {arg(out), arg(grad_out), arg(lse), arg(stats)},
          grid_1d(ceil_div(rows, kBlock), lim), {{"HEAD_DIM", dim}});
-  const std::optional<FlashBwdTiling> tiling = backward_tiling(plan.head_dim, dev.runtime());
-  if (tiling && grad_q_by_product(dev, plan)) {
-    Tensor ds = Tensor::empty({plan.batch * plan.heads, plan.seq_q, plan.seq_k}, DType::F32, dev);
-    backward_dkv_tiled(dev, op, f, *tiling, plan, q, k, v, m, grad_out, stats, grad_k, grad_v, &ds);
-    grad_q_from_ds(dev, op, plan, ds, k, grad_q);
+  if (grads_by_products(dev, plan)) {
+    backward_by_products(dev, op, f, *scores_tiling(plan.head_dim, dev.runtime()), plan, q, k, v, m, grad_out, stats,
+                         grad_q, grad_k, grad_v);
     return;
   }
   uint64_t q_groups = uint64_t(plan.batch * plan.heads) * ceil_div(uint64_t(plan.seq_q), kBlock);
   launch(dev, op, kBwdDq.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(grad_q)},
          grid_1d(q_groups, lim), {{"HEAD_DIM", dim}});
-  if (tiling) {
-    backward_dkv_tiled(dev, op, f, *tiling, plan, q, k, v, m, grad_out, stats, grad_k, grad_v, nullptr);
+  if (const std::optional<FlashBwdTiling> tiling = backward_tiling(plan.head_dim, dev.runtime())) {
+    backward_dkv_tiled(dev, op, f, *tiling, plan, q, k, v, m, grad_out, stats, grad_k, grad_v);
     return;
   }
   f.tile = std::min<uint32_t>(kBlock, kDkvTileFloats / u32(plan.head_dim));

@@ -20,10 +20,11 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
 // per tile), "flash_fwd" or "flash_decode".
 std::string attention_forward_kernel(int64_t seq_q, int64_t head_dim, const gpu::Runtime& rt);
 
-// The grad_k / grad_v kernel attention_backward runs for head_dim on `rt`,
-// for benchmark reports: "flash_bwd_dkv_tiled 32x32" (keys per workgroup x
-// queries per tile) or "flash_bwd_dkv".
-std::string attention_backward_kernel(int64_t head_dim, const gpu::Runtime& rt);
+// The kernel attention_backward runs for `plan` on `dev`, for benchmark
+// reports: "flash_bwd_scores 64x64 + products" (the scores' gradients in
+// tiles of queries x keys, then products), "flash_bwd_dkv_tiled 32x32"
+// (keys per workgroup x queries per tile) or "flash_bwd_dkv".
+std::string attention_backward_kernel(const AttentionPlan& plan, const Device& dev);
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
                         const Tensor& grad_out, const Tensor& lse, const AttentionPlan& plan, Tensor& grad_q,

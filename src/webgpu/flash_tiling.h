@@ -1,7 +1,8 @@
 // Tile sizes and the workgroup-memory layouts of the tiled prefill kernel
-// (shaders/flash_fwd_tiled.wgsl) and of the tiled grad_k / grad_v kernel
-// (shaders/flash_bwd_dkv_tiled.wgsl), chosen per head_dim so that they fit
-// the device's workgroup storage. Offsets and sizes count vec4s.
+// (shaders/flash_fwd_tiled.wgsl), of the tiled grad_k / grad_v kernel
+// (shaders/flash_bwd_dkv_tiled.wgsl) and of the backward's scores kernel
+// (shaders/flash_bwd_scores.wgsl), chosen per head_dim so that they fit the
+// device's workgroup storage. Offsets and sizes count vec4s.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -42,5 +43,23 @@ struct FlashBwdTiling {
 // is not a multiple of 4 or above 128, or when nothing fits (the caller then
 // runs the one-key-per-invocation kernel).
 std::optional<FlashBwdTiling> flash_bwd_tiling(int64_t head_dim, uint64_t storage_bytes, uint32_t max_invocations);
+
+// The scores kernel's layout: chunks of Q, grad_out, K and V, each [t,
+// stride], over tiles of t queries by t keys.
+struct FlashScoresTiling {
+  uint32_t t = 0;       // tile edge (t * t / 16 invocations)
+  uint32_t dc = 0;      // vec4 columns of the head staged at a time
+  uint32_t stride = 0;  // vec4s per staged row: dc made odd against bank conflicts
+  uint32_t vec4s = 0;   // the whole layout
+
+  uint32_t invocations() const { return t * t / 16; }
+  uint64_t bytes() const { return uint64_t(vec4s) * 16; }
+};
+
+// The largest scores tiling that fits; none when head_dim is not a multiple
+// of 4 or above 128, or when nothing fits (the caller then takes the other
+// backward).
+std::optional<FlashScoresTiling> flash_scores_tiling(int64_t head_dim, uint64_t storage_bytes,
+                                                     uint32_t max_invocations);
 
 }  // namespace forge::webgpu

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "parity/parity.h"
+#include "webgpu/attention_kernels.h"
 #include "webgpu/flash_tiling.h"
 
 namespace forge::testing {
@@ -246,6 +247,36 @@ TEST(AttentionParity, BackwardAtSmallerTilings) {
                    (t ? "bk " + std::to_string(t->bk) + " bq " + std::to_string(t->bq) : std::string("untiled")));
       expect_backward_parity(c);
     }
+  }
+}
+
+// Which backward runs: the scores' gradients in tiles then products where
+// the scores may be written whole (no window; causal from key 0 over as
+// many keys as queries, or not causal), smaller tiles at less workgroup
+// storage, and the grad_k / grad_v kernel otherwise; each path's parity is
+// checked above over the cases that reach it.
+TEST(AttentionParity, BackwardPathByShape) {
+  AttentionPlan p;
+  p.batch = 2, p.seq_q = 129, p.seq_k = 129, p.heads = 4, p.kv_heads = 2, p.head_dim = 64, p.causal = true;
+  auto path = [&](const AttentionPlan& plan) { return webgpu::attention_backward_kernel(plan, gpu_device()); };
+  const uint64_t storage = gpu_device().runtime().workgroup_storage();
+  const std::string scores = storage >= 20480 ? "flash_bwd_scores 64x64 + products" : "flash_bwd_scores 32x32 + products";
+  EXPECT_EQ(path(p), scores);
+  AttentionPlan full = p;
+  full.causal = false, full.seq_k = 70;
+  EXPECT_EQ(path(full), scores);
+  AttentionPlan window = p, offset = p;
+  window.window = 16;
+  offset.seq_k = 140, offset.kv_offset = 11;
+  EXPECT_EQ(path(window).rfind("flash_bwd_dkv", 0), 0u) << path(window);
+  EXPECT_EQ(path(offset).rfind("flash_bwd_dkv", 0), 0u) << path(offset);
+  {
+    LoweredWorkgroupStorage lowered(16384);
+    EXPECT_EQ(path(p), "flash_bwd_scores 32x32 + products");
+  }
+  {
+    LoweredBindingLimit lowered(2 * 4 * 129 * 129 * 4 - 4);  // P [B * H, Sq, Sk] one float over it
+    EXPECT_EQ(path(p).rfind("flash_bwd_dkv", 0), 0u) << path(p);
   }
 }
 

@@ -71,7 +71,10 @@ void run(const std::string& device, int64_t seq, bool json) {
       double bwd = time_per_call(d, [&] { flash_attention_v2_backward(q, k, v, f.out, g, o, nullptr, &f.lse); }, 2);
       double fwd_tf = 4.0 * double(m.dim) * pairs / fwd / 1e12, bwd_tf = 10.0 * double(m.dim) * pairs / bwd / 1e12;
       std::string kernel = d.is_webgpu() ? webgpu::attention_forward_kernel(s.seq_q, m.dim, d.runtime()) : "cpu";
-      std::string bwd_kernel = d.is_webgpu() ? webgpu::attention_backward_kernel(m.dim, d.runtime()) : "cpu";
+      AttentionPlan plan;
+      plan.batch = s.batch, plan.seq_q = s.seq_q, plan.seq_k = s.seq_k, plan.heads = m.heads;
+      plan.kv_heads = m.kv_heads, plan.head_dim = m.dim, plan.kv_offset = s.offset, plan.causal = true;
+      std::string bwd_kernel = d.is_webgpu() ? webgpu::attention_backward_kernel(plan, d) : "cpu";
       results.push_back({{"device", d.name()}, {"model", m.name}, {"phase", s.phase}, {"batch", s.batch},
                          {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"head_dim", m.dim}, {"seq_q", s.seq_q},
                          {"seq_k", s.seq_k}, {"causal", true}, {"fwd_kernel", kernel}, {"bwd_kernel", bwd_kernel},

@@ -11,9 +11,9 @@
 // tk + TK r (r < 4) in both halves, queries tq + TQ c (c < 4) of the scores
 // and vec4 columns tq + TQ e (e < ceil(D / 4 / TQ)) of the gradients. Three
 // barriers per query tile. Needs HEAD_DIM % 4 == 0. Preceded by flash_params,
-// philox and flash_common, followed by flash_ds_store (which also writes dS
-// for a product to compute grad_q) or flash_ds_none; the host
-// (webgpu/flash_tiling.h) sizes the tiles.
+// philox and flash_common; the host (webgpu/flash_tiling.h) sizes the tiles.
+// Where the scores may be written out whole, flash_bwd_scores and products
+// take the backward instead (webgpu/attention.cpp).
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4f>;
 @group(0) @binding(2) var<storage, read> k: array<vec4f>;
@@ -174,7 +174,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         sm[s_off + t * tkn + tk] = dsw;
       }
       workgroupBarrier();
-      store_ds(lid, bh, t0, n, j0, s_off);
 
       for (var t = 0u; t < n; t++) {
         let pw = sm[p_off + t * tkn + tk];
