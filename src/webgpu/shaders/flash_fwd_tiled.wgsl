@@ -25,9 +25,7 @@ override P_OFF: u32;
 override RED_OFF: u32;
 override SM_VEC4: u32;
 
-const TX: u32 = 16u;      // invocations sharing a query row
-const MAX_KC: u32 = 4u;   // largest BK / TX
-const MAX_DC: u32 = 2u;   // largest ceil(D / 4 / TX)
+const TX: u32 = 16u;      // invocations sharing a query row; BK / TX <= 4 key columns, ceil(D / 4 / TX) <= 2 vec4s
 
 // Q [BQ, D/4] (scaled), K tile [BK, K_STRIDE], V tile [BK, D/4], P tile
 // [BK, ROW_STRIDE] (vec4 over the four rows of one ty), row partials
@@ -86,27 +84,29 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     sm[e] = x;
   }
 
-  // Per owned row r: visible keys [lo, hi) (empty past seq_q), running max m,
-  // this invocation's share of the sum l, and the output columns o.
-  var lo: array<u32, 4>;
-  var hi: array<u32, 4>;
-  var m = vec4f(NEG);
-  var l = vec4f(0.0);
-  var o: array<vec4f, 4 * MAX_DC>;
+  // Per owned row r (the components of a vec4): visible keys [lo, hi)
+  // (empty past seq_q), running max m, this invocation's share of the sum
+  // l. The scores s_c (key t0 + tx + 16c) and the output columns (o_e: its
+  // column r is row r's vec4 e) are vec4s and matrices rather than indexed
+  // arrays, so that the compiler keeps them in registers.
+  var lo = vec4u(0u);
+  var hi = vec4u(0u);
   for (var r = 0u; r < 4u; r++) {
     let i = i0 + ty * 4u + r;
     lo[r] = key_lo(min(i, p.seq_q - 1u));
     hi[r] = select(0u, key_hi(i), i < p.seq_q);
-    for (var e = 0u; e < MAX_DC; e++) {
-      o[r * MAX_DC + e] = vec4f(0.0);
-    }
   }
+  var m = vec4f(NEG);
+  var l = vec4f(0.0);
+  var o0 = mat4x4f();
+  var o1 = mat4x4f();
   // Keys any query of the block sees (key_lo and key_hi grow with i): the
   // tiles outside are invisible to the whole block and skipped.
   let wg_lo = key_lo(i0);
   let wg_hi = key_hi(min(i0 + BQ, p.seq_q) - 1u);
   let kv_base = b * p.seq_k * p.kv_heads * d4 + g * d4;
   let v_shares_k = V_OFF == k_off;
+  let q_row = ty * 4u * d4;
 
   for (var t0 = wg_lo; t0 < wg_hi; t0 += BK) {
     let n = min(BK, wg_hi - t0);
@@ -116,35 +116,33 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     workgroupBarrier();
 
-    // s[r * MAX_KC + c]: score of row r with key t0 + tx + 16c.
-    var s: array<f32, 4 * MAX_KC>;
-    for (var x = 0u; x < 4u * MAX_KC; x++) {
-      s[x] = 0.0;
-    }
+    // s_c[r]: score of row r with key t0 + tx + 16c; k * qt = (dot(k, q_r))_r.
+    var s0 = vec4f(0.0);
+    var s1 = vec4f(0.0);
+    var s2 = vec4f(0.0);
+    var s3 = vec4f(0.0);
+    let k_row = k_off + tx * K_STRIDE;
     for (var d = 0u; d < d4; d++) {
-      var qv: array<vec4f, 4>;
-      for (var r = 0u; r < 4u; r++) {
-        qv[r] = sm[(ty * 4u + r) * d4 + d];
+      let qt = mat4x4f(sm[q_row + d], sm[q_row + d4 + d], sm[q_row + 2u * d4 + d], sm[q_row + 3u * d4 + d]);
+      s0 += sm[k_row + d] * qt;
+      if (kc_n > 1u) {
+        s1 += sm[k_row + TX * K_STRIDE + d] * qt;
       }
-      for (var c = 0u; c < kc_n; c++) {
-        let kv = sm[k_off + (tx + TX * c) * K_STRIDE + d];
-        for (var r = 0u; r < 4u; r++) {
-          s[r * MAX_KC + c] += dot(qv[r], kv);
-        }
+      if (kc_n > 2u) {
+        s2 += sm[k_row + 2u * TX * K_STRIDE + d] * qt;
+        s3 += sm[k_row + 3u * TX * K_STRIDE + d] * qt;
       }
     }
-    var mx = vec4f(NEG);
-    for (var r = 0u; r < 4u; r++) {
-      for (var c = 0u; c < kc_n; c++) {
-        let j = t0 + tx + TX * c;
-        var x = NEG;
-        if (j >= lo[r] && j < hi[r]) {
-          x = s[r * MAX_KC + c] + mask_at(b, h, i0 + ty * 4u + r, j);
-          x = select(NEG, x, x > MASKED);
-        }
-        s[r * MAX_KC + c] = x;
-        mx[r] = max(mx[r], x);
-      }
+    s0 = visible_scores(s0, b, h, i0 + ty * 4u, t0 + tx, lo, hi);
+    var mx = s0;
+    if (kc_n > 1u) {
+      s1 = visible_scores(s1, b, h, i0 + ty * 4u, t0 + tx + TX, lo, hi);
+      mx = max(mx, s1);
+    }
+    if (kc_n > 2u) {
+      s2 = visible_scores(s2, b, h, i0 + ty * 4u, t0 + tx + 2u * TX, lo, hi);
+      s3 = visible_scores(s3, b, h, i0 + ty * 4u, t0 + tx + 3u * TX, lo, hi);
+      mx = max(mx, max(s2, s3));
     }
     sm[RED_OFF + tx * ROW_STRIDE + ty] = mx;
     workgroupBarrier();
@@ -156,39 +154,32 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let alpha = exp(m - m_new);  // 1 while nothing is visible yet (both NEG)
     m = m_new;
     l *= alpha;
-    for (var c = 0u; c < kc_n; c++) {
-      let j = t0 + tx + TX * c;
-      var pw = vec4f(0.0);
-      for (var r = 0u; r < 4u; r++) {
-        let x = s[r * MAX_KC + c];
-        if (x > MASKED) {
-          let e = exp(x - m[r]);
-          l[r] += e;
-          pw[r] = e * keep_factor(b, h, i0 + ty * 4u + r, j);
-        }
-      }
-      sm[P_OFF + (tx + TX * c) * ROW_STRIDE + ty] = pw;
+    l += store_p(s0, m, b, h, i0 + ty * 4u, t0 + tx, tx, ty);
+    if (kc_n > 1u) {
+      l += store_p(s1, m, b, h, i0 + ty * 4u, t0 + tx + TX, tx + TX, ty);
+    }
+    if (kc_n > 2u) {
+      l += store_p(s2, m, b, h, i0 + ty * 4u, t0 + tx + 2u * TX, tx + 2u * TX, ty);
+      l += store_p(s3, m, b, h, i0 + ty * 4u, t0 + tx + 3u * TX, tx + 3u * TX, ty);
     }
     if (v_shares_k) {
       stage_kv(true, lid, kv_base, t0, n, V_OFF, d4);  // K is read: its space takes V
     }
     workgroupBarrier();
 
-    for (var r = 0u; r < 4u; r++) {
-      for (var e = 0u; e < dc_n; e++) {
-        o[r * MAX_DC + e] *= alpha[r];
-      }
-    }
+    o0 = rescale(o0, alpha);
+    o1 = rescale(o1, alpha);
+    let in0 = tx < d4;
+    let in1 = dc_n > 1u && tx + TX < d4;
     for (var j = 0u; j < BK; j++) {
       let pw = sm[P_OFF + j * ROW_STRIDE + ty];
-      for (var e = 0u; e < dc_n; e++) {
-        let col = tx + TX * e;
-        if (col < d4) {
-          let vv = sm[V_OFF + j * d4 + col];
-          for (var r = 0u; r < 4u; r++) {
-            o[r * MAX_DC + e] += pw[r] * vv;
-          }
-        }
+      if (in0) {
+        let vv = sm[V_OFF + j * d4 + tx];
+        o0 += mat4x4f(vv * pw.x, vv * pw.y, vv * pw.z, vv * pw.w);
+      }
+      if (in1) {
+        let vv = sm[V_OFF + j * d4 + tx + TX];
+        o1 += mat4x4f(vv * pw.x, vv * pw.y, vv * pw.z, vv * pw.w);
       }
     }
     workgroupBarrier();  // before the next tile overwrites K, V, P and the partials
@@ -206,15 +197,47 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     if (i < p.seq_q) {
       let inv = select(0.0, 1.0 / l[r], l[r] > 0.0);
       let obase = ((b * p.seq_q + i) * p.heads + h) * d4;
-      for (var e = 0u; e < dc_n; e++) {
-        let col = tx + TX * e;
-        if (col < d4) {
-          out[obase + col] = o[r * MAX_DC + e] * inv;
-        }
+      if (tx < d4) {
+        out[obase + tx] = o0[r] * inv;
+      }
+      if (dc_n > 1u && tx + TX < d4) {
+        out[obase + tx + TX] = o1[r] * inv;
       }
       if (tx == 0u) {
         lse[bh * p.seq_q + i] = select(p.neg_inf, m[r] + log(l[r]), l[r] > 0.0);
       }
     }
   }
+}
+
+// Scores s of rows i..i+3 against key j: plus the mask where j is visible
+// to the row, NEG where it is not or the mask hides it.
+fn visible_scores(s: vec4f, b: u32, h: u32, i: u32, j: u32, lo: vec4u, hi: vec4u) -> vec4f {
+  var x = vec4f(NEG);
+  for (var r = 0u; r < 4u; r++) {
+    if (j >= lo[r] && j < hi[r]) {
+      x[r] = s[r] + mask_at(b, h, i + r, j);
+    }
+  }
+  return select(vec4f(NEG), x, x > vec4f(MASKED));
+}
+
+// P of rows i..i+3 against key j, the tile's key jl (exp(s - m), times the
+// dropout factor), to workgroup memory; returns the undropped exponentials,
+// l's share.
+fn store_p(s: vec4f, m: vec4f, b: u32, h: u32, i: u32, j: u32, jl: u32, ty: u32) -> vec4f {
+  let e = select(vec4f(0.0), exp(s - m), s > vec4f(MASKED));
+  var z = vec4f(1.0);
+  if (p.dropout != 0u) {
+    for (var r = 0u; r < 4u; r++) {
+      z[r] = keep_factor(b, h, i + r, j);
+    }
+  }
+  sm[P_OFF + jl * ROW_STRIDE + ty] = e * z;
+  return e;
+}
+
+// Each row's output columns times its factor.
+fn rescale(o: mat4x4f, f: vec4f) -> mat4x4f {
+  return mat4x4f(o[0] * f.x, o[1] * f.y, o[2] * f.z, o[3] * f.w);
 }
