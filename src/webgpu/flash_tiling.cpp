@@ -37,10 +37,11 @@ std::optional<FlashTiling> flash_tiling(int64_t head_dim, uint64_t storage_bytes
   // Largest first (more scores per invocation per staged vec4), except that
   // heads of up to 64 take 32 queries by 16 keys first: on the H200 (ms a
   // layer at GPT-2's 1024-token prefill / SmolLM2-360M's / its B4 x T512
-  // training) 64x32 took 0.229 / 0.220 / 0.231, 32x16 0.209 / 0.211 /
-  // 0.215, 32x32 0.238 / 0.280 / 0.291, 16x16 0.196 / 0.238 / 0.239: the
-  // smaller workgroups keep more of them resident a core. Wider heads keep
-  // the order by size (not measured).
+  // training, measured before the kernel kept its sums in vec4s; 32x16 now
+  // 0.160 / 0.160 / 0.163) 64x32 took 0.229 / 0.220 / 0.231, 32x16 0.209 /
+  // 0.211 / 0.215, 32x32 0.238 / 0.280 / 0.291, 16x16 0.196 / 0.238 / 0.239:
+  // the smaller workgroups keep more of them resident a core. Wider heads
+  // keep the order by size (not measured).
   constexpr uint32_t kBySize[][2] = {{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}};
   constexpr uint32_t kNarrow[][2] = {{32, 16}, {64, 64}, {64, 32}, {32, 32}, {16, 16}};
   for (const auto& [bq, bk] : d4 <= 16 ? kNarrow : kBySize) {
