@@ -1,6 +1,7 @@
 #include "webgpu/flash_tiling.h"
 
 #include <algorithm>
+#include <span>
 
 namespace forge::webgpu {
 
@@ -35,16 +36,18 @@ std::optional<FlashTiling> flash_tiling(int64_t head_dim, uint64_t storage_bytes
   if (head_dim <= 0 || head_dim > 128 || head_dim % 4 != 0) return std::nullopt;
   const uint32_t d4 = uint32_t(head_dim / 4);
   // Largest first (more scores per invocation per staged vec4), except that
-  // heads of up to 64 take 32 queries by 16 keys first: on the H200 (ms a
-  // layer at GPT-2's 1024-token prefill / SmolLM2-360M's / its B4 x T512
-  // training, measured before the kernel kept its sums in vec4s; 32x16 now
-  // 0.160 / 0.160 / 0.163) 64x32 took 0.229 / 0.220 / 0.231, 32x16 0.209 /
-  // 0.211 / 0.215, 32x32 0.238 / 0.280 / 0.291, 16x16 0.196 / 0.238 / 0.239:
-  // the smaller workgroups keep more of them resident a core. Wider heads
-  // keep the order by size (not measured).
+  // heads of up to 64 take 64 queries by 32 keys first, then the smaller
+  // tiles: 64 x 64 is slowest there. On the H200, ms a layer at GPT-2's
+  // 1024-token prefill / SmolLM2-360M's / its B4 x T512 training, two calls:
+  // 64x32 0.137-0.139 / 0.138-0.141 / 0.149-0.151, 32x16 0.162-0.165 / 0.163
+  // / 0.165-0.168, 16x16 0.155-0.158 / 0.185 / 0.191, 32x32 0.161-0.163 /
+  // 0.179-0.182 / 0.188-0.190, 64x16 0.176 / 0.176 / 0.190, 64x64 0.435-0.439
+  // / 0.435 / 0.323; GPT-2's prefill of 1024 tokens 8.75 ms in 64x32, 9.02 in
+  // 32x16. Wider heads keep the order by size (not measured).
   constexpr uint32_t kBySize[][2] = {{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}};
-  constexpr uint32_t kNarrow[][2] = {{32, 16}, {64, 64}, {64, 32}, {32, 32}, {16, 16}};
-  for (const auto& [bq, bk] : d4 <= 16 ? kNarrow : kBySize) {
+  constexpr uint32_t kNarrow[][2] = {{64, 32}, {32, 16}, {16, 16}};
+  using Tiles = std::span<const uint32_t[2]>;
+  for (const auto& [bq, bk] : d4 <= 16 ? Tiles(kNarrow) : Tiles(kBySize)) {
     if (bq * 4 > max_invocations) continue;
     for (bool v_reuses_k : {false, true}) {
       FlashTiling t = layout(d4, bq, bk, v_reuses_k);
