@@ -1,5 +1,6 @@
 // The tile sizes and workgroup-memory layouts of the tiled flash attention
-// forward and of the tiled grad_k / grad_v kernel (src/webgpu/flash_tiling.h):
+// forward, of the tiled grad_k / grad_v kernel and of the backward's scores
+// kernel (src/webgpu/flash_tiling.h):
 // what GPT-2-like and 128-wide heads get at common storage limits, and that
 // every layout fits and keeps its regions apart.
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include "webgpu/flash_tiling.h"
 
 using forge::webgpu::flash_bwd_tiling;
+using forge::webgpu::flash_scores_tiling;
 using forge::webgpu::flash_tiling;
 using forge::webgpu::FlashTiling;
 
@@ -17,9 +19,9 @@ namespace {
 TEST(FlashTiling, ChoicesAtCommonLimits) {
   auto d64 = flash_tiling(64, 49152, 1024);
   ASSERT_TRUE(d64);
-  EXPECT_EQ(d64->bq, 32u) << "heads of up to 64 take 32 queries by 16 keys first";
-  EXPECT_EQ(d64->bk, 16u);
-  EXPECT_EQ(d64->bytes(), 16u * (32 * 16 + 16 * 17 + 16 * 16 + 16 * 9));  // Q, K (P in its space), V, partials
+  EXPECT_EQ(d64->bq, 64u) << "heads of up to 64 take 64 queries by 32 keys first";
+  EXPECT_EQ(d64->bk, 32u);
+  EXPECT_EQ(d64->bytes(), 16u * (64 * 16 + 32 * 17 + 32 * 16 + 16 * 17));  // Q, K (P in its space), V, partials
   EXPECT_EQ(d64->p_off, d64->k_off) << "P reuses K's space; V has its own";
   auto d128 = flash_tiling(128, 49152, 1024);
   ASSERT_TRUE(d128);
@@ -104,6 +106,30 @@ TEST(FlashBwdTiling, LayoutsFit) {
       EXPECT_LE(t->invocations(), 256u);
     }
   }
+}
+
+TEST(FlashScoresTiling, ChoicesAtCommonLimits) {
+  auto d64 = flash_scores_tiling(64, 49152, 256);
+  ASSERT_TRUE(d64);
+  EXPECT_EQ(d64->t, 64u);
+  EXPECT_EQ(d64->dc, 4u);
+  EXPECT_EQ(d64->stride, 5u);
+  EXPECT_EQ(d64->bytes(), 20480u);  // Q, dO, K, V chunks [64, 5] vec4s
+  EXPECT_EQ(d64->invocations(), 256u);
+  auto small = flash_scores_tiling(64, 16384, 256);
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->t, 32u) << "64 x 64 tiles need 20 KiB";
+  EXPECT_EQ(small->bytes(), 10240u);
+  auto few = flash_scores_tiling(64, 49152, 128);
+  ASSERT_TRUE(few);
+  EXPECT_EQ(few->invocations(), 64u);
+  auto head8 = flash_scores_tiling(8, 49152, 256);
+  ASSERT_TRUE(head8);
+  EXPECT_EQ(head8->dc, 2u) << "a chunk is never wider than the head";
+  EXPECT_EQ(head8->stride, 3u);
+  EXPECT_FALSE(flash_scores_tiling(6, 49152, 256)) << "not a multiple of 4";
+  EXPECT_FALSE(flash_scores_tiling(132, 65536, 256));
+  EXPECT_FALSE(flash_scores_tiling(64, 8192, 256)) << "nothing fits 8 KiB";
 }
 
 }  // namespace
