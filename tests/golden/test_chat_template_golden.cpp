@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "forge/chat_template.h"
 
@@ -44,8 +45,15 @@ struct CliResult {
   std::string out, err;
 };
 
+// A path in the test temp dir private to this process: ctest runs these
+// tests side by side, each in a process of its own, and a shared name let
+// one test read another's stderr.
+fs::path temp_path(const std::string& name) {
+  return fs::path(testing::TempDir()) / ("forge_chat_" + std::to_string(getpid()) + "_" + name);
+}
+
 CliResult run_cli(const std::string& args) {
-  const fs::path err_file = fs::path(testing::TempDir()) / "forge_chat_template_stderr.txt";
+  const fs::path err_file = temp_path("stderr.txt");
   const std::string cmd = std::string(FORGE_CLI) + " " + args + " 2>" + err_file.string();
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "", "popen failed"};
@@ -59,7 +67,7 @@ CliResult run_cli(const std::string& args) {
 }
 
 fs::path write_temp(const std::string& name, const std::string& text) {
-  const fs::path p = fs::path(testing::TempDir()) / name;
+  const fs::path p = temp_path(name);
   std::ofstream(p, std::ios::binary) << text;
   return p;
 }
@@ -132,7 +140,7 @@ TEST(ChatTemplateGolden, CliDefinesParseAsJsonElseString) {
 
 TEST(ChatTemplateGolden, ModelFolderTemplateAndTokens) {
   const ojson f = load(kDir / "mistral.json");
-  const fs::path dir = fs::path(testing::TempDir()) / "forge_chat_model";
+  const fs::path dir = temp_path("model");
   fs::create_directories(dir);
   // Named templates (transformers takes "default"); special tokens as {"content": ...} objects.
   ojson cfg = {{"chat_template", ojson::array({{{"name", "tool_use"}, {"template", "wrong"}},
