@@ -97,18 +97,20 @@ void check_fits(const char* op, const Device& dev, std::initializer_list<const T
   }
 }
 
+// The most invocations a one-dimensional workgroup may have on this device.
+uint32_t workgroup_invocations(const gpu::Runtime& rt) {
+  const gpu::Limits& lim = rt.limits();
+  return std::min(lim.max_workgroup_invocations, lim.max_workgroup_size_x);
+}
+
 // The tiled prefill kernel's tiles on this device, if it fits.
 std::optional<FlashTiling> prefill_tiling(int64_t head_dim, const gpu::Runtime& rt) {
-  const gpu::Limits& lim = rt.limits();
-  const uint32_t invocations = std::min(lim.max_workgroup_invocations, lim.max_workgroup_size_x);
-  return flash_tiling(head_dim, rt.workgroup_storage(), invocations);
+  return flash_tiling(head_dim, rt.workgroup_storage(), workgroup_invocations(rt));
 }
 
 // The tiled grad_k / grad_v kernel's tiles on this device, if it fits.
 std::optional<FlashBwdTiling> backward_tiling(int64_t head_dim, const gpu::Runtime& rt) {
-  const gpu::Limits& lim = rt.limits();
-  const uint32_t invocations = std::min(lim.max_workgroup_invocations, lim.max_workgroup_size_x);
-  return flash_bwd_tiling(head_dim, rt.workgroup_storage(), invocations);
+  return flash_bwd_tiling(head_dim, rt.workgroup_storage(), workgroup_invocations(rt));
 }
 
 // grad_k and grad_v through flash_bwd_dkv_tiled. With a GQA group, each query
@@ -143,35 +145,31 @@ void backward_dkv_tiled(const Device& dev, const char* op, const FlashParams& f,
          grid_1d(ceil_div(vec4s, 64), lim), {{"HEAD_DIM", dim}});
 }
 
-// The scores kernel's tiles on this device, if it fits.
-std::optional<FlashScoresTiling> scores_tiling(int64_t head_dim, const gpu::Runtime& rt) {
-  const gpu::Limits& lim = rt.limits();
-  const uint32_t invocations = std::min(lim.max_workgroup_invocations, lim.max_workgroup_size_x);
-  return flash_scores_tiling(head_dim, rt.workgroup_storage(), invocations);
-}
-
-// Whether the backward takes its gradients as products: flash_bwd_scores
-// writes P z and dS [B * H, Sq, Sk] tile by tile, and the tiled matmul takes
-// grad_q = scale dS K, grad_k = scale dS^T Q and grad_v = (P z)^T dO per
-// query head. The scores and their gradient are computed once, in tiles
-// that fill the device, and the three products run at the matmul's rate.
-// On the H200, ms a layer at GPT-2's 1024-token prefill / SmolLM2-360M's /
-// its B4 x T512 training: 0.693 / 0.790 / 0.807 through flash_bwd_dkv_tiled
-// (which wrote dS for grad_q's product), 0.454 / 0.475 / 0.440 so; SmolLM2-360M's
-// fine-tuning step 177.2 -> 167.0 ms. It needs P and dS
-// within kScoresMaxBytes and one binding each, and scores that are whole or
-// a lower triangle (no window; a causal mask from key 0 with Sq = Sk): the
-// scores kernel leaves the tiles no query sees unwritten, and the products
-// read the triangle only.
+// The scores kernel's tiles where the backward takes its gradients as
+// products, none where it does not: flash_bwd_scores writes P z and dS
+// [B * H, Sq, Sk] tile by tile, and the tiled matmul takes grad_q = scale dS
+// K, grad_k = scale dS^T Q and grad_v = (P z)^T dO per query head. The
+// scores and their gradient are computed once, in tiles that fill the
+// device, and the three products run at the matmul's rate. On the H200, ms
+// a layer at GPT-2's 1024-token prefill / SmolLM2-360M's / its B4 x T512
+// training: 0.693 / 0.790 / 0.807 through flash_bwd_dkv_tiled (which wrote
+// dS for grad_q's product), 0.454 / 0.475 / 0.440 so; SmolLM2-360M's
+// fine-tuning step 177.2 -> 167.0 ms. It needs P and dS within
+// kScoresMaxBytes and one binding each, scores that are whole or a lower
+// triangle (no window; a causal mask from key 0 with Sq = Sk: the scores
+// kernel leaves the tiles no query sees unwritten, and the products read
+// the triangle only), and tiles that fit the workgroup storage.
 constexpr uint64_t kScoresMaxBytes = uint64_t(512) << 20;
 
-bool grads_by_products(const Device& dev, const AttentionPlan& p) {
-  if (!scores_tiling(p.head_dim, dev.runtime()) || p.window != 0) return false;
-  if (p.causal && (p.kv_offset != 0 || p.seq_q != p.seq_k)) return false;
+std::optional<FlashScoresTiling> grads_by_products(const Device& dev, const AttentionPlan& p) {
+  if (p.window != 0 || (p.causal && (p.kv_offset != 0 || p.seq_q != p.seq_k))) return std::nullopt;
   const uint64_t bh = uint64_t(p.batch * p.heads), d = uint64_t(p.head_dim);
   const uint64_t scores = bh * uint64_t(p.seq_q) * uint64_t(p.seq_k) * 4;
-  return scores <= kScoresMaxBytes && fits(dev, scores) && fits(dev, bh * uint64_t(p.seq_k) * d * 4) &&
-         fits(dev, bh * uint64_t(p.seq_q) * d * 4);
+  if (scores > kScoresMaxBytes || !fits(dev, scores) || !fits(dev, bh * uint64_t(p.seq_k) * d * 4) ||
+      !fits(dev, bh * uint64_t(p.seq_q) * d * 4))
+    return std::nullopt;
+  const gpu::Runtime& rt = dev.runtime();
+  return flash_scores_tiling(p.head_dim, rt.workgroup_storage(), workgroup_invocations(rt));
 }
 
 // x [B, S, Hx, D] -> [B * H, S, D], head-major: head h of the result reads
@@ -250,10 +248,8 @@ void backward_by_products(const Device& dev, const char* op, const FlashParams& 
 }  // namespace
 
 std::string attention_backward_kernel(const AttentionPlan& plan, const Device& dev) {
-  if (grads_by_products(dev, plan)) {
-    const FlashScoresTiling s = *scores_tiling(plan.head_dim, dev.runtime());
-    return "flash_bwd_scores " + std::to_string(s.t) + "x" + std::to_string(s.t) + " + products";
-  }
+  if (const std::optional<FlashScoresTiling> s = grads_by_products(dev, plan))
+    return "flash_bwd_scores " + std::to_string(s->t) + "x" + std::to_string(s->t) + " + products";
   auto t = backward_tiling(plan.head_dim, dev.runtime());
   return t ? "flash_bwd_dkv_tiled " + std::to_string(t->bk) + "x" + std::to_string(t->bq) : "flash_bwd_dkv";
 }
@@ -328,9 +324,8 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   const uint64_t rows = uint64_t(plan.batch * plan.heads * plan.seq_q);
   launch(dev, op, kBwdStats.kernel(), f, {arg(out), arg(grad_out), arg(lse), arg(stats)},
          grid_1d(ceil_div(rows, kBlock), lim), {{"HEAD_DIM", dim}});
-  if (grads_by_products(dev, plan)) {
-    backward_by_products(dev, op, f, *scores_tiling(plan.head_dim, dev.runtime()), plan, q, k, v, m, grad_out, stats,
-                         grad_q, grad_k, grad_v);
+  if (const std::optional<FlashScoresTiling> t = grads_by_products(dev, plan)) {
+    backward_by_products(dev, op, f, *t, plan, q, k, v, m, grad_out, stats, grad_q, grad_k, grad_v);
     return;
   }
   uint64_t q_groups = uint64_t(plan.batch * plan.heads) * ceil_div(uint64_t(plan.seq_q), kBlock);

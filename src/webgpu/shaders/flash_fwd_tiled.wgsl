@@ -107,6 +107,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let kv_base = b * p.seq_k * p.kv_heads * d4 + g * d4;
   let v_shares_k = V_OFF == k_off;
   let q_row = ty * 4u * d4;
+  // Whether this invocation owns output vec4 columns tx and tx + 16.
+  let in0 = tx < d4;
+  let in1 = dc_n > 1u && tx + TX < d4;
 
   for (var t0 = wg_lo; t0 < wg_hi; t0 += BK) {
     let n = min(BK, wg_hi - t0);
@@ -169,8 +172,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 
     o0 = rescale(o0, alpha);
     o1 = rescale(o1, alpha);
-    let in0 = tx < d4;
-    let in1 = dc_n > 1u && tx + TX < d4;
     for (var j = 0u; j < BK; j++) {
       let pw = sm[P_OFF + j * ROW_STRIDE + ty];
       if (in0) {
@@ -197,10 +198,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     if (i < p.seq_q) {
       let inv = select(0.0, 1.0 / l[r], l[r] > 0.0);
       let obase = ((b * p.seq_q + i) * p.heads + h) * d4;
-      if (tx < d4) {
+      if (in0) {
         out[obase + tx] = o0[r] * inv;
       }
-      if (dc_n > 1u && tx + TX < d4) {
+      if (in1) {
         out[obase + tx + TX] = o1[r] * inv;
       }
       if (tx == 0u) {
