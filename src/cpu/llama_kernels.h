@@ -20,6 +20,10 @@ void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const
                   Tensor& dweight);
 void silu_gate(const Tensor& up, const Tensor& gate, Tensor& out);
 void silu_gate_bwd(const Tensor& up, const Tensor& gate, const Tensor& dy, Tensor& grad_up, Tensor& grad_gate);
+// gu [rows, 2n] = [up | gate] -> out [rows, n]; the backward writes dgu
+// [rows, 2n] in gu's layout from dy [rows, n].
+void silu_gate_packed(const Tensor& gu, int64_t rows, int64_t n, Tensor& out);
+void silu_gate_packed_bwd(const Tensor& gu, const Tensor& dy, int64_t rows, int64_t n, Tensor& dgu);
 // x [rows, n] -> out u32 [rows, k].
 void top_k(const Tensor& x, int64_t rows, int64_t n, int64_t k, Tensor& out);
 // x, out [rows, seq]; w [dim, 3]; b [dim].

@@ -11,23 +11,45 @@
 
 namespace forge::cpu {
 
+namespace {
+
+// One row of n elements each: out = silu(u) * g, and its gradients.
+inline void silu_gate_row(const float* u, const float* g, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = float(u[i] * vm::sigmoid(u[i]) * g[i]);
+}
+
+inline void silu_gate_bwd_row(const float* u, const float* g, const float* dy, float* du, float* dg, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    double x = u[i], s = vm::sigmoid(x);
+    du[i] = float(double(dy[i]) * g[i] * s * (1.0 + x * (1.0 - s)));
+    dg[i] = float(double(dy[i]) * x * s);
+  }
+}
+
+}  // namespace
+
 FORGE_ISA_CLONES void silu_gate(const Tensor& up, const Tensor& gate, Tensor& out) {
-  const float* pu = up.data<float>();
-  const float* pg = gate.data<float>();
-  float* po = out.data<float>();
-  for (int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = float(pu[i] * vm::sigmoid(pu[i]) * pg[i]);
+  silu_gate_row(up.data<float>(), gate.data<float>(), out.data<float>(), out.numel());
 }
 
 FORGE_ISA_CLONES void silu_gate_bwd(const Tensor& up, const Tensor& gate, const Tensor& dy, Tensor& grad_up, Tensor& grad_gate) {
-  const float* pu = up.data<float>();
-  const float* pg = gate.data<float>();
+  silu_gate_bwd_row(up.data<float>(), gate.data<float>(), dy.data<float>(), grad_up.data<float>(),
+                    grad_gate.data<float>(), dy.numel());
+}
+
+FORGE_ISA_CLONES void silu_gate_packed(const Tensor& gu, int64_t rows, int64_t n, Tensor& out) {
+  const float* pg = gu.data<float>();
+  float* po = out.data<float>();
+  for (int64_t r = 0; r < rows; ++r) silu_gate_row(pg + r * 2 * n, pg + r * 2 * n + n, po + r * n, n);
+}
+
+FORGE_ISA_CLONES void silu_gate_packed_bwd(const Tensor& gu, const Tensor& dy, int64_t rows, int64_t n, Tensor& dgu) {
+  const float* pg = gu.data<float>();
   const float* pd = dy.data<float>();
-  float* gu = grad_up.data<float>();
-  float* gg = grad_gate.data<float>();
-  for (int64_t i = 0, n = dy.numel(); i < n; ++i) {
-    double u = pu[i], s = vm::sigmoid(u);
-    gu[i] = float(double(pd[i]) * pg[i] * s * (1.0 + u * (1.0 - s)));
-    gg[i] = float(double(pd[i]) * u * s);
+  float* po = dgu.data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at = r * 2 * n;
+    silu_gate_bwd_row(pg + at, pg + at + n, pd + r * n, po + at, po + at + n, n);
   }
 }
 

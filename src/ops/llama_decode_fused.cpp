@@ -1,7 +1,8 @@
 // matmul_transb_many and silu_gate_matmul: validation, and the fused WebGPU
 // kernel for few rows (the row norm applied as x is read) or the plain ops:
 // one product over weights that lie back to back in one storage (the models
-// load a layer's q/k/v and gate/up so), split by columns, else one each.
+// load a layer's q/k/v and gate/up so), split by columns (or, for the gate,
+// read in place by silu_gate_packed), else one each.
 #include "forge/ops.h"
 #include "ops/check.h"
 #include "webgpu/kernels.h"
@@ -95,7 +96,10 @@ Tensor silu_gate_matmul(const Tensor& x, const Tensor& gate, const Tensor& up, c
     Tensor unused1 = Tensor::empty({1}, DType::F32, x.device()), unused2 = Tensor::empty({1}, DType::F32, x.device());
     if (webgpu::matvec_multi(x, {&gate, &up, &up}, /*silu_gate=*/true, {&out, &unused1, &unused2}, &f)) return out;
   }
-  const std::vector<Tensor> gu = products(norm ? row_norm(x, *norm) : x, {gate, up});
+  const Tensor h = norm ? row_norm(x, *norm) : x;
+  // Joined weights: one product whose halves the gate reads in place.
+  if (const Tensor joined = Tensor::joined_rows({gate, up}); joined.defined()) return silu_gate_packed(product(h, joined));
+  const std::vector<Tensor> gu = products(h, {gate, up});
   return silu_gate_fused(gu[0], gu[1]);
 }
 

@@ -1,5 +1,8 @@
-// silu_gate_fused and its backward, the elementwise backwards, the matmul
-// layouts, top_k and conv1d_depthwise: validation and dispatch.
+// silu_gate_fused, silu_gate_packed and their backwards, the elementwise
+// backwards, the matmul layouts, top_k and conv1d_depthwise: validation and
+// dispatch.
+#include <utility>
+
 #include "cpu/llama_kernels.h"
 #include "ops/check.h"
 #include "webgpu/llama_kernels.h"
@@ -41,6 +44,52 @@ SiluGateGrads silu_gate_fused_backward(const Tensor& up, const Tensor& gate, con
   if (up.device().is_cpu()) cpu::silu_gate_bwd(up, gate, dy, g.grad_up, g.grad_gate);
   else webgpu::silu_gate_bwd(up, gate, dy, g.grad_up, g.grad_gate);
   return g;
+}
+
+namespace {
+
+// gu [.., 2n]: its rows and n.
+std::pair<int64_t, int64_t> packed_halves(const char* op, const Tensor& gu) {
+  check::dtype(op, "gu", gu, DType::F32);
+  if (gu.rank() < 1 || gu.dim(-1) % 2 != 0)
+    throw ShapeError(std::string("[") + op + "] gu " + gu.describe() +
+                     " must have an even last dim (the gate and up halves)");
+  const int64_t n = gu.dim(-1) / 2;
+  return {n == 0 ? 0 : gu.numel() / (2 * n), n};
+}
+
+Shape half_shape(const Tensor& gu) {
+  Shape s = gu.shape();
+  s.back() /= 2;
+  return s;
+}
+
+}  // namespace
+
+Tensor silu_gate_packed(const Tensor& gu) {
+  const char* op = "silu_gate_packed";
+  check::same_device(op, {&gu});
+  const auto [rows, n] = packed_halves(op, gu);
+  Tensor out = Tensor::empty(half_shape(gu), DType::F32, gu.device());
+  if (out.numel() == 0) return out;
+  if (gu.device().is_cpu()) cpu::silu_gate_packed(gu, rows, n, out);
+  else webgpu::silu_gate_packed(gu, rows, n, out);
+  return out;
+}
+
+Tensor silu_gate_packed_backward(const Tensor& gu, const Tensor& dy) {
+  const char* op = "silu_gate_packed_backward";
+  check::same_device(op, {&gu, &dy});
+  const auto [rows, n] = packed_halves(op, gu);
+  check::dtype(op, "dy", dy, DType::F32);
+  if (dy.shape() != half_shape(gu))
+    throw ShapeError(std::string("[") + op + "] dy " + dy.describe() + " must be gu " + gu.describe() +
+                     " with half its last dim");
+  Tensor dgu = Tensor::empty(gu.shape(), DType::F32, gu.device());
+  if (dy.numel() == 0) return dgu;
+  if (gu.device().is_cpu()) cpu::silu_gate_packed_bwd(gu, dy, rows, n, dgu);
+  else webgpu::silu_gate_packed_bwd(gu, dy, rows, n, dgu);
+  return dgu;
 }
 
 BinaryGrads add_backward(const Tensor& grad) {

@@ -23,6 +23,8 @@ void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const
                   Tensor& dweight);
 void silu_gate(const Tensor& up, const Tensor& gate, Tensor& out);
 void silu_gate_bwd(const Tensor& up, const Tensor& gate, const Tensor& dy, Tensor& grad_up, Tensor& grad_gate);
+void silu_gate_packed(const Tensor& gu, int64_t rows, int64_t n, Tensor& out);
+void silu_gate_packed_bwd(const Tensor& gu, const Tensor& dy, int64_t rows, int64_t n, Tensor& dgu);
 void top_k(const Tensor& x, int64_t rows, int64_t n, int64_t k, Tensor& out);
 void conv1d_depthwise(const Tensor& x, const Tensor& w, const Tensor& b, const Conv1dPlan& plan, Tensor& out);
 

@@ -169,6 +169,28 @@ TEST(LlamaParity, SiluGate) {
   EXPECT_TRUE(all_close(silu_gate_fused(u, g), mul(silu(u), g), 1e-12, 3e-7));
 }
 
+// The joined form: gu [.., 2n] = [up | gate] read in place. On the CPU it
+// equals the separate-tensor op over gu's halves exactly (one kernel per
+// element); on WebGPU it matches the CPU at silu_gate_fused's tolerances.
+TEST(LlamaParity, SiluGatePacked) {
+  uint32_t seed = 250;
+  for (const Shape& half : std::vector<Shape>{{1}, {3}, {17}, {3, 17}, {2, 3, 129}, {1000, 3}}) {
+    Shape s = half;
+    s.back() *= 2;
+    Tensor gu = random_tensor(s, seed++, -6.0f, 6.0f), dy = random_tensor(half, seed++);
+    const std::vector<Tensor> parts = split_columns(gu, {half.back(), half.back()});
+    EXPECT_EQ(silu_gate_packed(gu).to_vector<float>(), silu_gate_fused(parts[0], parts[1]).to_vector<float>())
+        << shape_str(s);
+    const SiluGateGrads want = silu_gate_fused_backward(parts[0], parts[1], dy);
+    EXPECT_EQ(silu_gate_packed_backward(gu, dy).to_vector<float>(),
+              concat_columns({want.grad_up, want.grad_gate}).to_vector<float>())
+        << shape_str(s);
+    EXPECT_TRUE(cpu_gpu_parity({gu}, [](auto& t) { return silu_gate_packed(t[0]); }, 1e-5, 1e-5)) << shape_str(s);
+    EXPECT_TRUE(cpu_gpu_parity({gu, dy}, [](auto& t) { return silu_gate_packed_backward(t[0], t[1]); }, 3e-5, 2e-5))
+        << shape_str(s);
+  }
+}
+
 TEST(LlamaParity, BinaryBackwards) {
   uint32_t seed = 300;
   for (const Shape& s : kElementwiseShapes) {
@@ -320,6 +342,10 @@ TEST(LlamaChunked, RowAndElementwiseOps) {
   EXPECT_TRUE(cpu_gpu_parity({x, r, dy}, [](auto& t) { return silu_gate_fused_backward(t[0], t[1], t[2]).grad_up; },
                              1e-5, 2e-5));
   EXPECT_TRUE(cpu_gpu_parity({x, cw, b}, [](auto& t) { return conv1d_depthwise(t[0], t[1], t[2]); }, 1e-6, 1e-6));
+  // The joined silu gate: rows of 128 values in, 64 out (8 rows a dispatch).
+  Tensor gu = concat_columns({x, r}), half = random_tensor({50, 64}, 7);
+  EXPECT_TRUE(cpu_gpu_parity({gu}, [](auto& t) { return silu_gate_packed(t[0]); }, 4e-6, 1e-5));
+  EXPECT_TRUE(cpu_gpu_parity({gu, half}, [](auto& t) { return silu_gate_packed_backward(t[0], t[1]); }, 1e-5, 2e-5));
 }
 
 // ---- Validation ------------------------------------------------------------------------
@@ -341,6 +367,12 @@ TEST(LlamaValidation, Errors) {
   expect_error<ShapeError>("silu_gate_fused", [&] { silu_gate_fused(x, random_tensor({12, 3}, 7)); }, "f32[12, 3]");
   expect_error<ShapeError>("silu_gate_fused_backward", [&] { silu_gate_fused_backward(x, x, w); });
   expect_error<ShapeError>("mul_backward", [&] { mul_backward(x, x, w); });
+  // x [3, 12] as a joined [up | gate] of n = 6; w [11] has no even halves.
+  expect_error<ShapeError>("silu_gate_packed", [&] { silu_gate_packed(w); }, "f32[11]");
+  expect_error<ShapeError>("silu_gate_packed_backward", [&] { silu_gate_packed_backward(x, x); }, "half its last dim");
+  expect_error<DTypeError>("silu_gate_packed", [&] { silu_gate_packed(Tensor::zeros({2, 4}, DType::I32)); });
+  expect_error<DeviceError>("silu_gate_packed_backward",
+                            [&] { silu_gate_packed_backward(x, random_tensor({3, 6}, 10).to(gpu_device())); });
   expect_error<DeviceError>("silu_gate_fused", [&] { silu_gate_fused(x, x.to(gpu_device())); });
   expect_error<ValueError>("top_k", [&] { top_k(w, 0); }, "f32[11]");
   expect_error<ValueError>("top_k", [&] { top_k(w, 12); });

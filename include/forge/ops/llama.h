@@ -110,7 +110,8 @@ Tensor silu_gate_fused(const Tensor& up, const Tensor& gate);
 // bf16): x @ W_i^T. With `norm`, x's rows are normed first (row_norm), in the
 // same dispatch on WebGPU (a block's input norm: no separate norm dispatch).
 // For many rows, weights that lie back to back in one storage
-// (Tensor::joined_rows) take one product whose columns are then split.
+// (Tensor::joined_rows) take one product whose columns are then split (read
+// in place by silu_gate_matmul, through silu_gate_packed).
 std::vector<Tensor> matmul_transb_many(const Tensor& x, const std::vector<Tensor>& weights,
                                        const RowNorm* norm = nullptr);
 // silu(x @ gate^T) * (x @ up^T) for x [.., K], gate and up [n, K]: what
@@ -124,6 +125,15 @@ struct SiluGateGrads {
 // The backward of silu_gate_fused from its inputs and the output gradient dy
 // (all one shape).
 SiluGateGrads silu_gate_fused_backward(const Tensor& up, const Tensor& gate, const Tensor& dy);
+
+// silu_gate_fused over one joined product gu [.., 2n] = [gate_proj(x) |
+// up_proj(x)] (x times a layer's gate and up weights joined by rows, as the
+// models load them): silu(gu[.., :n]) * gu[.., n:] -> [.., n], read in place
+// rather than split into two tensors first.
+Tensor silu_gate_packed(const Tensor& gu);
+// Its backward: the gradient of gu, [.., 2n] in gu's layout (the output
+// gradient of the joined product), from gu and dy [.., n].
+Tensor silu_gate_packed_backward(const Tensor& gu, const Tensor& dy);
 
 // ---- Elementwise backwards (add, sub, mul live in core.h / nn.h) -------------
 

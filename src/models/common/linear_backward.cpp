@@ -42,17 +42,29 @@ Tensor linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, c
     for (size_t i = 1; i < ls.size(); ++i) dx = add(dx, linear_backward(*ls[i], x, dys[i], *gs[i], lora_only));
     return dx;
   }
+  return joined_linears_backward(ls, x, concat_columns(dys), gs, false);
+}
+
+Tensor joined_linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, const Tensor& dy,
+                               const std::vector<Linear*>& gs, bool lora_only) {
+  std::vector<Tensor> ws;
+  for (const Linear* l : ls) ws.push_back(l->w);
+  const Tensor joined = Tensor::joined_rows(ws);
+  if (!joined.defined() || gs.size() != ls.size())
+    throw ValueError("[linear] joined_linears_backward: the weights are not joined in one storage");
   // dy = [dy_0 | dy_1 | ..] [N, sum out_i]: dW_joined = dy^T x, whose row
   // blocks are each weight's gradient (views at 256-byte multiples, as the
   // weights are), and dx = dy W_joined.
-  const Tensor dy = concat_columns(dys);
-  const Tensor dw = matmul_tn(dy, x);
-  int64_t at = 0;
-  for (size_t i = 0; i < ls.size(); ++i) {
-    accumulate_grad(gs[i]->w, dw.slice_rows(at, at + ls[i]->w.dim(0)));
-    at += ls[i]->w.dim(0);
+  if (!lora_only) {
+    if (joined.dtype() != DType::F32) throw ValueError("[linear] a 16-bit weight has no gradient (train in f32)");
+    const Tensor dw = matmul_tn(dy, x);
+    int64_t at = 0;
+    for (size_t i = 0; i < ls.size(); ++i) {
+      accumulate_grad(gs[i]->w, dw.slice_rows(at, at + ls[i]->w.dim(0)));
+      at += ls[i]->w.dim(0);
+    }
   }
-  return matmul_nn(dy, joined);
+  return matmul_nn(dy, joined.dtype() == DType::F32 ? joined : bf16_to_f32(joined));
 }
 
 }  // namespace forge::models

@@ -213,6 +213,16 @@ std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor
   return out;
 }
 
+Tensor joined_product(const std::vector<const Linear*>& ls, const Tensor& x) {
+  std::vector<Tensor> ws;
+  for (const Linear* l : ls) {
+    if (!is_plain(*l)) return Tensor();
+    ws.push_back(l->w);
+  }
+  const Tensor joined = ls.size() > 1 ? Tensor::joined_rows(ws) : Tensor();
+  return joined.defined() ? matmul_nt(x, joined) : Tensor();
+}
+
 Tensor silu_gate_of(const Linear& gate, const Linear& up, const Tensor& x, const RowNorm* norm) {
   if (is_plain(gate) && is_plain(up) && gate.w.dtype() == up.w.dtype()) return silu_gate_matmul(x, gate.w, up.w, norm);
   const Tensor h = norm ? row_norm(x, *norm) : x;

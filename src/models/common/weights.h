@@ -69,6 +69,11 @@ Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Lin
 // the concatenated dys instead of two each.
 Tensor linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, const std::vector<Tensor>& dys,
                         const std::vector<Linear*>& gs, bool lora_only);
+// The backward of joined_product from its output gradient dy [N, sum out_i]
+// (the Linears plain and joined): each weight's gradient, a row block of
+// dy^T x, unless lora_only (the base frozen); returns dx = dy W_joined.
+Tensor joined_linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, const Tensor& dy,
+                               const std::vector<Linear*>& gs, bool lora_only);
 
 // Puts the dense weights of Linears that read the same input (a layer's q, k,
 // v; gate, up) back to back in one new storage, each Linear keeping a view of
@@ -88,6 +93,11 @@ bool is_plain(const Linear& l);
 // applied inside that dispatch; the other formats (quantized, biases,
 // adapters) take the norm as an op of its own and then each Linear.
 std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor& x, const RowNorm* norm = nullptr);
+// x [N, in] times the weights of plain Linears joined by join_weights, as
+// one product [N, sum out_i] = [l_0(x) | l_1(x) | ..] left joined (for an op
+// that reads the blocks in place: silu_gate_packed); undefined when the
+// Linears are not plain or not joined.
+Tensor joined_product(const std::vector<const Linear*>& ls, const Tensor& x);
 // silu(gate(x)) * up(x), the Llama MLP's input to down_proj: one dispatch for
 // a decode step where both are dense without a bias or adapter
 // (silu_gate_matmul); `norm` as for apply_all.

@@ -21,8 +21,14 @@ Tensor block_backward(const LlamaConfig& c, int64_t l, const LlamaLayer& y, cons
 
   // MLP: x' = x1 + down(silu(gate(n)) * up(n)), n = post_norm(x1)
   Tensor dm = linear_backward(y.down, s.m, dx.reshape({N, H}), g.down, lora_only);  // [N, I]
-  SiluGateGrads sg = silu_gate_fused_backward(s.g, s.u, dm);
-  Tensor dn = linears_backward({&y.gate, &y.up}, s.n, {sg.grad_up, sg.grad_gate}, {&g.gate, &g.up}, lora_only);
+  Tensor dn;  // [N, H]
+  if (s.gu.defined()) {
+    dn = joined_linears_backward({&y.gate, &y.up}, s.n, silu_gate_packed_backward(s.gu, dm), {&g.gate, &g.up},
+                                 lora_only);
+  } else {
+    SiluGateGrads sg = silu_gate_fused_backward(s.g, s.u, dm);
+    dn = linears_backward({&y.gate, &y.up}, s.n, {sg.grad_up, sg.grad_gate}, {&g.gate, &g.up}, lora_only);
+  }
   RmsNormGrads r2 = rms_norm_bwd(s.x1, y.post_norm, dn.reshape({B, T, H}), eps);
   if (!lora_only) accumulate_grad(g.post_norm, r2.dweight);
   Tensor dx1 = add(dx, r2.dx);  // [B, T, H]

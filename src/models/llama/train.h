@@ -47,8 +47,9 @@ struct LlamaBlockActs {
   Tensor lse;      // [B, nh, T] its log-sum-exp
   Tensor x1;       // [B, T, H] residual after attention
   Tensor n;        // [N, H] post_attention_layernorm(x1)
-  Tensor g, u;     // [N, I] gate_proj(n), up_proj(n)
-  Tensor m;        // [N, I] silu(g) * u, the input of down_proj
+  Tensor gu;       // [N, 2I] [gate_proj(n) | up_proj(n)], one product over joined weights
+  Tensor g, u;     // [N, I] gate_proj(n), up_proj(n) otherwise (an adapter, quantized)
+  Tensor m;        // [N, I] silu(gate_proj(n)) * up_proj(n), the input of down_proj
 };
 
 struct LlamaActs {

@@ -128,10 +128,15 @@ LlamaActs llama_forward_train(const LlamaModel& model, const Tensor& ids_in, flo
         rms_norm_residual(y.o(s.att.reshape({N, nh * hd})).reshape({B, T, H}), x, y.post_norm, eps);
     s.x1 = r.sum;
     s.n = r.out.reshape({N, H});
-    const std::vector<Tensor> gu = apply_all({&y.gate, &y.up}, s.n);
-    s.g = gu[0];
-    s.u = gu[1];
-    s.m = silu_gate_fused(s.g, s.u);
+    s.gu = joined_product({&y.gate, &y.up}, s.n);
+    if (s.gu.defined()) {
+      s.m = silu_gate_packed(s.gu);
+    } else {
+      const std::vector<Tensor> gu = apply_all({&y.gate, &y.up}, s.n);
+      s.g = gu[0];
+      s.u = gu[1];
+      s.m = silu_gate_fused(s.g, s.u);
+    }
     x = add(s.x1, y.down(s.m).reshape({B, T, H}));
     a.h.push_back(std::move(s));
   }

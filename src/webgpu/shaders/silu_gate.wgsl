@@ -1,10 +1,14 @@
-// out = silu(up) * gate, elementwise, one invocation per element
-// (silu_gate_bwd.wgsl is its gradient).
+// out = silu(up) * gate, elementwise, one invocation per element of out
+// [rows, n]. up and gate are read at row r, column c as up[r * stride + c]
+// and gate[r * stride + gate_offset + c]: separate tensors (stride = n,
+// gate_offset = 0), or one joined product [rows, 2n] = [up | gate] bound
+// twice (stride = 2n, gate_offset = n). silu_gate_bwd.wgsl and
+// silu_gate_packed_bwd.wgsl are its gradients.
 struct Params {
   count: u32,
-  _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
+  n: u32,
+  stride: u32,
+  gate_offset: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -23,6 +27,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (i >= p.count) {
     return;
   }
-  let u = up[i];
-  out[i] = u / (1.0 + exp(-u)) * gate[i];
+  let r = i / p.n;
+  let at = r * p.stride + (i - r * p.n);
+  let u = up[at];
+  out[i] = u / (1.0 + exp(-u)) * gate[at + p.gate_offset];
 }

@@ -1,5 +1,5 @@
-// The gradients of out = silu(up) * gate, elementwise: with s = sigmoid(up),
-// grad_up = dy gate s (1 + up (1 - s)) and grad_gate = dy up s.
+// The gradients of out = silu(up) * gate for separate up and gate tensors,
+// elementwise (silu_gate_grads.wgsl).
 struct Params {
   count: u32,
   _pad0: u32,
@@ -25,9 +25,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (i >= p.count) {
     return;
   }
-  let u = up[i];
-  let s = 1.0 / (1.0 + exp(-u));
-  let g = dy[i];
-  grad_up[i] = g * gate[i] * (s * (1.0 + u * (1.0 - s)));
-  grad_gate[i] = g * (u * s);
+  let d = silu_gate_grads(up[i], gate[i], dy[i]);
+  grad_up[i] = d.x;
+  grad_gate[i] = d.y;
 }
