@@ -177,8 +177,11 @@ TEST(LoraGolden, SaveAndLoadRoundTripCpu) {
   EXPECT_TRUE(all_close(again->forward(ref.input_ids()).to_f32(), ref.f32("logits_with_adapter"), 1e-4, 1e-4));
 }
 
-// A fresh adapter (B = 0) leaves the logits as they were; training moves
-// only A and B (on a 4-bit base as on a dense one) and lowers the loss.
+// A fresh adapter (B = 0) leaves the logits as they were (up to the order of
+// the f32 sums: with adapters on q and v their products are taken apart
+// from k's, no longer as one joined product, and the BLAS may block the
+// narrower products differently); training moves only A and B (on a 4-bit
+// base as on a dense one) and lowers the loss.
 TEST(LoraGolden, FreshAdapterTrainsWithBaseFrozenCpu) {
   for (const std::string name : {"llama3-tiny", "llama-tiny-mlx4"}) {
     Fixture f(name);
@@ -187,7 +190,7 @@ TEST(LoraGolden, FreshAdapterTrainsWithBaseFrozenCpu) {
     const std::vector<float> before = model->forward(ids).to_f32();
     attach_new_adapter(*model, {.rank = 4, .alpha = 8, .targets = {"q_proj", "v_proj"}}, 11);
     ASSERT_TRUE(attached_adapter(*model));
-    EXPECT_EQ(model->forward(ids).to_f32(), before) << name;
+    EXPECT_TRUE(all_close(model->forward(ids).to_f32(), before, 1e-6, 1e-5)) << name;
     LlamaTrainer trainer(*model, lora_config());
     const TrainBatch mb{ids, gpt2_shifted_targets(ids)};
     const float first = trainer.step({mb}).loss;
