@@ -24,6 +24,14 @@ struct MatmulPlan {
   int64_t ldc = 0;
   int64_t c_offset = 0;
   int64_t a_offset = 0;
+  // Batch item z as (outer, head) = (z / heads, z % heads), for attention's
+  // [B, H] heads over token-major operands (WebGPU's kernels only): B's item
+  // at outer * b_batch_stride + (head / b_group) * b_head_stride (a GQA
+  // group's query heads share their KV head), C's at c_offset + outer *
+  // c_batch_stride + head * c_head_stride (both 0: C dense after c_offset).
+  // heads = 1: B's item z at z * b_batch_stride.
+  int64_t heads = 1, b_group = 1;
+  int64_t b_head_stride = 0, c_batch_stride = 0, c_head_stride = 0;
 };
 
 struct SoftmaxPlan {

@@ -15,7 +15,7 @@
 #include "ops/matmul_plan.h"
 #include "webgpu/attention_kernels.h"
 #include "webgpu/flash_tiling.h"
-#include "webgpu/gather_kernels.h"
+#include "webgpu/kernels.h"
 #include "webgpu/launch.h"
 #include "webgpu/composed_kernel.h"
 
@@ -172,46 +172,18 @@ std::optional<FlashScoresTiling> grads_by_products(const Device& dev, const Atte
   return flash_scores_tiling(p.head_dim, rt.workgroup_storage(), workgroup_invocations(rt));
 }
 
-// x [B, S, Hx, D] -> [B * H, S, D], head-major: head h of the result reads
-// head h / group of x (group = H / Hx: the KV heads repeated for each query
-// head of their group). (b, head) has no single stride in x, so the copies
-// go over [b, x's head, position, D], one for each head of a group (one in
-// all without GQA), or over [x's head, head of its group, position, D], one
-// for each b, whichever makes fewer dispatches.
-Tensor heads_major(const char* op, const Tensor& x, int64_t heads) {
-  const int64_t B = x.shape()[0], S = x.shape()[1], Hx = x.shape()[2], D = x.shape()[3], G = heads / Hx;
-  Tensor out = Tensor::empty({B * heads, S, D}, DType::F32, x.device());
-  CopyPlan c;
-  if (G <= B) {
-    c.dims[0] = B, c.dims[1] = Hx, c.dims[2] = S, c.dims[3] = D;
-    c.src_stride[0] = S * Hx * D, c.src_stride[1] = D, c.src_stride[2] = Hx * D;
-    c.dst_stride[0] = heads * S * D, c.dst_stride[1] = G * S * D, c.dst_stride[2] = D;
-    for (int64_t g = 0; g < G; ++g) {
-      c.dst_offset = g * S * D;
-      strided_copy(op, x, c, out);
-    }
-    return out;
-  }
-  c.dims[0] = Hx, c.dims[1] = G, c.dims[2] = S, c.dims[3] = D;
-  c.src_stride[0] = D, c.src_stride[1] = 0, c.src_stride[2] = Hx * D;
-  c.dst_stride[0] = G * S * D, c.dst_stride[1] = S * D, c.dst_stride[2] = D;
-  for (int64_t b = 0; b < B; ++b) {
-    c.src_offset = b * S * Hx * D, c.dst_offset = b * heads * S * D;
-    strided_copy(op, x, c, out);
-  }
-  return out;
-}
-
 // The backward from P z and dS [B * H, Sq, Sk] (flash_bwd_scores): per query
 // head, grad_q [Sq, D] = scale dS K, grad_k [Sk, D] = scale dS^T Q and grad_v
-// = (P z)^T dO, over dS's lower triangle when causal. grad_q goes back
-// token-major by a copy; grad_k and grad_v by flash_bwd_sum, which adds up a
-// GQA group's heads.
+// = (P z)^T dO, over dS's lower triangle when causal. The products read K, Q
+// and dO token-major, [B, S, heads, D], as batch items (b, head)
+// (MatmulPlan::heads; a GQA group's query heads read their KV head), and
+// write grad_q token-major; grad_k and grad_v come out head-major per query
+// head, [B * H, Sk, D], for flash_bwd_sum to add up each GQA group's heads.
 void backward_by_products(const Device& dev, const char* op, const FlashParams& f, const FlashScoresTiling& t,
                           const AttentionPlan& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m,
                           const Tensor& grad_out, const Tensor& stats, Tensor& grad_q, Tensor& grad_k,
                           Tensor& grad_v) {
-  const int64_t B = p.batch, H = p.heads, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim;
+  const int64_t B = p.batch, H = p.heads, Hkv = p.kv_heads, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim;
   const gpu::Limits& lim = dev.runtime().limits();
   Tensor probs = Tensor::empty({B * H, Sq, Sk}, DType::F32, dev), ds = Tensor::empty({B * H, Sq, Sk}, DType::F32, dev);
   const uint64_t tiles = uint64_t(B * H) * ceil_div(uint64_t(Sq), t.t) * ceil_div(uint64_t(Sk), t.t);
@@ -223,23 +195,20 @@ void backward_by_products(const Device& dev, const char* op, const FlashParams& 
   MatmulPlan mq;  // grad_q per head [Sq, D] = scale dS [Sq, Sk] @ K [Sk, D]
   mq.batch = B * H, mq.m = Sq, mq.n = D, mq.k = Sk, mq.alpha = p.scale;
   mq.a_triangle = p.causal ? Triangle::Lower : Triangle::Full;
-  mq.lda = Sk, mq.ldb = D, mq.a_batch_stride = Sq * Sk, mq.b_batch_stride = Sk * D;
-  Tensor dqh = Tensor::empty({B * H, Sq, D}, DType::F32, dev);
-  matmul(ds, heads_major(op, k, H), nullptr, mq, dqh);
-  CopyPlan o;  // [B * H, Sq, D] -> [B, Sq, H, D]
-  o.dims[0] = B, o.dims[1] = H, o.dims[2] = Sq, o.dims[3] = D;
-  o.src_stride[0] = H * Sq * D, o.src_stride[1] = Sq * D, o.src_stride[2] = D;
-  o.dst_stride[0] = Sq * H * D, o.dst_stride[1] = D, o.dst_stride[2] = H * D;
-  strided_copy(op, dqh, o, grad_q);
+  mq.lda = Sk, mq.a_batch_stride = Sq * Sk;
+  mq.heads = H, mq.b_group = H / Hkv, mq.ldb = Hkv * D, mq.b_batch_stride = Sk * Hkv * D, mq.b_head_stride = D;
+  mq.ldc = H * D, mq.c_batch_stride = Sq * H * D, mq.c_head_stride = D;
+  matmul(ds, k, nullptr, mq, grad_q);
 
   MatmulPlan mk;  // grad_k per head [Sk, D] = scale dS^T [Sk, Sq] @ Q [Sq, D]; grad_v likewise from P z and dO
   mk.batch = B * H, mk.m = Sk, mk.n = D, mk.k = Sq, mk.trans_a = true, mk.alpha = p.scale;
   mk.a_triangle = p.causal ? Triangle::Upper : Triangle::Full;
-  mk.lda = Sk, mk.ldb = D, mk.a_batch_stride = Sq * Sk, mk.b_batch_stride = Sq * D;
+  mk.lda = Sk, mk.a_batch_stride = Sq * Sk;
+  mk.heads = H, mk.ldb = H * D, mk.b_batch_stride = Sq * H * D, mk.b_head_stride = D;
   Tensor dkh = Tensor::empty({B * H, Sk, D}, DType::F32, dev), dvh = Tensor::empty({B * H, Sk, D}, DType::F32, dev);
-  matmul(ds, heads_major(op, q, H), nullptr, mk, dkh);
+  matmul(ds, q, nullptr, mk, dkh);
   mk.alpha = 1.0f;
-  matmul(probs, heads_major(op, grad_out, H), nullptr, mk, dvh);
+  matmul(probs, grad_out, nullptr, mk, dvh);
   const uint64_t vec4s = uint64_t(grad_k.numel()) / 4;
   launch(dev, op, kBwdSum.kernel(), f, {arg(dkh), arg(dvh), arg(grad_k), arg(grad_v)}, grid_1d(ceil_div(vec4s, 64), lim),
          {{"HEAD_DIM", double(D)}, {"HEAD_MAJOR", 1.0}});

@@ -2,6 +2,7 @@
 // WGSL kernels in shaders/. Inputs are validated by the op layer (src/ops/).
 #pragma once
 #include <array>
+#include <string>
 #include "forge/ops/core.h"
 #include "ops/matmul_plan.h"
 
@@ -36,6 +37,10 @@ MatvecFusion matvec_fusion(const RowNorm* norm, const Tensor* residual = nullptr
 // driver, gpu::Runtime::cpu_driver); where not the caller composes the
 // plain ops.
 bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driver);
+// The tiles and k-slices the vec4 tiled kernel takes for a plan it runs
+// (aligned operands, more rows than the matrix-vector kernels take), as
+// "RxC" or "RxC in S slices" (benchmarks and tests).
+std::string matmul_tiling(const MatmulPlan& plan, const Device& dev);
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out,
             const MatvecFusion* fuse = nullptr);
 // One token's packed q/k/v product in one dispatch (GPT-2's c_attn in a

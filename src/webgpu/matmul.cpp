@@ -73,8 +73,11 @@ struct MatmulParams {
   uint32_t ldc;       // row stride of C
   uint32_t c_offset;  // elements of C before the first output
   uint32_t a_offset;  // elements of A before its first element
+  // Batch items as (outer, head) pairs (MatmulPlan::heads).
+  uint32_t heads, b_group, b_head_stride, c_batch_stride, c_head_stride;
+  uint32_t pad[3];
 };
-static_assert(sizeof(MatmulParams) == 48);
+static_assert(sizeof(MatmulParams) == 80);
 
 constexpr int64_t kMatvecRows = 4;  // rows of one sequence's decode step (kMatvec*'s MAX_ROWS)
 // Up to this many rows (a decode step of a batch of sequences) take the
@@ -127,7 +130,9 @@ bool four(int64_t v) { return v % 4 == 0; }
 bool a_aligned(const MatmulPlan& p) {
   return four(p.trans_a ? p.m : p.k) && four(p.lda) && four(p.a_batch_stride) && four(p.a_offset);
 }
-bool b_aligned(const MatmulPlan& p) { return four(p.trans_b ? p.k : p.n) && four(p.ldb) && four(p.b_batch_stride); }
+bool b_aligned(const MatmulPlan& p) {
+  return four(p.trans_b ? p.k : p.n) && four(p.ldb) && four(p.b_batch_stride) && four(p.b_head_stride);
+}
 bool vec4_aligned(const MatmulPlan& p) { return a_aligned(p) && b_aligned(p); }
 
 // The tiled kernels alone take a triangle of A or of C.
@@ -202,6 +207,35 @@ int64_t tile_edge(const MatmulPlan& p, uint64_t binding_limit) {
   return wave_splits(p, binding_limit) > 1 ? 128 : 64;
 }
 
+// The vec4 kernel's tiles, rows x columns: tile_edge square, or 128 x 64
+// where B is stored [k, n] (nn, tn) and the 128 x 128 grid, at one tile a
+// core, fills at least 3/4 of a wave but leaves its last wave under 85%
+// full. On the H200, SmolLM2-360M's training products, ms in the tiles
+// tile_edge picks / 128 x 64: 2048x960x2560 nn (320 tiles of 128: 2.4
+// waves) 0.413 / 0.313, 5120x2048x960 tn (2.4) 0.626 / 0.532,
+// 960x2048x2560 tn (1.2; 64 x 64 before) 0.350 / 0.291 (in 2 k-slices,
+// split_k), 1600x2048x960 tn (0.8) 0.222 / 0.185 (2 slices); GPT-2's
+// 1024-token prefill 1024x768x3072 nn (1.5) 0.188 / 0.162. Where the grid
+// fills its waves they lose (2048x960x5120 nt, 4.8 waves: 0.498 / 0.629;
+// 2048x1600x960 nn, 0.97: 0.185 / 0.214), under 3/4 of a wave too
+// (1024x3072x768 nn, 0.36: 0.196 / 0.230), and with B stored [n, k] (nt:
+// 2048x960x1600, 1.6: 0.215 / 0.291). A k of 4096 or more keeps the deep
+// splits of wave_splits. FORGE_MATMUL_TILE_N=64|128 forces the columns
+// (measurement; the rows as FORGE_MATMUL_TILE or tile_edge).
+struct Tiles {
+  int64_t rows, cols;
+};
+Tiles vec4_tiles(const MatmulPlan& p, int64_t edge) {
+  static const int64_t forced = env_int("FORGE_MATMUL_TILE_N", 0);
+  if (forced == 64 || forced == 128) return {edge, forced};
+  if (p.trans_b || p.batch != 1 || p.k >= 4096 || triangles(p) || env_int("FORGE_MATMUL_TILE", 0) != 0)
+    return {edge, edge};
+  const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128), cores = device_cores();
+  const int64_t waves = ceil_div(groups, cores);
+  const bool narrow = groups * 4 >= cores * 3 && groups * 100 < waves * cores * 85;
+  return narrow ? Tiles{128, 64} : Tiles{edge, edge};
+}
+
 // The depth of the vec4 tiles' k slices (matmul_vec4.wgsl's BK) for tiles of
 // `tile` x `tile` over depth k. 128x128 tiles take slices of 8 where k is a
 // multiple of 8: with no check of k their threads fit in the registers that
@@ -213,10 +247,10 @@ int64_t tile_edge(const MatmulPlan& p, uint64_t binding_limit) {
 // one barrier a slice (31-37: no gain), each warp as 4 x 8 threads instead
 // of 2 x 16 (no change), 128x256 tiles (registers spilled: 2 TFLOP/s).
 // FORGE_MATMUL_BK=8|16 forces it (measurement).
-int64_t slice_depth_bk(int64_t tile, int64_t k) {
+int64_t slice_depth_bk(int64_t tile, int64_t tile_n, int64_t k) {
   static const int64_t forced = env_int("FORGE_MATMUL_BK", 0);
   if (forced == 8 || forced == 16) return forced;
-  return tile == 128 && k % 8 == 0 ? 8 : 16;
+  return tile == 128 && tile_n == 128 && k % 8 == 0 ? 8 : 16;
 }
 
 // Slices of k computed as separate workgroups (split-K) for a small output
@@ -230,13 +264,20 @@ int64_t slice_depth_bk(int64_t tile, int64_t k) {
 // 192x2048x576 tn 0.108 ms whole, 0.056 ms in 8 slices; 320x2048x960 tn
 // 0.108 / 0.090 ms in 4; 2048x960x320 nt 0.117 / 0.093 ms in 4; but
 // 2048x576x576 nt (288 tiles) 0.106 / 0.137 ms in 2.
+// 128 x 64 tiles (vec4_tiles) take two slices of a k of 2048 or more where
+// they make under 2.5 waves (960x2048x2560 tn, 320 tiles: 0.332 ms whole,
+// 0.291 in two; 5120x2048x960 tn, 600 tiles: 0.532 whole, 0.559 in two).
 constexpr int64_t kMinSplitK = 128;
-int64_t split_k(const MatmulPlan& p, int64_t tile, uint64_t binding_limit) {
+int64_t split_k(const MatmulPlan& p, int64_t tile, int64_t tile_n, uint64_t binding_limit) {
   // A triangle's k range depends on the tile's rows, not on a slice's place.
   if (p.batch != 1 || triangles(p)) return 1;
   auto allowed = [&](int64_t s) { return parts_fit(p, s, binding_limit); };
   static const int64_t forced = env_int("FORGE_MATMUL_SPLIT_K", 0);
   if (forced > 0) return p.k / forced >= 64 && allowed(forced) ? forced : 1;
+  if (tile == 128 && tile_n == 64) {
+    const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 64);
+    return groups * 2 <= 5 * device_cores() && p.k >= 2048 && p.k % 256 == 0 && allowed(2) ? 2 : 1;
+  }
   if (tile != 64) return wave_splits(p, binding_limit);
   const int64_t groups = ceil_div(p.m, tile) * ceil_div(p.n, tile);
   if (groups >= 2 * device_cores()) return 1;
@@ -328,6 +369,14 @@ bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driv
   return plan.batch == 1;
 }
 
+std::string matmul_tiling(const MatmulPlan& plan, const Device& dev) {
+  const uint64_t limit = dev.runtime().binding_limit();
+  const Tiles t = vec4_tiles(plan, tile_edge(plan, limit));
+  const int64_t splits = split_k(plan, t.rows, t.cols, limit);
+  const std::string tiles = std::to_string(t.rows) + "x" + std::to_string(t.cols);
+  return splits == 1 ? tiles : tiles + " in " + std::to_string(splits) + " slices";
+}
+
 bool matvec_qkv_append(const Tensor& x, const Tensor& w, const Tensor* bias, const MatvecFusion* fuse, Tensor& q,
                        Tensor& k_cache, Tensor& v_cache, int64_t at) {
   const Device& dev = q.device();
@@ -366,9 +415,18 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   const auto& limits = out.device().runtime().limits();
   if (plan.batch > limits.max_workgroups_per_dim)
     throw DeviceError("[matmul] batch " + std::to_string(plan.batch) + " exceeds the device's grid limit");
+  if (plan.heads < 1 || plan.b_group < 1 || plan.batch % plan.heads != 0 || plan.heads % plan.b_group != 0)
+    throw DeviceError("[matmul] internal: batch " + std::to_string(plan.batch) + " as " + std::to_string(plan.heads) +
+                      " heads in groups of " + std::to_string(plan.b_group));
+  // C dense [batch, m, ldc] unless the plan places its items.
+  const bool c_dense = plan.c_batch_stride == 0 && plan.c_head_stride == 0;
+  const int64_t c_batch_stride = c_dense ? plan.heads * plan.m * ldc : plan.c_batch_stride;
+  const int64_t c_head_stride = c_dense ? plan.m * ldc : plan.c_head_stride;
   MatmulParams p{uint32_t(plan.m), uint32_t(plan.n), uint32_t(plan.k), uint32_t(plan.lda), uint32_t(plan.ldb),
                  uint32_t(plan.a_batch_stride), uint32_t(plan.b_batch_stride), plan.alpha,
-                 bias ? 1u : 0u, uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(plan.a_offset)};
+                 bias ? 1u : 0u, uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(plan.a_offset),
+                 uint32_t(plan.heads), uint32_t(plan.b_group), uint32_t(plan.b_head_stride),
+                 uint32_t(c_batch_stride), uint32_t(c_head_stride), {}};
   const bool bf16 = b.dtype() == DType::BF16;
   const bool vec4_rows = !plan.trans_a && plan.trans_b && vec4_aligned(plan);
   const bool serial = serial_rows(plan);
@@ -459,15 +517,17 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     return;
   }
   const gpu::Kernel& tiles = a_aligned(plan) ? kMatmulVec4.kernel() : kMatmulVec4ScalarA.kernel();
+  const Tiles vt = vec4_tiles(plan, tile);
   // The kernel's overrides for a dispatch over depth k (a split's slices and
   // its short last one each take the slice depth that suits them).
   auto tile_constants = [&](int64_t k) {
-    const int64_t bk = slice_depth_bk(tile, k);
-    return std::array<gpu::Constant, 7>{trans_a, trans_b, t, tri, tri_c, gpu::Constant{"BK", double(bk)},
-                                        gpu::Constant{"K_WHOLE", k % bk == 0 ? 1.0 : 0.0}};
+    const int64_t bk = slice_depth_bk(vt.rows, vt.cols, k);
+    return std::array<gpu::Constant, 8>{trans_a, trans_b, gpu::Constant{"T", double(vt.rows / 16)},
+                                        gpu::Constant{"TN", double(vt.cols / 16)}, tri, tri_c,
+                                        gpu::Constant{"BK", double(bk)}, gpu::Constant{"K_WHOLE", k % bk == 0 ? 1.0 : 0.0}};
   };
-  const std::array<uint32_t, 3> tiles_grid{uint32_t(ceil_div(plan.n, tile)), uint32_t(ceil_div(plan.m, tile)), 1};
-  const int64_t splits = split_k(plan, tile, out.device().runtime().binding_limit());
+  const std::array<uint32_t, 3> tiles_grid{uint32_t(ceil_div(plan.n, vt.cols)), uint32_t(ceil_div(plan.m, vt.rows)), 1};
+  const int64_t splits = split_k(plan, vt.rows, vt.cols, out.device().runtime().binding_limit());
   if (splits == 1) {
     launch(out.device(), "matmul", tiles, p, std::span<const gpu::Arg>(args.begin(), args.size()),
            {tiles_grid[0], tiles_grid[1], uint32_t(plan.batch)}, tile_constants(plan.k));
@@ -487,6 +547,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   ps.has_bias = 0;
   ps.ldc = uint32_t(plan.n);
   ps.c_offset = 0;
+  ps.c_batch_stride = uint32_t(plan.m * plan.n);
   Tensor part = Tensor::empty({slices, plan.m, plan.n}, DType::F32, out.device());  // [slices, m, n]
   if (full > 0) {
     const std::array<gpu::Arg, 4> slice_args{arg(a), arg(b), arg(a), arg(part)};

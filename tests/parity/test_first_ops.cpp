@@ -1,5 +1,6 @@
 // Parity and validation for the first ops: add, scale, matmul, softmax.
 #include "parity/parity.h"
+#include "webgpu/kernels.h"
 
 using namespace forge;
 using namespace forge::testing;
@@ -190,6 +191,41 @@ TEST(Parity, MatmulSplitK) {
   }
   LoweredBindingLimit limit(192 * 512 * 4);
   check_matmul(square, seed += 3);
+}
+
+// 128 x 64 tiles where B is stored [k, n] and 128 x 128 tiles would leave
+// their last wave under 85% full (at one tile a core): the choice by shape
+// and layout, then parity in that tiling, with a k no slice depth divides
+// and, over two k-slices, a deep one.
+TEST(Parity, MatmulNarrowTiles) {
+  auto plan = [](int64_t m, int64_t k, int64_t n, bool ta, bool tb) {
+    MatmulPlan p;
+    p.m = m, p.k = k, p.n = n, p.trans_a = ta, p.trans_b = tb;
+    p.lda = ta ? m : k, p.ldb = tb ? k : n;
+    return p;
+  };
+  const Device gpu = gpu_device();
+  {
+    // 132 cores (the default): SmolLM2-360M's training products.
+    EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 960, 2560, false, false), gpu), "128x64");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(5120, 2048, 960, true, false), gpu), "128x64");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(960, 2048, 2560, true, false), gpu), "128x64 in 2 slices");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 960, 5120, false, false), gpu), "128x128");  // 4.8 waves
+    EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 1600, 960, false, false), gpu), "128x128");  // 0.97 of one
+    EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 960, 2560, false, true), gpu), "128x128");   // B [n, k]
+    EXPECT_EQ(webgpu::matmul_tiling(plan(3072, 8192, 768, true, false), gpu), "128x128 in 4 slices");  // deep k
+  }
+  ScopedEnv cores("FORGE_MATMUL_CORES", "2");
+  uint32_t seed = 1300;
+  // 5 tiles of 128 x 128 on 2 cores: 83% of 3 waves.
+  EXPECT_EQ(webgpu::matmul_tiling(plan(640, 200, 128, false, false), gpu), "128x64");
+  check_matmul({{640, 200}, {200, 128}, false, false, true, -1}, seed += 3);
+  EXPECT_EQ(webgpu::matmul_tiling(plan(640, 200, 128, true, false), gpu), "128x64");
+  check_matmul({{200, 640}, {200, 128}, true, false, false, -1}, seed += 3);
+  // 3 tiles on 4 cores: 128 x 64 in two slices of k = 2048.
+  ScopedEnv four_cores("FORGE_MATMUL_CORES", "4");
+  EXPECT_EQ(webgpu::matmul_tiling(plan(384, 2048, 128, true, false), gpu), "128x64 in 2 slices");
+  check_matmul({{2048, 384}, {2048, 128}, true, false, true, -1}, seed += 3);
 }
 
 TEST(Values, MatmulSmallExact) {

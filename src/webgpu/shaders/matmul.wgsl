@@ -54,10 +54,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   let col0 = wg.x * BN;
   let tid = lid.y * 16u + lid.x;
   let a_base = p.a_offset + batch * p.a_batch_stride;
-  let b_base = batch * p.b_batch_stride;
+  let b_base = b_item(batch);
 
   var acc: array<f32, 64>;  // [T][T] used; T is a pipeline constant, so the rest folds away
-  let k_end = select(tri_k_end(row0, BM), 0u, tri_c_skips(row0, col0, BM));
+  let k_end = select(tri_k_end(row0, BM), 0u, tri_c_skips(row0, col0, BM, BM));
   for (var t = tri_k_begin(row0); t < k_end; t += BK) {
     // Stage a 64x16 slice of A and a 16x64 slice of B, 4 values per thread,
     // consecutive threads walking the stored layout's contiguous dim.
@@ -101,7 +101,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     workgroupBarrier();
   }
 
-  let c_base = p.c_offset + batch * p.m * p.ldc;
+  let c_base = c_item(batch);
   for (var i = 0u; i < T; i++) {
     let row = row0 + lid.y + 16u * i;
     if (row >= p.m) {

@@ -25,13 +25,13 @@ fn tri_keeps(row: u32, col: u32) -> bool {
   return in_triangle(TRI, row, col);
 }
 
-// A tile of C at (row0, col0), `edge` square, wholly outside TRI_C's triangle.
-fn tri_c_skips(row0: u32, col0: u32, edge: u32) -> bool {
+// A tile of C at (row0, col0), rows x cols, wholly outside TRI_C's triangle.
+fn tri_c_skips(row0: u32, col0: u32, rows: u32, cols: u32) -> bool {
   if (TRI_C == 1u) {
-    return col0 > row0 + edge - 1u;
+    return col0 > row0 + rows - 1u;
   }
   if (TRI_C == 2u) {
-    return col0 + edge - 1u < row0;
+    return col0 + cols - 1u < row0;
   }
   return false;
 }

@@ -3,37 +3,43 @@
 // and offset are multiples of 4 (the host checks; matmul.wgsl takes the
 // rest); A alone may be unaligned (matmul_a_scalar.wgsl: the LM head's
 // logit gradient, whose row stride is the vocabulary). A workgroup of 16x16
-// threads computes a (16T)x(16T) tile of C. Each thread owns (T/4)x(T/4)
-// blocks of 4x4 outputs, block (i, j) at rows 4 * (lid.y + 16 i) and columns
-// 4 * (lid.x + 16 j): one vec4 read of workgroup memory feeds four FMAs, and
-// adjacent threads read adjacent vec4s. k advances in slices of BK; the next
-// slice is fetched from global memory into registers while the current one is
-// multiplied. The kernel is bound by its registers: at 128 a thread or fewer
-// a core holds two workgroups, so bounds are clamped rather than branched
-// on where that is exact (see load_b) and k is checked only where needed.
+// threads computes a (16 TM)x(16 TN) tile of C. Each thread owns
+// (TM/4)x(TN/4) blocks of 4x4 outputs, block (i, j) at rows
+// 4 * (lid.y + 16 i) and columns 4 * (lid.x + 16 j): one vec4 read of
+// workgroup memory feeds four FMAs, and adjacent threads read adjacent
+// vec4s. k advances in slices of BK; the next slice is fetched from global
+// memory into registers while the current one is multiplied. The kernel is
+// bound by its registers: at 128 a thread or fewer a core holds two
+// workgroups, so bounds are clamped rather than branched on where that is
+// exact (see load_b) and k is checked only where needed.
 // Preceded by matmul_params.wgsl, matmul_triangle.wgsl (an A read as a
 // triangle sums only its part of k) and one of matmul_a_vec4.wgsl /
 // matmul_a_scalar.wgsl (the binding of A and its loader).
 override TRANS_A: bool = false;  // A stored [k, m] (row stride lda)
 override TRANS_B: bool = false;  // B stored [n, k] (row stride ldb)
 override T: u32 = 8u;            // outputs per thread along each dim: 4 or 8
+override TN: u32 = T;            // along the columns alone, when it differs (4 or 8)
 override BK: u32 = 16u;          // depth of a k slice: 8 or 16
 override K_WHOLE: bool = false;  // k is a multiple of BK: no slice runs past it
 
-const MAX_T4: u32 = 2u;           // T / 4 at most
-const MAX_LOADS: u32 = 2u;        // LOADS at most
-override T4: u32 = T / 4u;
-override BM4: u32 = 4u * T;       // vec4s across a tile's rows (BM / 4); BN = BM
-override TILE4: u32 = BK * BM4;   // vec4s of one operand's slice
-override LOADS: u32 = (TILE4 + 255u) / 256u;  // vec4s of each operand a thread stages per slice
+const MAX_T4: u32 = 2u;           // T / 4 and TN / 4 at most
+const MAX_LOADS: u32 = 2u;        // LOADS_A and LOADS_B at most
+override TM4: u32 = T / 4u;
+override TN4: u32 = TN / 4u;
+override BM4: u32 = 4u * T;       // vec4s across a tile's rows (BM / 4)
+override BN4: u32 = 4u * TN;      // and across its columns (BN / 4)
+override TILE4_A: u32 = BK * BM4;  // vec4s of each operand's slice
+override TILE4_B: u32 = BK * BN4;
+override LOADS_A: u32 = (TILE4_A + 255u) / 256u;  // vec4s of each operand a thread stages per slice
+override LOADS_B: u32 = (TILE4_B + 255u) / 256u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(2) var<storage, read> B: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
 
-var<workgroup> As: array<vec4<f32>, TILE4>;  // [BK][BM / 4]: column kk of the A tile
-var<workgroup> Bs: array<vec4<f32>, TILE4>;  // [BK][BN / 4]: row kk of the B tile
+var<workgroup> As: array<vec4<f32>, TILE4_A>;  // [BK][BM / 4]: column kk of the A tile
+var<workgroup> Bs: array<vec4<f32>, TILE4_B>;  // [BK][BN / 4]: row kk of the B tile
 
 // Logical B[row, col .. col + 3] (stored [k, n]) or B[row .. row + 3, col]
 // (TRANS_B, stored [n, k]); zero past k. A column past n reads the last one
@@ -64,12 +70,12 @@ fn fetch_b(base: u32, col0: u32, t: u32, idx: u32) -> vec4<f32> {
   if (TRANS_B) {
     return load_b(base, t + 4u * (idx % (BK / 4u)), col0 + idx / (BK / 4u));
   }
-  return load_b(base, t + idx / BM4, col0 + 4u * (idx % BM4));
+  return load_b(base, t + idx / BN4, col0 + 4u * (idx % BN4));
 }
 
-// Writes staged vec4 `idx` into A's tile or B's ([BK][BM4] vec4s each): as
-// it is where it already runs across the tile (`across`), else scattered to
-// four k rows.
+// Writes staged vec4 `idx` into A's tile or B's ([BK][BM4] / [BK][BN4]
+// vec4s): as it is where it already runs across the tile (`across`), else
+// scattered to four k rows.
 fn stage(into_b: bool, across: bool, idx: u32, v: vec4<f32>) {
   if (across) {
     if (into_b) {
@@ -82,11 +88,10 @@ fn stage(into_b: bool, across: bool, idx: u32, v: vec4<f32>) {
   let r = idx / (BK / 4u);  // the row (of A) or column (of B) in the tile
   let kk = 4u * (idx % (BK / 4u));
   for (var e = 0u; e < 4u; e++) {
-    let at = (kk + e) * BM4 + r / 4u;
     if (into_b) {
-      Bs[at][r % 4u] = v[e];
+      Bs[(kk + e) * BN4 + r / 4u][r % 4u] = v[e];
     } else {
-      As[at][r % 4u] = v[e];
+      As[(kk + e) * BM4 + r / 4u][r % 4u] = v[e];
     }
   }
 }
@@ -95,27 +100,33 @@ fn stage(into_b: bool, across: bool, idx: u32, v: vec4<f32>) {
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
   let batch = wg.z;
   let row0 = wg.y * 16u * T;
-  let col0 = wg.x * 16u * T;
+  let col0 = wg.x * 16u * TN;
   let tid = lid.y * 16u + lid.x;
   let a_base = p.a_offset + batch * p.a_batch_stride;
-  let b_base = batch * p.b_batch_stride;
+  let b_base = b_item(batch);
 
   // The k this tile sums: all of it, its rows' part of a triangular A, or
   // none for a tile outside C's triangle.
   let k_begin = tri_k_begin(row0);
-  let k_end = select(tri_k_end(row0, 16u * T), k_begin, tri_c_skips(row0, col0, 16u * T));
+  let k_end = select(tri_k_end(row0, 16u * T), k_begin, tri_c_skips(row0, col0, 16u * T, 16u * TN));
 
-  // Slice [t, t + BK) of the tiles, LOADS vec4s of each per thread (the last
-  // round partial where a slice has fewer than 256 x LOADS vec4s).
+  // Slice [t, t + BK) of the tiles, LOADS_A / LOADS_B vec4s of each per
+  // thread (the last round partial where a slice has fewer than 256 x LOADS
+  // vec4s).
   var ra: array<vec4<f32>, MAX_LOADS>;
   var rb: array<vec4<f32>, MAX_LOADS>;
   // Only where a tile may sum nothing (an upper triangle's rows past k, a
   // tile outside C's): the check costs registers even where it holds.
   if ((TRI != 2u && TRI_C == 0u) || k_begin < k_end) {
-    for (var l = 0u; l < LOADS; l++) {
+    for (var l = 0u; l < LOADS_A; l++) {
       let idx = tid + 256u * l;
-      if (idx < TILE4) {
+      if (idx < TILE4_A) {
         ra[l] = fetch_a(a_base, row0, k_begin, idx);
+      }
+    }
+    for (var l = 0u; l < LOADS_B; l++) {
+      let idx = tid + 256u * l;
+      if (idx < TILE4_B) {
         rb[l] = fetch_b(b_base, col0, k_begin, idx);
       }
     }
@@ -124,10 +135,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   var acc: array<vec4<f32>, 16>;  // [4 * i + r][j]: row 4 (lid.y + 16 i) + r, columns of block j
   for (var t = k_begin; t < k_end; t += BK) {
     workgroupBarrier();  // the previous slice is no longer being read
-    for (var l = 0u; l < LOADS; l++) {
+    for (var l = 0u; l < LOADS_A; l++) {
       let idx = tid + 256u * l;
-      if (idx < TILE4) {
+      if (idx < TILE4_A) {
         stage(false, TRANS_A, idx, ra[l]);
+      }
+    }
+    for (var l = 0u; l < LOADS_B; l++) {
+      let idx = tid + 256u * l;
+      if (idx < TILE4_B) {
         stage(true, !TRANS_B, idx, rb[l]);
       }
     }
@@ -135,10 +151,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     // Fetch the next slice while this one is multiplied.
     let tn = t + BK;
     if (tn < k_end) {
-      for (var l = 0u; l < LOADS; l++) {
+      for (var l = 0u; l < LOADS_A; l++) {
         let idx = tid + 256u * l;
-        if (idx < TILE4) {
+        if (idx < TILE4_A) {
           ra[l] = fetch_a(a_base, row0, tn, idx);
+        }
+      }
+      for (var l = 0u; l < LOADS_B; l++) {
+        let idx = tid + 256u * l;
+        if (idx < TILE4_B) {
           rb[l] = fetch_b(b_base, col0, tn, idx);
         }
       }
@@ -146,13 +167,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     for (var kk = 0u; kk < BK; kk++) {
       var av: array<vec4<f32>, MAX_T4>;
       var bv: array<vec4<f32>, MAX_T4>;
-      for (var i = 0u; i < T4; i++) {
+      for (var i = 0u; i < TM4; i++) {
         av[i] = As[kk * BM4 + lid.y + 16u * i];
-        bv[i] = Bs[kk * BM4 + lid.x + 16u * i];
       }
-      for (var i = 0u; i < T4; i++) {
+      for (var j = 0u; j < TN4; j++) {
+        bv[j] = Bs[kk * BN4 + lid.x + 16u * j];
+      }
+      for (var i = 0u; i < TM4; i++) {
         for (var r = 0u; r < 4u; r++) {
-          for (var j = 0u; j < T4; j++) {
+          for (var j = 0u; j < TN4; j++) {
             let s = (4u * i + r) * MAX_T4 + j;
             acc[s] = fma(vec4<f32>(av[i][r]), bv[j], acc[s]);
           }
@@ -161,14 +184,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     }
   }
 
-  let c_base = p.c_offset + batch * p.m * p.ldc;
-  for (var i = 0u; i < T4; i++) {
+  let c_base = c_item(batch);
+  for (var i = 0u; i < TM4; i++) {
     for (var r = 0u; r < 4u; r++) {
       let row = row0 + 4u * (lid.y + 16u * i) + r;
       if (row >= p.m) {
         continue;
       }
-      for (var j = 0u; j < T4; j++) {
+      for (var j = 0u; j < TN4; j++) {
         let col = col0 + 4u * (lid.x + 16u * j);
         let v = acc[(4u * i + r) * MAX_T4 + j];
         for (var e = 0u; e < 4u; e++) {

@@ -94,7 +94,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   let row0 = wg.y * MAX_ROWS;
   let rows = min(p.m - row0, MAX_ROWS);
   let a_base = p.a_offset + batch * p.a_batch_stride + row0 * p.lda;
-  let b_base = batch * p.b_batch_stride;
+  let b_base = b_item(batch);
   var stats = block_stats(a_base, rows, lid);
 
   var acc: array<f32, MAX_ROWS>;
@@ -134,7 +134,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       if (p.has_bias != 0u) {
         v += bias[col];
       }
-      let ci = p.c_offset + batch * p.m * p.ldc + (row0 + r) * p.ldc + col;
+      let ci = c_item(batch) + (row0 + r) * p.ldc + col;
       C[ci] = finish(v, ci);
     }
   }
@@ -155,7 +155,7 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
     return;
   }
   let a_base = p.a_offset + batch * p.a_batch_stride;
-  let b_base = batch * p.b_batch_stride;
+  let b_base = b_item(batch);
   // Rows outside, k inside: no per-invocation array (which a CPU driver
   // keeps in memory); B is read m <= 4 times.
   // Rows in blocks of MAX_ROWS, one block per workgroup row (grid y).
@@ -182,7 +182,7 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
     if (p.has_bias != 0u) {
       v += bias[col];
     }
-    let ci = p.c_offset + batch * p.m * p.ldc + r * p.ldc + col;
+    let ci = c_item(batch) + r * p.ldc + col;
     C[ci] = finish(v, ci);
   }
 }
@@ -210,7 +210,7 @@ fn main_kn(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li
   let row0 = wg.y * MAX_ROWS;
   let rows = min(p.m - row0, MAX_ROWS);
   let a_base = p.a_offset + batch * p.a_batch_stride + row0 * p.lda;
-  let b_base = batch * p.b_batch_stride;
+  let b_base = b_item(batch);
   var stats = block_stats(a_base, rows, lid);
 
   var acc: array<vec4f, MAX_ROWS>;
@@ -259,7 +259,7 @@ fn main_kn(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li
     }
     if (ks == 0u && col < p.n) {
       let s = kn_red[cg];
-      let ci = p.c_offset + batch * p.m * p.ldc + (row0 + r) * p.ldc + col;
+      let ci = c_item(batch) + (row0 + r) * p.ldc + col;
       for (var e = 0u; e < 4u; e++) {
         var v = p.alpha * s[e];
         if (p.has_bias != 0u) {

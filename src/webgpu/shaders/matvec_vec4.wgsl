@@ -73,7 +73,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
 
   var acc: array<f32, MAX_ROWS>;
   if (col < p.n) {
-    let b_base = (batch * p.b_batch_stride + col * p.ldb) / 4u;
+    let b_base = (b_item(batch) + col * p.ldb) / 4u;
     // UNROLL loads in flight a lane, the tail's too (predicated): a short
     // row (k = 960: 7.5 vec4s a lane) is one round trip to memory, not one
     // per step. Each lane still adds its vec4s in rising order.
@@ -109,7 +109,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       if (p.has_bias != 0u) {
         v += bias[col];
       }
-      let c = p.c_offset + batch * p.m * p.ldc + (row0 + r) * p.ldc + col;
+      let c = c_item(batch) + (row0 + r) * p.ldc + col;
       C[c] = finish(v, c);
     }
   }
@@ -128,7 +128,7 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
     return;
   }
   let a_base = (p.a_offset + batch * p.a_batch_stride) / 4u;
-  let b_base = (batch * p.b_batch_stride + col * p.ldb) / 4u;
+  let b_base = (b_item(batch) + col * p.ldb) / 4u;
   let k4 = p.k / 4u;
   // Rows in blocks of MAX_ROWS, one block per workgroup row (grid y).
   for (var i = 0u; i < MAX_ROWS; i++) {
@@ -162,7 +162,7 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
     if (p.has_bias != 0u) {
       v += bias[col];
     }
-    let c = p.c_offset + batch * p.m * p.ldc + r * p.ldc + col;
+    let c = c_item(batch) + r * p.ldc + col;
     C[c] = finish(v, c);
   }
 }
