@@ -1,4 +1,5 @@
-// Host side of matmul: the tiled kernels in two tile sizes, over vec4 loads
+// Host side of matmul: the tiled kernels in tiles of 64 x 64, 128 x 128 or
+// (vec4 only) 128 x 64, over vec4 loads
 // (shaders/matmul_vec4.wgsl) when the operands are aligned and over scalars
 // (shaders/matmul.wgsl) when B is not (A alone unaligned reads its vec4s as
 // scalars), their size chosen by how well the grid fills the GPU, and a
@@ -237,12 +238,13 @@ Tiles vec4_tiles(const MatmulPlan& p, int64_t edge) {
 }
 
 // The depth of the vec4 tiles' k slices (matmul_vec4.wgsl's BK) for tiles of
-// `tile` x `tile` over depth k. 128x128 tiles take slices of 8 where k is a
+// `tile` x `tile_n` over depth k. 128x128 tiles take slices of 8 where k is a
 // multiple of 8: with no check of k their threads fit in the registers that
 // let a core hold two workgroups. On the H200, 4096 / 8192 squares (nn) ran
 // at 43-45 TFLOP/s in slices of 8 against 32-33 in 16, GPT-2's 8192x768x2304
 // at 34 against 30; with k = 4100 (checked) slices of 16 did better, 31
-// against 28. 64x64 tiles keep 16 (256 vec4s, one a thread). Measured and
+// against 28. 64x64 tiles keep 16 (256 vec4s, one a thread), and 128x64
+// tiles too (as fast as 8 or faster on SmolLM2-360M's products). Measured and
 // rejected: slices of 32 (31 TFLOP/s), two buffers of workgroup memory with
 // one barrier a slice (31-37: no gain), each warp as 4 x 8 threads instead
 // of 2 x 16 (no change), 128x256 tiles (registers spilled: 2 TFLOP/s).
