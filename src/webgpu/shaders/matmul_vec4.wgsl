@@ -3,8 +3,8 @@
 // and offset are multiples of 4 (the host checks; matmul.wgsl takes the
 // rest); A alone may be unaligned (matmul_a_scalar.wgsl: the LM head's
 // logit gradient, whose row stride is the vocabulary). A workgroup of 16x16
-// threads computes a (16 TM)x(16 TN) tile of C. Each thread owns
-// (TM/4)x(TN/4) blocks of 4x4 outputs, block (i, j) at rows
+// threads computes a (16 T)x(16 TN) tile of C. Each thread owns
+// (T/4)x(TN/4) blocks of 4x4 outputs, block (i, j) at rows
 // 4 * (lid.y + 16 i) and columns 4 * (lid.x + 16 j): one vec4 read of
 // workgroup memory feeds four FMAs, and adjacent threads read adjacent
 // vec4s. k advances in slices of BK; the next slice is fetched from global
@@ -17,12 +17,12 @@
 // matmul_a_scalar.wgsl (the binding of A and its loader).
 override TRANS_A: bool = false;  // A stored [k, m] (row stride lda)
 override TRANS_B: bool = false;  // B stored [n, k] (row stride ldb)
-override T: u32 = 8u;            // outputs per thread along each dim: 4 or 8
-override TN: u32 = T;            // along the columns alone, when it differs (4 or 8)
+override T: u32 = 8u;            // outputs per thread along the rows: 4 or 8
+override TN: u32 = T;            // and along the columns: 4 or 8
 override BK: u32 = 16u;          // depth of a k slice: 8 or 16
 override K_WHOLE: bool = false;  // k is a multiple of BK: no slice runs past it
 
-const MAX_T4: u32 = 2u;           // T / 4 and TN / 4 at most
+const MAX_T4: u32 = 2u;           // TM4 and TN4 at most
 const MAX_LOADS: u32 = 2u;        // LOADS_A and LOADS_B at most
 override TM4: u32 = T / 4u;
 override TN4: u32 = TN / 4u;
