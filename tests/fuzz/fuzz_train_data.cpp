@@ -26,6 +26,16 @@ void check(bool ok, const char* what) {
   }
 }
 
+// Written with a stream, not std::filesystem::copy_file: libFuzzer's timeout
+// timer interrupts system calls, and copy_file gives up on EINTR (it threw
+// "Interrupted system call" here), where the stream's writes retry.
+void write_file(const std::filesystem::path& path, const uint8_t* data, size_t size) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(data), std::streamsize(size));
+  f.close();
+  check(bool(f), "the input is written to a scratch file");
+}
+
 const std::filesystem::path& scratch() {
   static const std::filesystem::path p =
       std::filesystem::temp_directory_path() / ("forge_fuzz_train_" + std::to_string(::getpid()));
@@ -35,10 +45,7 @@ const std::filesystem::path& scratch() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  {
-    std::ofstream f(scratch(), std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(data), std::streamsize(size));
-  }
+  write_file(scratch(), data, size);
   try {
     std::vector<uint32_t> ids = forge::cli::read_token_file(scratch());
     check(size == 16 + ids.size() * 4, "token count matches the file size");
@@ -51,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // conversations rendered as the bytes of their JSON.
   {
     const std::string jsonl = scratch().string() + ".jsonl";
-    std::filesystem::copy_file(scratch(), jsonl, std::filesystem::copy_options::overwrite_existing);
+    write_file(jsonl, data, size);
     const forge::cli::ChatEncoder chat = [](const nlohmann::ordered_json& m) {
       const std::string s = m.dump();
       return std::vector<uint32_t>(reinterpret_cast<const unsigned char*>(s.data()),
