@@ -103,6 +103,7 @@ TEST(ForgeCli, UsageErrorsExitTwoWithOneLine) {
       {{"train", "--data", kTiny + "/config.json", "--model", kTiny, "--preset", "tiny", "--out", out},
        "pass one or the other"},
       {{"train", "--fixed-batch", kTiny + "/reference.safetensors"}, "--fixed-batch needs --model"},
+      {{"generate", "-m", kTiny, "--prompt-ids", "", "--device", "cpu"}, "--prompt-ids holds no token ids"},
   };
   for (const Case& c : cases) {
     const auto r = run_cli(c.args, dir.path);
@@ -111,6 +112,32 @@ TEST(ForgeCli, UsageErrorsExitTwoWithOneLine) {
     expect_one_error_line(r, c.what);
   }
   EXPECT_FALSE(fs::exists(out));
+}
+
+// Every command that takes a model folder spells it `-m, --model`.
+TEST(ForgeCli, EveryModelOptionHasTheShortForm) {
+  ScratchDir dir("cli_model_flag");
+  const std::vector<std::vector<std::string>> commands = {
+      {"chat"},     {"chat-template"}, {"eval"},  {"generate"},  {"merge"},          {"quantize"},
+      {"serve"},    {"tokenize"},      {"detokenize"}, {"train"}, {"bench", "llm"}, {"bench", "tokenizer"}};
+  for (const auto& c : commands) {
+    std::vector<std::string> args = c;
+    args.push_back("--help");
+    const auto r = run_cli(args, dir.path);
+    SCOPED_TRACE(c.back());
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("-m,--model"), std::string::npos) << r.out;
+  }
+  // And it works: the tokenizer commands with -m, as with --model.
+  const std::string tok = std::string(FORGE_TEST_DATA) + "/tokenizer-gpt2";
+  const auto a = run_cli({"tokenize", "-m", tok, "--text", "Hello world", "--json"}, dir.path);
+  const auto b = run_cli({"tokenize", "--model", tok, "--text", "Hello world", "--json"}, dir.path);
+  EXPECT_EQ(a.code, 0) << a.out;
+  EXPECT_NE(a.out.find("\"ids\""), std::string::npos) << a.out;
+  EXPECT_EQ(a.out, b.out);
+  const auto d = run_cli({"detokenize", "-m", tok, "--ids", "15496,995"}, dir.path);
+  EXPECT_EQ(d.code, 0) << d.out;
+  EXPECT_NE(d.out.find("Hello world"), std::string::npos) << d.out;
 }
 
 TEST(ForgeCli, RuntimeErrorsExitOne) {

@@ -168,7 +168,7 @@ const bool registered = register_bench(
     {"tokenizer", "Tokenizer encode throughput (MB/s)", [](CLI::App& sub) {
        auto args = std::make_shared<BenchArgs>();
        auto* group = sub.add_option_group("tokenizer", "which tokenizers (default: every style)");
-       group->add_option("--model", args->tokenizer, "Model folder")->check(CLI::ExistingDirectory);
+       group->add_option("-m,--model", args->tokenizer, "Model folder")->check(CLI::ExistingDirectory);
        group->add_option("--tokenizer", args->tokenizer, "A tokenizer.json file or folder")
            ->check(CLI::ExistingPath);
        group->add_option("--styles-dir", args->styles_dir,

@@ -68,7 +68,7 @@ const bool registered = register_command(
        auto a = std::make_shared<ChatTemplateArgs>();
        auto* group = sub.add_option_group("template", "where the template is");
        group->add_option("--template-file", a->template_file, "A Jinja template file")->check(CLI::ExistingFile);
-       group->add_option("--model", a->model, "Model folder (tokenizer_config.json or chat_template.jinja)")
+       group->add_option("-m,--model", a->model, "Model folder (tokenizer_config.json or chat_template.jinja)")
            ->check(CLI::ExistingDirectory);
        group->require_option(1);
        sub.add_option("--messages-file", a->messages_file, "JSON list of {\"role\", \"content\"} messages")

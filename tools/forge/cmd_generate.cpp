@@ -36,7 +36,8 @@ namespace forge::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string model, prompt, prompt_file, prompt_ids, messages, device = "auto";
+  std::string model, prompt, prompt_file, messages, device = "auto";
+  std::optional<std::string> prompt_ids;  // given, even as "", means ids
   std::string adapter;  // --adapter: a LoRA adapter folder
   std::string dtype = "f32";  // --dtype: dense weights on the device
   bool json = false, no_cache = false, chat = false, context_shift = false;
@@ -68,7 +69,7 @@ void run(const GenerateArgs& a) {
   o.context_shift = a.context_shift;
   o.keep = a.keep;
   if (a.context_shift && a.no_cache) throw UsageError("--context-shift needs the KV cache (leave out --no-cache)");
-  if (a.chat && !a.prompt_ids.empty()) throw UsageError("--chat takes --messages, -p or --prompt-file, not --prompt-ids");
+  if (a.chat && a.prompt_ids) throw UsageError("--chat takes --messages, -p or --prompt-file, not --prompt-ids");
   if (!a.messages.empty() && !a.chat) throw UsageError("--messages needs --chat");
   const Device dev = resolve_devices(a.device)[0];
   const std::filesystem::path dir = model_folder(a.model);
@@ -76,8 +77,8 @@ void run(const GenerateArgs& a) {
   if (has_tokenizer(dir)) tok = Tokenizer::from_dir(dir);
   std::vector<uint32_t> prompt;
   std::optional<ChatTemplate> tmpl;
-  if (!a.prompt_ids.empty()) {
-    prompt = parse_id_list(a.prompt_ids, "--prompt-ids");
+  if (a.prompt_ids) {
+    prompt = parse_id_list(*a.prompt_ids, "--prompt-ids");
   } else {
     if (!tok)
       throw IoError("[generate] a text prompt needs a tokenizer in " + a.model +

@@ -20,7 +20,7 @@ namespace {
 // --model / --tokenizer: exactly one, both filling `path`.
 void add_tokenizer_options(CLI::App& sub, std::string& path) {
   auto* group = sub.add_option_group("tokenizer", "where the tokenizer is");
-  group->add_option("--model", path, "Model folder (tokenizer.json or vocab.json + merges.txt)")
+  group->add_option("-m,--model", path, "Model folder (tokenizer.json or vocab.json + merges.txt)")
       ->check(CLI::ExistingDirectory);
   group->add_option("--tokenizer", path, "A tokenizer.json file or a folder holding one")
       ->check(CLI::ExistingPath);
