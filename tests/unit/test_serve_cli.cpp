@@ -315,6 +315,7 @@ TEST_F(ServeCli, ErrorsAnswerInOpenAiShapeAndTheServerKeepsServing) {
   check(post(*c, "/v1/completions", ok, {{"Authorization", "Bearer wrong"}}), 401, "", "a wrong API key");
   check(post(*c, "/v1/completions", "{\"prompt\": \"hi\",", auth), 400, "", "malformed JSON");
   check(post(*c, "/v1/completions", "[1, 2]", auth), 400, "", "not an object");
+  check(post(*c, "/v1/completions", "{\"prompt\": \"\xff\xfe\"}", auth), 400, "", "a string that is not UTF-8");
   auto bad = [&](json body, const std::string& param, const std::string& what, const std::string& path = "/v1/completions") {
     check(post(*c, path, body.dump(), auth), 400, param, what);
   };
@@ -340,6 +341,9 @@ TEST_F(ServeCli, ErrorsAnswerInOpenAiShapeAndTheServerKeepsServing) {
   auto g = c->Get("/v1/models/other", auth);
   ASSERT_TRUE(g);
   check({g->status, json::parse(g->body)}, 404, "model", "an unknown model");
+  g = c->Get("/v1/models/%FF", auth);  // the name quoted in the message is not UTF-8
+  ASSERT_TRUE(g);
+  check({g->status, json::parse(g->body, nullptr, false)}, 404, "model", "an unknown model named by a byte");
   check(post(*c, "/v1/completions", std::string(5 << 20, ' '), auth), 413, "", "a body over 4 MiB");
   EXPECT_EQ(post(*c, "/v1/completions", ok, auth).status, 200);
 }

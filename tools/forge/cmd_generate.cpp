@@ -126,6 +126,7 @@ void run(const GenerateArgs& a) {
   out.finish();
   const std::string reason = stop_reason(out, ids, o.stop_ids, context_full);
   if (!a.json) std::fputs("\n", stdout);
+  std::fflush(stdout);  // the text before the notices on stderr, also when both go to one pipe
   if (reason == "context")
     std::fprintf(stderr, "forge: stopped at the context length %lld\n", (long long)model->context_length());
   const double prefill = st.prefill_s > 0 ? double(st.prefill_tokens) / st.prefill_s : 0.0;

@@ -14,7 +14,9 @@ namespace {
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
   if (e.status == 503) res.set_header("Retry-After", "1");
-  res.set_content(e.body().dump(), "application/json");
+  // Replacing bytes that are not UTF-8: a message may quote the request (a
+  // JSON parse error shows the bytes it stopped at, a route its path).
+  res.set_content(e.body().dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 void send_json(httplib::Response& res, const json& j) {
