@@ -31,6 +31,9 @@ class Device {
   static Device from_name(std::string_view name);
   // True when a hardware (non-CPU) WebGPU adapter exists; probes once.
   static bool hardware_gpu_available();
+  // The CPU backend's matrix library and the kernels it runs:
+  // "openblas (SkylakeX kernels)", or "none (portable loops)".
+  static std::string cpu_blas();
 
   Kind kind() const { return kind_; }
   bool is_cpu() const { return kind_ == Kind::Cpu; }

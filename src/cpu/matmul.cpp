@@ -4,9 +4,9 @@
 // block one single-threaded sgemm: OpenBLAS's own threads would spin between
 // calls and take the cores from the other kernels' threads.
 #include <algorithm>
-#include <mutex>
 #include <vector>
 
+#include "cpu/blas_setup.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #if FORGE_HAVE_OPENBLAS
@@ -87,13 +87,6 @@ void gemm_block(const MatmulPlan& p, int64_t ldc, const float* a, const float* b
       for (int64_t j = blk.n0; j < blk.n1; ++j) c[i * ldc + j] += bias[j];
 }
 
-#if FORGE_HAVE_OPENBLAS
-void single_threaded_openblas() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
-#endif
-
 // One row of A against B stored [k, n] (a decode step through GPT-2's Conv1D
 // weights): B is cut into slices of whole rows, each thread takes a
 // contiguous run of slices, so that it streams one contiguous range of
@@ -127,9 +120,7 @@ void row_times_kn(const MatmulPlan& p, const float* a, const float* b, const flo
 }  // namespace
 
 void gemm_nt_block(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, int64_t ldc) {
-#if FORGE_HAVE_OPENBLAS
-  single_threaded_openblas();
-#endif
+  prepare_blas();
   MatmulPlan p;
   p.m = m, p.n = n, p.k = k, p.trans_b = true, p.lda = k, p.ldb = k;
   gemm_block(p, ldc, a, b, nullptr, c, {0, m, 0, n});
@@ -185,9 +176,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     return;
   }
   if (b.dtype() == DType::BF16) return matmul_bf16(a, b, bias, plan, out);
-#if FORGE_HAVE_OPENBLAS
-  single_threaded_openblas();
-#endif
+  prepare_blas();
   MatmulPlan p = plan;
   std::vector<float> triangle;
   const float* pa = a.data<float>() + p.a_offset;

@@ -23,6 +23,7 @@ void run(const std::string& device, const std::string& preset, int64_t decode_to
   for (const Device& d : resolve_devices(device)) {
     Gpt2 model = Gpt2::random(config, 1, d);
     nlohmann::json r{{"device", d.name()}, {"preset", preset}};
+    add_blas(r, d);
     for (int64_t T : {int64_t(256), int64_t(1024)}) {
       if (T > config.n_positions) continue;
       r["prefill_tokens_per_s_T" + std::to_string(T)] = double(T) / best_prefill_seconds(model, T, 5);

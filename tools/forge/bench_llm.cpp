@@ -89,6 +89,7 @@ void run(const std::string& device, const std::string& model_dir, const std::str
     nlohmann::json r{{"device", d.name()}, {"arch", name}, {"dtype", dtype},
                      {"weights", model->info().weights},
                      {"parameters", model->info().parameters}, {"weight_bytes", model->info().device_bytes}};
+    add_blas(r, d);
     if (prefill > 0) {
       const double s = best_prefill_seconds(*model, prefill, 5);
       r["prefill_tokens"] = prefill;

@@ -58,13 +58,10 @@ void run(const std::string& device, const std::vector<int64_t>& sizes, const std
         Tensor b = o.transpose_b ? random({pr.n, pr.k}, d) : random({pr.k, pr.n}, d);
         double s = time_per_call(d, [&] { matmul(a, b, o); }, 3);
         double gflops = 2.0 * double(pr.m) * double(pr.k) * double(pr.n) / s / 1e9;
-        results.push_back({{"device", d.name()},
-                           {"layout", layout},
-                           {"m", pr.m},
-                           {"n", pr.n},
-                           {"k", pr.k},
-                           {"ms", s * 1e3},
-                           {"gflops", gflops}});
+        nlohmann::json r{{"device", d.name()}, {"layout", layout}, {"m", pr.m},         {"n", pr.n},
+                         {"k", pr.k},          {"ms", s * 1e3},    {"gflops", gflops}};
+        add_blas(r, d);
+        results.push_back(r);
         if (!json)
           std::printf("%-36s %6lldx%lldx%lld %s  %9.3f ms  %9.1f GFLOP/s\n", d.name().c_str(), (long long)pr.m,
                       (long long)pr.k, (long long)pr.n, layout.c_str(), s * 1e3, gflops);

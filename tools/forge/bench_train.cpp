@@ -22,6 +22,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "bench_util.h"
 #include "cli_util.h"
 #include "command.h"
 #include "devices.h"
@@ -187,13 +188,13 @@ void run_arch(const std::string& device, const std::string& arch, int64_t lora_r
       }
       shapes.push_back(j);
     }
-    if (json)
-      std::printf("%s\n", nlohmann::json{{"bench", "train"}, {"arch", arch}, {"device", dev.name()},
-                                         {"training", lora_rank > 0 ? "lora" : "full"}, {"lora_rank", lora_rank}, {"dtype", dtype},
-                                         {"parameters", model->info().parameters}, {"steps", steps},
-                                         {"shapes", shapes}}
-                              .dump()
-                              .c_str());
+    if (json) {
+      nlohmann::json out{{"bench", "train"}, {"arch", arch}, {"device", dev.name()},
+                         {"training", lora_rank > 0 ? "lora" : "full"}, {"lora_rank", lora_rank}, {"dtype", dtype},
+                         {"parameters", model->info().parameters}, {"steps", steps}, {"shapes", shapes}};
+      add_blas(out, dev);
+      std::printf("%s\n", out.dump().c_str());
+    }
   }
 }
 
@@ -215,11 +216,11 @@ void run(const std::string& device, const std::string& preset, int steps, const 
       }
       shapes.push_back(j);
     }
-    if (json)
-      std::printf("%s\n", nlohmann::json{{"bench", "train"}, {"preset", preset}, {"device", dev.name()},
-                                         {"steps", steps}, {"shapes", shapes}}
-                              .dump()
-                              .c_str());
+    if (json) {
+      nlohmann::json out{{"bench", "train"}, {"preset", preset}, {"device", dev.name()}, {"steps", steps}, {"shapes", shapes}};
+      add_blas(out, dev);
+      std::printf("%s\n", out.dump().c_str());
+    }
   }
 }
 

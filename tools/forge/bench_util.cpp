@@ -8,6 +8,10 @@
 
 namespace forge::cli {
 
+void add_blas(nlohmann::json& j, const Device& d) {
+  if (d.is_cpu()) j["blas"] = Device::cpu_blas();
+}
+
 void sync(const Device& d) {
   if (d.is_webgpu()) d.runtime().sync();
 }

@@ -4,12 +4,17 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "forge/generate.h"
 #include "forge/model.h"
 
 namespace forge::cli {
+
+// On the CPU, j["blas"] = the matrix kernels that ran (Device::cpu_blas()):
+// OpenBLAS's AVX2 and AVX-512 kernels differ by about 2x on one machine.
+void add_blas(nlohmann::json& j, const Device& d);
 
 // Waits until the device has finished what was submitted (nothing on the CPU).
 void sync(const Device& d);

@@ -33,13 +33,8 @@ nlohmann::json describe_runtime(const gpu::Runtime& rt) {
 void run_info(bool json) {
   nlohmann::json out;
   out["version"] = FORGE_VERSION;
-  nlohmann::json cpu = {{"kind", "cpu"}, {"threads", std::thread::hardware_concurrency()},
-#if FORGE_HAVE_OPENBLAS
-                        {"blas", "openblas"}
-#else
-                        {"blas", "none (portable loops)"}
-#endif
-  };
+  nlohmann::json cpu = {
+      {"kind", "cpu"}, {"threads", std::thread::hardware_concurrency()}, {"blas", Device::cpu_blas()}};
   out["devices"] = nlohmann::json::array({cpu});
   std::string auto_pick = "cpu";
 #if FORGE_HAVE_WEBGPU
