@@ -263,6 +263,13 @@ TEST(BadInput, CliTableEachAClearOneLineError) {
                                          "--device", "cpu"}, "context length", {}, out},
       {"input without input_ids", {"eval", "-m", gpt2, "--input", (s / "ids_wrong_name.st").string(), "--output", out,
                                    "--device", "cpu"}, "input_ids", {}, out},
+      // train --fixed-batch reads input ids as eval does.
+      {"fixed batch of dtype f32", {"train", "-m", gpt2, "--fixed-batch", (s / "ids_f32.st").string(), "--steps", "1",
+                                    "--device", "cpu"}, "I32 or I64"},
+      {"fixed batch id past the vocab", {"train", "-m", gpt2, "--fixed-batch", (s / "ids_big.st").string(), "--steps",
+                                         "1", "--device", "cpu"}, "out of range"},
+      {"fixed batch of rank 1", {"train", "-m", gpt2, "--fixed-batch", (s / "ids_rank1.st").string(), "--steps", "1",
+                                 "--device", "cpu"}, "[B, T]"},
       // generate: ids, context, sampling values, prompts.
       {"prompt id past the vocab", g({"-m", gpt2, "--prompt-ids", "1,5000"}), "out of range"},
       {"prompt longer than the context", g({"-m", gpt2, "--prompt-ids", ids70}), "context length"},

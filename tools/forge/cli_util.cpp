@@ -5,10 +5,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "forge/error.h"
 #include "forge/gpt2.h"
+#include "forge/safetensors.h"
 
 namespace forge::cli {
 
@@ -30,6 +32,34 @@ std::vector<uint32_t> parse_id_list(const std::string& text, const std::string& 
   }
   if (ids.empty()) throw UsageError(flag + " holds no token ids");
   return ids;
+}
+
+Tensor read_input_ids(const std::string& path, int64_t vocab, const std::string& who) {
+  const std::string w = "[" + who + "] ";
+  SafetensorsFile f = SafetensorsFile::open(path);
+  TensorView v = f.get("input_ids");
+  const bool i64 = v.dtype() == StDType::I64;
+  if (!i64 && v.dtype() != StDType::I32)
+    throw DTypeError(w + "input_ids in " + path + " must be I32 or I64, got " + st_dtype_name(v.dtype()));
+  if (v.shape().size() != 2 || v.shape()[1] < 2)
+    throw ShapeError(w + "input_ids in " + path + " must be [B, T] with T >= 2, got " + shape_str(v.shape()));
+  std::vector<uint32_t> ids(size_t(v.numel()));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    // Read as stored (little-endian), not through floats, which round past 2^24.
+    int64_t id = 0;
+    if (i64) {
+      std::memcpy(&id, v.bytes.data() + i * 8, 8);
+    } else {
+      int32_t x = 0;
+      std::memcpy(&x, v.bytes.data() + i * 4, 4);
+      id = x;
+    }
+    if (id < 0 || id >= vocab)
+      throw ValueError(w + "input_ids[" + std::to_string(i) + "] = " + std::to_string(id) +
+                       " is out of range for vocab size " + std::to_string(vocab));
+    ids[i] = uint32_t(id);
+  }
+  return Tensor::from_vector(ids, v.shape());
 }
 
 namespace {

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "forge/tensor.h"
+
 namespace forge::cli {
 
 // A command used wrongly (a bad or contradicting flag): exit code 2.
@@ -37,6 +39,11 @@ struct ExitCode {
 // Token ids separated by commas and/or whitespace. `flag` names the option in
 // the UsageError for an item that is not an id in [0, 2^32).
 std::vector<uint32_t> parse_id_list(const std::string& text, const std::string& flag);
+
+// input_ids [B, T] (I32 or I64, T >= 2) of a safetensors file as u32, every
+// id checked against the vocabulary: what `eval --input` and `train
+// --fixed-batch` read. Errors start "[who] " and name the file.
+forge::Tensor read_input_ids(const std::string& path, int64_t vocab, const std::string& who);
 
 // Validators with readable messages: "-n must be >= 0, got -5" (named by the
 // option's short form when it has one), "--steps must be an integer, got 'x'".

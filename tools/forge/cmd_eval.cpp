@@ -33,28 +33,8 @@ struct EvalArgs {
   std::string dtype = "f32";  // --dtype: dense weights on the device
 };
 
-// input_ids [B, T] of IN as u32, every id checked against the vocabulary.
-Tensor read_input_ids(const std::string& path, int64_t vocab) {
-  SafetensorsFile f = SafetensorsFile::open(path);
-  TensorView v = f.get("input_ids");
-  if (v.dtype() != StDType::I32 && v.dtype() != StDType::I64)
-    throw DTypeError("[eval] input_ids in " + path + " must be I32 or I64, got " + st_dtype_name(v.dtype()));
-  if (v.shape().size() != 2 || v.shape()[1] < 2)
-    throw ShapeError("[eval] input_ids in " + path + " must be [B, T] with T >= 2, got " + shape_str(v.shape()));
-  std::vector<float> values = v.to_f32();
-  std::vector<uint32_t> ids(values.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    // Exact below 2^24, which covers every vocabulary size forge loads.
-    if (values[i] < 0 || values[i] >= float(vocab))
-      throw ValueError("[eval] input_ids[" + std::to_string(i) + "] = " + std::to_string(int64_t(values[i])) +
-                       " is out of range for vocab size " + std::to_string(vocab));
-    ids[i] = uint32_t(values[i]);
-  }
-  return Tensor::from_vector(ids, v.shape());
-}
-
 void eval_input(const EvalArgs& a, const CausalLM& model, const Device& dev) {
-  Tensor ids = read_input_ids(a.input, model.vocab_size());
+  Tensor ids = read_input_ids(a.input, model.vocab_size(), "eval");
   Tensor logits = model.forward(ids);
   const float loss = causal_lm_loss(logits, ids);
   if (!a.output.empty()) {

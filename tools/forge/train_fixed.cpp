@@ -26,27 +26,6 @@
 
 namespace forge::cli {
 
-namespace {
-
-Tensor read_fixed_ids(const std::string& path, int64_t vocab) {
-  if (!std::filesystem::is_regular_file(path)) throw IoError("[train] --fixed-batch file '" + path + "' does not exist");
-  SafetensorsFile f = SafetensorsFile::open(path);
-  TensorView v = f.get("input_ids");
-  if (v.shape().size() != 2 || v.shape()[1] < 2)
-    throw ShapeError("[train] input_ids in " + path + " must be [B, T] with T >= 2, got " + shape_str(v.shape()));
-  std::vector<float> values = v.to_f32();
-  std::vector<uint32_t> ids(values.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (values[i] < 0 || values[i] >= float(vocab))
-      throw ValueError("[train] input_ids[" + std::to_string(i) + "] = " + std::to_string(int64_t(values[i])) +
-                       " is out of range for vocab size " + std::to_string(vocab));
-    ids[i] = uint32_t(values[i]);
-  }
-  return Tensor::from_vector(ids, v.shape());
-}
-
-}  // namespace
-
 void run_fixed_batch(const TrainArgs& a) {
   if (a.model.empty()) throw UsageError("--fixed-batch needs --model DIR");
   const Device dev = resolve_devices(a.device)[0];
@@ -54,7 +33,9 @@ void run_fixed_batch(const TrainArgs& a) {
   auto model = load_model(check_model_dir(a.model), dev, train_weights_dtype(a));
   auto* gpt2 = dynamic_cast<Gpt2*>(model.get());
   if (lora) attach_lora(a, *model);
-  const Tensor ids = read_fixed_ids(a.fixed_batch, model->vocab_size());
+  if (!std::filesystem::is_regular_file(a.fixed_batch))
+    throw IoError("[train] --fixed-batch file '" + a.fixed_batch + "' does not exist");
+  const Tensor ids = read_input_ids(a.fixed_batch, model->vocab_size(), "train");
   FixedBatchTrainer trainer(*model, make_train_config(a, true));  // the same flags, the same schedule
   nlohmann::json losses = nlohmann::json::array();
   double grad_norm0 = 0;
