@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -214,6 +215,31 @@ TEST(ForgeCli, WrongPathsSayWhatTheyAre) {
   expect_one_error_line(r, "is a directory without text files");
   EXPECT_FALSE(fs::exists(dir.path / "r2"));
   EXPECT_FALSE(fs::exists(dir.path / "r4"));
+}
+
+// A run whose loss stops being finite ends with an error at that step and
+// leaves the last good checkpoint as it was (no NaN weights saved over it).
+TEST(ForgeCli, DivergedTrainingStopsAndKeepsTheLastCheckpoint) {
+  ScratchDir dir("cli_diverge");
+  forge::testing::write_sample_text(dir.path / "t.txt", 400);
+  const fs::path run = dir.path / "run";
+  auto r = run_cli(tiny_run(dir.path / "t.txt", run, {"--steps", "6", "--lr", "1e30", "--save-every", "1"}), dir.path);
+  EXPECT_EQ(r.code, 1) << r.out;
+  const auto lines = lines_of(r.out);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines.back().find("training diverged at step"), std::string::npos) << r.out;
+  EXPECT_NE(lines.back().find("keeps step"), std::string::npos) << r.out;
+  std::ifstream f(run / "checkpoint" / "train.json");
+  ASSERT_TRUE(f) << r.out;
+  const int saved = nlohmann::json::parse(f)["step"].get<int>();
+  EXPECT_GE(saved, 1);
+  EXPECT_NE(lines.back().find("keeps step " + std::to_string(saved)), std::string::npos) << r.out;
+  // The fixed-batch trainer stops the same way.
+  r = run_cli({"train", "-m", kTiny, "--fixed-batch", kTiny + "/reference.safetensors", "--steps", "4", "--lr", "1e30",
+               "--device", "cpu", "--json"},
+              dir.path);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("training diverged at step"), std::string::npos) << r.out;
 }
 
 TEST(ForgeCli, ByteTokenizerIsSavedWithTheModel) {

@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -332,6 +333,7 @@ void run(TrainArgs a) {
 
   const auto start = std::chrono::steady_clock::now();
   const int64_t first = tm->steps_done();
+  int64_t saved = found ? found->step : -1;  // the step the checkpoint on disk holds
   double last_loss = 0, last_val = -1, tok_rate = 0;
   for (int64_t step = first; step < a.steps; ++step) {
     // Windows holding no target (prompt tokens of conversations only) are
@@ -366,11 +368,23 @@ void run(TrainArgs a) {
                   fmt_time(eta).c_str());
     if (tty) std::fprintf(stderr, "\r%s\x1b[K", line);
     else std::fprintf(stderr, "%s\n", line);
+    // A loss or gradient that is no longer finite has made every weight NaN
+    // (AdamW spreads it): stop before an evaluation or a save writes them.
+    if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) {
+      if (tty) std::fprintf(stderr, "\n");
+      throw ValueError("[train] training diverged at step " + std::to_string(step + 1) + " (loss " +
+                       std::to_string(r.loss) + ", grad_norm " + std::to_string(r.grad_norm) + "); " +
+                       (saved >= 0 ? "the checkpoint in " + ckpt.string() + " keeps step " + std::to_string(saved)
+                                   : std::string("nothing was saved")) +
+                       ". Try a lower --lr, more --warmup or --grad-clip");
+    }
     const bool last = step + 1 == a.steps || step + 1 == a.stop_at;
     const int sig = signals.received();
     if (!sig && ((a.eval_every > 0 && (step + 1) % a.eval_every == 0) || last)) last_val = evaluate(step + 1);
-    if ((a.save_every > 0 && (step + 1) % a.save_every == 0) || last || sig)
+    if ((a.save_every > 0 && (step + 1) % a.save_every == 0) || last || sig) {
       tm->save(ckpt, extras);
+      saved = step + 1;
+    }
     if (sig) {
       if (tty) std::fprintf(stderr, "\n");
       say(std::string("stopped by ") + StopSignals::name(sig) + " after step " + std::to_string(step + 1) +
