@@ -105,6 +105,7 @@ TEST(ForgeCli, UsageErrorsExitTwoWithOneLine) {
        "pass one or the other"},
       {{"train", "--fixed-batch", kTiny + "/reference.safetensors"}, "--fixed-batch needs --model"},
       {{"generate", "-m", kTiny, "--prompt-ids", "", "--device", "cpu"}, "--prompt-ids holds no token ids"},
+      {{"serve", "-m", kTiny, "--port", "99999"}, "--port must be in [0, 65535], got 99999"},
   };
   for (const Case& c : cases) {
     const auto r = run_cli(c.args, dir.path);

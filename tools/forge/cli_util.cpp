@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "forge/error.h"
 #include "forge/gpt2.h"
@@ -83,16 +84,23 @@ std::string trim_number(double v) {
 }  // namespace
 
 CLI::Option* check_at_least(CLI::Option* opt, int64_t min) {
+  return check_int_between(opt, min, std::numeric_limits<int64_t>::max());
+}
+
+CLI::Option* check_int_between(CLI::Option* opt, int64_t lo, int64_t hi) {
   const std::string name = short_name(opt);
+  const std::string range = hi == std::numeric_limits<int64_t>::max()
+                                ? ">= " + std::to_string(lo)
+                                : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   return opt->check(CLI::Validator(
-      [name, min](std::string& s) -> std::string {
+      [name, lo, hi, range](std::string& s) -> std::string {
         int64_t v = 0;
         const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
         if (ec != std::errc() || ptr != s.data() + s.size()) return name + " must be an integer, got '" + s + "'";
-        if (v < min) return name + " must be >= " + std::to_string(min) + ", got " + s;
+        if (v < lo || v > hi) return name + " must be " + range + ", got " + s;
         return {};
       },
-      ">= " + std::to_string(min)));
+      range));
 }
 
 CLI::Option* check_between(CLI::Option* opt, double lo, double hi) {

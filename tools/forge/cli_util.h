@@ -8,7 +8,7 @@
 //   short forms  -m --model, -p --prompt, -n (a count, such as --max-new-tokens)
 //   --preset     124M, 355M, 774M, 1.5B or tiny (add_preset_option)
 //   id lists     "1,2,3", "1 2 3" or "1, 2, 3" (what `forge tokenize` prints)
-//   ranges       "--steps must be >= 1, got -5" (check_at_least / check_between)
+//   ranges       "--steps must be >= 1, got -5" (check_at_least, check_int_between, check_between)
 //   --tokenizer  a tokenizer.json, a folder holding one, or 'bytes' where allowed
 //   --model      a model folder; check_model_dir says what else the path is
 #pragma once
@@ -47,9 +47,10 @@ forge::Tensor read_input_ids(const std::string& path, int64_t vocab, const std::
 
 // Validators with readable messages: "-n must be >= 0, got -5" (named by the
 // option's short form when it has one), "--steps must be an integer, got 'x'".
-// check_at_least is for integer options, check_between for real ones (no
-// upper bound when hi is infinite).
+// check_at_least and check_int_between are for integer options,
+// check_between for real ones (no upper bound when hi is infinite).
 CLI::Option* check_at_least(CLI::Option* opt, int64_t min);
+CLI::Option* check_int_between(CLI::Option* opt, int64_t lo, int64_t hi);
 CLI::Option* check_between(CLI::Option* opt, double lo, double hi = HUGE_VAL);
 
 // --preset NAME: a GPT-2 size gpt2_preset knows (a usage error naming the known

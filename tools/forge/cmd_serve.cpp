@@ -112,7 +112,7 @@ const bool registered = register_command(
        static ServeArgs a;
        sub.add_option("-m,--model", a.model, "Model folder (config.json + safetensors [+ tokenizer]), or a Hugging Face id org/name[@revision]")->required();
        sub.add_option("--host", a.host, "Address to listen on")->capture_default_str();
-       sub.add_option("--port", a.port, "Port to listen on (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
+       check_int_between(sub.add_option("--port", a.port, "Port to listen on (0: any free port)")->capture_default_str(), 0, 65535);
        sub.add_option("--adapter", a.adapter, "A LoRA adapter folder (PEFT layout) to apply to the model");
        add_dtype_option(sub, a.dtype);
        add_device_option(sub, a.device);
