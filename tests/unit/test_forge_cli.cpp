@@ -106,6 +106,9 @@ TEST(ForgeCli, UsageErrorsExitTwoWithOneLine) {
       {{"train", "--fixed-batch", kTiny + "/reference.safetensors"}, "--fixed-batch needs --model"},
       {{"generate", "-m", kTiny, "--prompt-ids", "", "--device", "cpu"}, "--prompt-ids holds no token ids"},
       {{"serve", "-m", kTiny, "--port", "99999"}, "--port must be in [0, 65535], got 99999"},
+      {{"generate", "-m", kTiny, "--top-k", "x"}, "--top-k must be an integer, got 'x'"},
+      {{"train", "--lora-alpha", "x"}, "--lora-alpha must be a number, got 'x'"},
+      {{"generate", "-m", kTiny, "--seed", "-1"}, "--seed must be an integer in [0, 2^64), got '-1'"},
   };
   for (const Case& c : cases) {
     const auto r = run_cli(c.args, dir.path);

@@ -103,6 +103,19 @@ CLI::Option* check_int_between(CLI::Option* opt, int64_t lo, int64_t hi) {
       range));
 }
 
+CLI::Option* check_unsigned(CLI::Option* opt) {
+  const std::string name = short_name(opt);
+  return opt->check(CLI::Validator(
+      [name](std::string& s) -> std::string {
+        uint64_t v = 0;
+        const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc() || ptr != s.data() + s.size())
+          return name + " must be an integer in [0, 2^64), got '" + s + "'";
+        return {};
+      },
+      ""));  // UINT says it
+}
+
 CLI::Option* check_between(CLI::Option* opt, double lo, double hi) {
   const std::string name = short_name(opt);
   const std::string range = std::isinf(hi) ? ">= " + trim_number(lo)

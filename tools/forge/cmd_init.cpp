@@ -96,7 +96,7 @@ const bool registered = register_command(
        add_preset_option(sub, a.preset, "GPT-2 size");
        sub.add_option("--config", a.config, "A Llama-family config.json giving the shape")->check(CLI::ExistingFile);
        sub.add_option("--out", a.out, "Output folder")->required();
-       sub.add_option("--seed", a.seed, "Random seed")->capture_default_str();
+       check_unsigned(sub.add_option("--seed", a.seed, "Random seed")->capture_default_str());
        add_tokenizer_option(sub, a.tokenizer, "A tokenizer (file or folder) to copy into the folder, or 'bytes'", true);
        sub.callback([] { run(a); });
      }});

@@ -463,7 +463,7 @@ void add_options(CLI::App& sub, TrainArgs& a) {
   check_at_least(sub.add_option("--stop-at", a.stop_at, "Stop (with a checkpoint) after this step, as if interrupted; "
                                                         "the schedule still spans --steps (0: off)"),
                  0);
-  sub.add_option("--seed", a.seed, "Seed of initialisation, batches, dropout and samples");
+  check_unsigned(sub.add_option("--seed", a.seed, "Seed of initialisation, batches, dropout and samples"));
   add_device_option(sub, a.device);
   add_profile_flag(sub);
   sub.add_flag("--json", a.json, "Print a JSON summary as the last line of stdout");

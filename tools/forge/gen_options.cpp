@@ -23,7 +23,7 @@ void add_sampling_options(CLI::App& sub, SamplingArgs& a, const std::string& n_h
   check_at_least(sub.add_option("--repeat-last-n", a.repeat_last_n,
                                 "Ids the repeat penalty looks back on, prompt included (-1: the context length)"),
                  -1);
-  sub.add_option("--seed", a.seed, "Seed of the sampling draws (default: a random one, reported)");
+  check_unsigned(sub.add_option("--seed", a.seed, "Seed of the sampling draws (default: a random one, reported)"));
   sub.add_option("--stop", a.stop, "Stop when the text produces this string (repeatable)");
   sub.add_flag("--ignore-eos", a.ignore_eos, "Keep generating past the end-of-sequence token");
   sub.add_flag("--show-special", a.show_special, "Print special tokens such as <|endoftext|> in the text");

@@ -37,9 +37,23 @@ int usage_error(const std::string& message, const std::string& help_topic) {
 }
 
 // CLI11 puts the option's name before a validator's message; ours name the
-// option themselves ("-n must be >= 0, got -5"), so the prefix goes.
-std::string parse_error_text(const CLI::ParseError& e) {
+// option themselves ("-n must be >= 0, got -5"), so the prefix goes. A value
+// CLI11 could not convert ("Could not convert: --top-k = x") is said the
+// same way, by the option's type: "--top-k must be an integer, got 'x'".
+std::string parse_error_text(const CLI::ParseError& e, CLI::App& app) {
   std::string s = e.what();
+  const std::string unconverted = "Could not convert: ";
+  const size_t eq = s.find(" = ");
+  if (dynamic_cast<const CLI::ConversionError*>(&e) && s.rfind(unconverted, 0) == 0 && eq != std::string::npos) {
+    const std::string name = s.substr(unconverted.size(), eq - unconverted.size()), value = s.substr(eq + 3);
+    CLI::App* sub = &app;
+    while (!sub->get_subcommands().empty()) sub = sub->get_subcommands().front();
+    const CLI::Option* opt = sub->get_option_no_throw(name);
+    const std::string type = opt ? opt->get_type_name() : "";
+    const std::string what = type.rfind("INT", 0) == 0 ? "an integer" : type.rfind("UINT", 0) == 0 ? "an integer >= 0"
+                                                                                                     : "a number";
+    return name + " must be " + what + ", got '" + value + "'";
+  }
   const size_t colon = s.find(": -");
   if (dynamic_cast<const CLI::ValidationError*>(&e) && colon != std::string::npos && s[0] == '-')
     s = s.substr(colon + 2);
@@ -117,7 +131,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    return usage_error(parse_error_text(e), selected_path(app));
+    return usage_error(parse_error_text(e, app), selected_path(app));
   } catch (const UsageError& e) {
     return usage_error(e.what(), selected_path(app));
   } catch (const ExitCode& e) {
