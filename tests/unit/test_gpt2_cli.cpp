@@ -142,13 +142,13 @@ TEST(Gpt2Cli, GenerateErrors) {
   EXPECT_EQ(last_json_line(r.out)["ids"].size(), 61u) << r.out;
   EXPECT_EQ(last_json_line(r.out)["stop_reason"], "context") << r.out;
   r = run("generate --model " + fx + " --prompt-ids 1,2,3 --top-p 1.5 --device cpu");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2) << "a bad value is a usage error";
   EXPECT_NE(r.out.find("--top-p must be in (0, 1]"), std::string::npos) << r.out;
   r = run("generate --model " + fx + " --prompt-ids 1,x --device cpu");
   EXPECT_EQ(r.code, 2) << "a bad id list is a usage error";
   EXPECT_NE(r.out.find("'x'"), std::string::npos) << r.out;
   r = run("generate --model " + fx + " --prompt-ids 1 --greedy --temperature 0.5 --device cpu");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2) << "flags that exclude each other are a usage error";
   r = run("generate --model " + fx + " --prompt-ids 1 --frobnicate");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("frobnicate"), std::string::npos) << r.out;

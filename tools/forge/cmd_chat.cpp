@@ -114,7 +114,7 @@ class Conversation {
 };
 
 void run(const ChatArgs& a) {
-  GenerateOptions o = sampling_options(a.sampling, "chat");
+  GenerateOptions o = sampling_options(a.sampling);
   const Device dev = resolve_devices(a.device)[0];
   const std::filesystem::path dir = model_folder(a.model);
   const ChatTemplate tmpl = load_chat_template(dir, a.model, "chat");

@@ -64,7 +64,7 @@ std::string read_prompt_file(const std::string& path) {
 }
 
 void run(const GenerateArgs& a) {
-  GenerateOptions o = sampling_options(a.sampling, "generate");
+  GenerateOptions o = sampling_options(a.sampling);
   o.use_cache = !a.no_cache;
   o.context_shift = a.context_shift;
   o.keep = a.keep;

@@ -40,21 +40,22 @@ std::string readable(float v) {
 
 }  // namespace
 
-GenerateOptions sampling_options(const SamplingArgs& a, const std::string& who) {
-  const std::string w = "[" + who + "] ";
+GenerateOptions sampling_options(const SamplingArgs& a) {
+  // Values and combinations of these flags are usage errors (exit 2), as
+  // every command's are.
   if (a.greedy && (a.temperature || a.top_k || a.top_p || a.min_p))
-    throw ValueError(w + "--greedy excludes --temperature, --top-k, --top-p and --min-p");
+    throw UsageError("--greedy excludes --temperature, --top-k, --top-p and --min-p");
   if (a.min_p && !(*a.min_p >= 0 && *a.min_p <= 1))
     throw UsageError("--min-p must be in [0, 1], got " + readable(*a.min_p));
   if (!(a.repeat_penalty > 0) || !std::isfinite(a.repeat_penalty))
     throw UsageError("--repeat-penalty must be finite and > 0, got " + readable(a.repeat_penalty));
-  if (a.temperature && !(*a.temperature >= 0))
-    throw ValueError(w + "--temperature must be >= 0, got " + std::to_string(*a.temperature));
+  if (a.temperature && !(*a.temperature >= 0 && std::isfinite(*a.temperature)))
+    throw UsageError("--temperature must be finite and >= 0, got " + readable(*a.temperature));
   if (a.top_p && !(*a.top_p > 0 && *a.top_p <= 1))
-    throw ValueError(w + "--top-p must be in (0, 1], got " + std::to_string(*a.top_p));
-  if (a.top_k && *a.top_k < 0) throw ValueError(w + "--top-k must be >= 0, got " + std::to_string(*a.top_k));
+    throw UsageError("--top-p must be in (0, 1], got " + readable(*a.top_p));
+  if (a.top_k && *a.top_k < 0) throw UsageError("--top-k must be >= 0, got " + std::to_string(*a.top_k));
   for (const std::string& s : a.stop)
-    if (s.empty()) throw ValueError(w + "--stop strings must not be empty");
+    if (s.empty()) throw UsageError("--stop strings must not be empty");
   GenerateOptions o;
   o.max_new_tokens = a.n;
   const bool sampling = !a.greedy && (a.temperature || a.top_k || a.top_p || a.min_p);

@@ -4,7 +4,7 @@
 //
 //   SamplingArgs s;
 //   add_sampling_options(sub, s, 32);
-//   GenerateOptions o = sampling_options(s, "generate");   // after parsing
+//   GenerateOptions o = sampling_options(s);   // after parsing
 //   ReplyPrinter out(&tok, s, /*print=*/true);
 //   generate(model, prompt, o, [&](uint32_t id) { return out.push(id); });
 //   out.finish();
@@ -37,12 +37,12 @@ struct SamplingArgs {
 // says what -n counts.
 void add_sampling_options(CLI::App& app, SamplingArgs& a, const std::string& n_help);
 
-// Checks the flags (ValueError "[who] --top-p must be in (0, 1] ...";
-// UsageError for --min-p outside [0, 1] or a --repeat-penalty that is not
-// finite and > 0) and returns the options they give: max_new_tokens, sampling
-// (--min-p samples too) or greedy, the repeat penalty (greedy or not), and the
-// seed (a random one when sampling without --seed, reported on stderr).
-GenerateOptions sampling_options(const SamplingArgs& a, const std::string& who);
+// Checks the flags (UsageError "--top-p must be in (0, 1], got 2" for a bad
+// value or --greedy with a sampling flag) and returns the options they give:
+// max_new_tokens, sampling (--min-p samples too) or greedy, the repeat
+// penalty (greedy or not), and the seed (a random one when sampling without
+// --seed, reported on stderr).
+GenerateOptions sampling_options(const SamplingArgs& a);
 
 // Finds the stop strings in the text streamed so far; holds back the tail
 // that could still become one, so no part of a stop string is ever printed.
