@@ -103,6 +103,22 @@ CLI::Option* check_int_between(CLI::Option* opt, int64_t lo, int64_t hi) {
       range));
 }
 
+CLI::Option* check_int_in(CLI::Option* opt, const std::vector<int64_t>& allowed) {
+  const std::string name = short_name(opt);
+  std::string list;  // "2, 4 or 8"
+  for (size_t i = 0; i < allowed.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + std::to_string(allowed[i]);
+  return opt->check(CLI::Validator(
+      [name, allowed, list](std::string& s) -> std::string {
+        int64_t v = 0;
+        const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc() || ptr != s.data() + s.size()) return name + " must be an integer, got '" + s + "'";
+        if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) return name + " must be " + list + ", got " + s;
+        return {};
+      },
+      "one of " + list));
+}
+
 CLI::Option* check_unsigned(CLI::Option* opt) {
   const std::string name = short_name(opt);
   return opt->check(CLI::Validator(

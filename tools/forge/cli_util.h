@@ -51,6 +51,8 @@ forge::Tensor read_input_ids(const std::string& path, int64_t vocab, const std::
 // check_between for real ones (no upper bound when hi is infinite).
 CLI::Option* check_at_least(CLI::Option* opt, int64_t min);
 CLI::Option* check_int_between(CLI::Option* opt, int64_t lo, int64_t hi);
+// One of a few integers: "--bits must be 2, 4 or 8, got 3".
+CLI::Option* check_int_in(CLI::Option* opt, const std::vector<int64_t>& allowed);
 // An unsigned 64-bit option (a seed): "-1" is refused, not wrapped around.
 CLI::Option* check_unsigned(CLI::Option* opt);
 CLI::Option* check_between(CLI::Option* opt, double lo, double hi = HUGE_VAL);

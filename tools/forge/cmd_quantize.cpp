@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "cli_util.h"
 #include "command.h"
 #include "forge/quantize.h"
 #include "model_arg.h"
@@ -21,9 +22,10 @@ const bool registered = register_command(
     {"quantize", "Write an MLX 2/4/8-bit quantized copy of a model folder", [](CLI::App& sub) {
        static QuantizeArgs a;
        sub.add_option("-m,--model", a.model, "Model folder with dense weights (f32, bf16 or f16)")->required();
-       sub.add_option("--bits", a.bits, "Bits per weight: 2, 4 or 8")->capture_default_str();
-       sub.add_option("--group-size", a.group_size, "Weights sharing one scale and bias: 32, 64 or 128")
-           ->capture_default_str();
+       check_int_in(sub.add_option("--bits", a.bits, "Bits per weight: 2, 4 or 8")->capture_default_str(), {2, 4, 8});
+       check_int_in(sub.add_option("--group-size", a.group_size, "Weights sharing one scale and bias: 32, 64 or 128")
+                        ->capture_default_str(),
+                    {32, 64, 128});
        sub.add_option("--out", a.out, "Folder to write (must not exist, or be empty)")->required();
        sub.callback([] {
          const uint64_t bytes = quantize_model(model_folder(a.model), a.out, QuantSpec{a.group_size, a.bits});
