@@ -1,7 +1,9 @@
 #include "core/host_heap.h"
 
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
+#include <string>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -20,6 +22,20 @@ void keep_freed_host_memory() {
     mallopt(M_TRIM_THRESHOLD, kReuseUpTo);
   });
 #endif
+}
+
+double host_memory_available() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  while (f >> key) {
+    if (key == "MemAvailable:") {
+      f >> kb;
+      return kb * 1024;
+    }
+    f.ignore(1 << 10, '\n');
+  }
+  return 0;
 }
 
 std::byte* allocate_host_bytes(size_t bytes) {

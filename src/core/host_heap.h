@@ -21,6 +21,10 @@ namespace forge {
 // outside glibc.
 void keep_freed_host_memory();
 
+// Memory the system can still give (MemAvailable of /proc/meminfo), in
+// bytes; 0 when unknown (not Linux).
+double host_memory_available();
+
 // `bytes` (> 0) of host memory, 64-byte aligned, on huge pages where the
 // block is large and the system has them; nullptr when out of memory.
 // Release with std::free.

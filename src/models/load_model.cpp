@@ -3,6 +3,7 @@
 #include <cstring>
 #include <random>
 
+#include "core/host_heap.h"
 #include "forge/gpt2.h"
 #include "forge/model.h"
 #include "forge/quantize.h"
@@ -123,6 +124,19 @@ std::vector<std::byte> random_checkpoint_bytes(const ModelConfig& mc, uint64_t s
   if (dense != DType::F32 && dense != DType::BF16 && dense != DType::F16)
     throw ValueError(std::string("[model] random weights are f32, bf16 or f16, not ") + dtype_name(dense));
   if (mc.arch != Arch::Llama) throw ValueError("[model] random checkpoints are for the Llama family, not " + mc.architecture);
+  // The checkpoint is built in memory (its tensors, then the file's bytes):
+  // a shape too large for this machine is refused before the minutes of
+  // drawing random numbers that would end in running out of memory.
+  const LlamaConfig& c = mc.llama();
+  const double H = double(c.hidden_size), q = double(c.num_attention_heads * c.head_dim),
+               kv = double(c.num_key_value_heads * c.head_dim);
+  const double params = double(c.vocab_size) * H * (c.tie_word_embeddings ? 1 : 2) +
+                        double(c.num_hidden_layers) * (2 * H * q + 2 * H * kv + 3 * H * double(c.intermediate_size));
+  const double need = 2 * params * double(dtype_size(dense)), have = host_memory_available();
+  if (have > 0 && need > have)
+    throw ValueError("[model] random weights of " + std::to_string(int64_t(params / 1e6)) + "M parameters need about " +
+                     std::to_string(int64_t(need / 1e9)) + " GB of memory to build, and " +
+                     std::to_string(int64_t(have / 1e9)) + " GB is available");
   return random_llama_checkpoint(mc, seed, dense);
 }
 

@@ -158,6 +158,17 @@ TEST(ForgeCli, RuntimeErrorsExitOne) {
   EXPECT_EQ(r.code, 1);
   expect_one_error_line(r, "--data '" + (dir.path / "missing.txt").string() + "' does not exist");
   EXPECT_FALSE(fs::exists(dir.path / "run"));  // a failed start leaves nothing behind
+  // A shape no machine holds is refused at once, before any folder is made.
+  {
+    std::ofstream f(dir.path / "huge.json");
+    f << R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 65536,
+             "num_attention_heads": 64, "num_hidden_layers": 1000, "intermediate_size": 1000000,
+             "vocab_size": 1000})";
+  }
+  r = run_cli({"init", "--config", (dir.path / "huge.json").string(), "--out", (dir.path / "huge").string()}, dir.path);
+  EXPECT_EQ(r.code, 1);
+  expect_one_error_line(r, "GB of memory to build");
+  EXPECT_FALSE(fs::exists(dir.path / "huge"));
 }
 
 TEST(ForgeCli, ModelShapeOptionsAndSeqPastTheContext) {

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "bench_util.h"
+#include "core/host_heap.h"
 #include "cli_util.h"
 #include "command.h"
 #include "devices.h"
@@ -52,21 +53,6 @@ std::vector<BatchShape> parse_shapes(const std::string& text) {
   }
   if (out.empty()) throw CLI::ValidationError("--shapes", "no shape given (e.g. 4x64,8x1024)");
   return out;
-}
-
-// MemAvailable of /proc/meminfo in bytes (0 when unknown).
-double available_bytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  double kb = 0;
-  while (f >> key) {
-    if (key == "MemAvailable:") {
-      f >> kb;
-      return kb * 1024;
-    }
-    f.ignore(1 << 10, '\n');
-  }
-  return 0;
 }
 
 // Bytes a step holds at its peak, roughly: per layer 16 [N, C] activations and
@@ -105,7 +91,7 @@ void time_steps(nlohmann::json& j, const Device& dev, int64_t tokens, int steps,
 
 nlohmann::json bench_shape(Gpt2& model, int64_t B, int64_t T, int steps) {
   nlohmann::json j = {{"batch", B}, {"seq", T}};
-  const double need = step_bytes(model.config(), B, T), have = available_bytes();
+  const double need = step_bytes(model.config(), B, T), have = host_memory_available();
   if (model.device().is_cpu() && have > 0 && need > 0.9 * have) {
     char why[128];
     std::snprintf(why, sizeof why, "needs ~%.1f GB, %.1f GB available", need / 1e9, have / 1e9);

@@ -28,13 +28,21 @@ void write_config_model(const InitArgs& a) {
   const ModelConfig config = load_config(a.config);
   if (config.arch == Arch::Gpt2)
     throw UsageError("--config names a GPT-2: use --arch gpt2 --preset (GPT-2's own initialisation)");
+  // The weights first (the long part, and where a shape too large is
+  // refused), then the folder: an init stopped while it draws them leaves
+  // nothing behind.
+  const std::vector<std::byte> weights = random_checkpoint_bytes(config, a.seed);
   const std::filesystem::path out(a.out);
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
   if (ec) throw IoError("[init] cannot create '" + out.string() + "': " + ec.message());
+  const std::filesystem::space_info disk = std::filesystem::space(out, ec);
+  if (!ec && disk.available < weights.size())
+    throw IoError("[init] model.safetensors takes " + std::to_string(weights.size() / 1000000) + " MB and '" +
+                  out.string() + "' has " + std::to_string(disk.available / 1000000) + " MB free");
   std::filesystem::copy_file(a.config, out / "config.json", std::filesystem::copy_options::overwrite_existing, ec);
   if (ec) throw IoError("[init] cannot copy '" + a.config + "': " + ec.message());
-  write_safetensors_bytes(out / "model.safetensors", random_checkpoint_bytes(config, a.seed));
+  write_safetensors_bytes(out / "model.safetensors", weights);
 }
 
 void copy_tokenizer(const InitArgs& a) {
