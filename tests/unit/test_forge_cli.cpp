@@ -110,6 +110,8 @@ TEST(ForgeCli, UsageErrorsExitTwoWithOneLine) {
       {{"train", "--lora-alpha", "x"}, "--lora-alpha must be a number, got 'x'"},
       {{"generate", "-m", kTiny, "--seed", "-1"}, "--seed must be an integer in [0, 2^64), got '-1'"},
       {{"quantize", "-m", kTiny, "--bits", "3", "--out", out}, "--bits must be 2, 4 or 8, got 3"},
+      {{"bench", "attention", "--seq", "0"}, "--seq must be >= 1, got 0"},
+      {{"bench", "llm", "--dtype", "q3"}, "q3 not in {f32,bf16,q8,q4}"},
       {{"quantize", "-m", kTiny, "--group-size", "7", "--out", out}, "--group-size must be 32, 64 or 128, got 7"},
   };
   for (const Case& c : cases) {

@@ -15,6 +15,7 @@
 #include <random>
 
 #include "bench_util.h"
+#include "cli_util.h"
 #include "command.h"
 #include "devices.h"
 #include "forge/ops.h"
@@ -95,7 +96,7 @@ const bool registered = register_bench(
        static int64_t seq = 1024;
        static bool json = false;
        add_device_option(sub, device, true);
-       sub.add_option("--seq", seq, "Prefill length and decode cache length");
+       check_at_least(sub.add_option("--seq", seq, "Prefill length and decode cache length"), 1);
        sub.add_flag("--json", json, "Print JSON");
        sub.callback([] { run(device, seq, json); });
      }});

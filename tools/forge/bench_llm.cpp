@@ -155,7 +155,8 @@ const bool registered = register_bench(
        sub.add_option("--arch", arch, "smollm2-135m, smollm2-360m, qwen2.5-0.5b, llama3.2-1b or tinyllama-1.1b")
            ->capture_default_str();
        sub.add_option("--dtype", dtype, "Weights: f32, bf16 (kept bf16 on the device, computed in f32), q8 or q4 (MLX, group 64; random weights only)")
-           ->capture_default_str();
+           ->capture_default_str()
+           ->check(CLI::IsMember({"f32", "bf16", "q8", "q4"}));
        check_at_least(sub.add_option("--prefill", prefill, "Prompt tokens to time the prefill with (0: skip)")
                           ->capture_default_str(),
                       0);

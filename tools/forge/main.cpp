@@ -2,6 +2,7 @@
 // the conventions they share (exit codes, messages, flags) are in cli_util.h.
 #include <csignal>
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -138,6 +139,9 @@ int main(int argc, char** argv) {
     return e.code;
   } catch (const forge::Error& e) {
     std::fprintf(stderr, "forge: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "forge: error: out of memory: the sizes asked for need more than this machine has\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "forge: error: %s\n", e.what());
