@@ -6,26 +6,15 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "forge/device.h"
 #include "forge/ops.h"
-
-namespace {
+#include "parity/parity.h"
 
 using forge::Tensor;
-
-Tensor random(const forge::Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(size_t(forge::numel(shape)));
-  for (float& x : v) x = d(rng);
-  return Tensor::from_vector(v, shape);
-}
-
-}  // namespace
+using forge::testing::random_tensor;
 
 TEST(CpuBlas, NamesTheKernelsThatRun) {
   const std::string blas = forge::Device::cpu_blas();
@@ -51,8 +40,8 @@ TEST(CpuBlas, OddShapesInEveryLayoutMatchDoubleSums) {
   for (const Case c : {Case{67, 131, 259}, Case{1, 300, 77}, Case{33, 7, 5}, Case{130, 513, 17}}) {
     for (int layout = 0; layout < 4; ++layout) {
       const bool ta = layout & 1, tb = layout & 2;
-      const Tensor a = random(ta ? forge::Shape{c.k, c.m} : forge::Shape{c.m, c.k}, 1);
-      const Tensor b = random(tb ? forge::Shape{c.n, c.k} : forge::Shape{c.k, c.n}, 2);
+      const Tensor a = random_tensor(ta ? forge::Shape{c.k, c.m} : forge::Shape{c.m, c.k}, 1);
+      const Tensor b = random_tensor(tb ? forge::Shape{c.n, c.k} : forge::Shape{c.k, c.n}, 2);
       forge::MatmulOptions o;
       o.transpose_a = ta;
       o.transpose_b = tb;
