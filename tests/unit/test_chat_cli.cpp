@@ -268,6 +268,30 @@ TEST_F(ChatCli, RenderedTextIsEncodedWithoutAddedSpecialTokens) {
   EXPECT_EQ(chat_ids, rendered(ojson::array({{{"role", "user"}, {"content", "Hello there"}}})));
 }
 
+// Without a template, each command says what to do instead: generate
+// without --chat, train on text lines (naming the file and line once).
+TEST_F(ChatCli, ModelWithoutTemplateSaysWhatToDoInstead) {
+  std::filesystem::remove(model / "tokenizer_config.json");
+  auto g = run_cli({"generate", "-m", model.string(), "--chat", "-p", "hi", "-n", "2", "--device", "cpu"}, dir.path);
+  EXPECT_EQ(g.code, 1) << g.out;
+  EXPECT_NE(g.out.find("has no chat template (tokenizer_config.json chat_template or chat_template.jinja); leave out "
+                       "--chat"),
+            std::string::npos)
+      << g.out;
+  write_text(dir.path / "talk.jsonl", "{\"text\": \"hello there\"}\n{\"messages\": [{\"role\": \"user\", "
+                                      "\"content\": \"hi\"}]}\n");
+  g = run_cli({"train", "-m", model.string(), "--data", (dir.path / "talk.jsonl").string(), "--steps", "1", "--device",
+               "cpu", "--out", (dir.path / "run").string()},
+              dir.path);
+  EXPECT_EQ(g.code, 1) << g.out;
+  EXPECT_NE(g.out.find("[train] " + (dir.path / "talk.jsonl").string() + ":2: " + model.string() +
+                       " has no chat template"),
+            std::string::npos)
+      << g.out;
+  EXPECT_NE(g.out.find("train it on {\"text\"} lines instead of conversations"), std::string::npos) << g.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "run"));
+}
+
 TEST_F(ChatCli, ModelWithoutTemplateSaysSo) {
   const auto g = run_cli({"chat", "-m", (fs::path(FORGE_TEST_DATA) / "gpt2-tiny").string(), "--device", "cpu"},
                          dir.path);

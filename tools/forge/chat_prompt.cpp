@@ -18,10 +18,13 @@ ChatTemplate load_chat_template(const std::filesystem::path& dir, const std::str
     const ojson cfg = ojson::parse(in, nullptr, /*allow_exceptions=*/false);
     has = cfg.is_object() && cfg.contains("chat_template") && !cfg["chat_template"].is_null();
   }
-  if (!has)
+  if (!has) {
+    const std::string instead = who == "generate" ? "leave out --chat"
+                                : who == "train"  ? "train it on {\"text\"} lines instead of conversations"
+                                                  : "use forge generate";
     throw IoError("[" + who + "] " + model_name +
-                  " has no chat template (tokenizer_config.json chat_template or chat_template.jinja); use forge "
-                  "generate");
+                  " has no chat template (tokenizer_config.json chat_template or chat_template.jinja); " + instead);
+  }
   return ChatTemplate::from_model_dir(dir.string());
 }
 

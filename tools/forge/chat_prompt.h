@@ -16,7 +16,8 @@
 namespace forge::cli {
 
 // The chat template of `dir`; an IoError "[who] MODEL has no chat template
-// (...); use forge generate" when it has none (GPT-2).
+// (...); " and what to do instead (who: "chat", "generate" or "train") when
+// it has none (GPT-2).
 ChatTemplate load_chat_template(const std::filesystem::path& dir, const std::string& model_name,
                                 const std::string& who);
 

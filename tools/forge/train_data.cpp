@@ -90,7 +90,10 @@ void tokenize_jsonl(const std::string& file, const std::string& content, const T
       try {
         ids = chat(m);
       } catch (const Error& e) {
-        throw ValueError(at + e.what());
+        // Its own "[who] " goes: `at` says where.
+        std::string what = e.what();
+        if (what.rfind('[', 0) == 0 && what.find("] ") != std::string::npos) what = what.substr(what.find("] ") + 2);
+        throw ValueError(at + what);
       }
     } else {
       throw ValueError(at + "a line must be an object with \"text\" or \"messages\"");
