@@ -93,6 +93,13 @@ struct LlamaConfig {
   std::vector<int64_t> layer_window;
   int64_t window(int64_t layer) const { return layer_window.empty() ? 0 : layer_window[size_t(layer)]; }
   bool has_bias_q() const { return attention_bias || qkv_bias; }
+  // Weights of one decoder layer: q, k, v, o and the MLP's three matrices
+  // (norms and biases left out), as a double so that any shape counts.
+  double layer_weights() const {
+    const double H = double(hidden_size), q = double(num_attention_heads) * double(head_dim),
+                 kv = double(num_key_value_heads) * double(head_dim);
+    return 2 * H * q + 2 * H * kv + 3 * H * double(intermediate_size);
+  }
 };
 
 struct ModelConfig {

@@ -373,10 +373,7 @@ void validate(const LlamaConfig& c, const std::string& source) {
   if (c.head_dim % 2 != 0) k.fail("'head_dim' = " + std::to_string(c.head_dim) + " must be even for RoPE");
   k.positive("rms_norm_eps", c.rms_norm_eps);
   k.positive("rope_theta", c.rope_theta);
-  double H = double(c.hidden_size), q = double(c.num_attention_heads) * double(c.head_dim);
-  double kv = double(c.num_key_value_heads) * double(c.head_dim);
-  k.total(2 * double(c.vocab_size) * H +
-          double(c.num_hidden_layers) * (2 * H * q + 2 * H * kv + 3 * H * double(c.intermediate_size)));
+  k.total(2 * double(c.vocab_size) * double(c.hidden_size) + double(c.num_hidden_layers) * c.layer_weights());
 }
 
 ModelConfig load_config(const std::filesystem::path& path) {

@@ -128,10 +128,8 @@ std::vector<std::byte> random_checkpoint_bytes(const ModelConfig& mc, uint64_t s
   // a shape too large for this machine is refused before the minutes of
   // drawing random numbers that would end in running out of memory.
   const LlamaConfig& c = mc.llama();
-  const double H = double(c.hidden_size), q = double(c.num_attention_heads * c.head_dim),
-               kv = double(c.num_key_value_heads * c.head_dim);
-  const double params = double(c.vocab_size) * H * (c.tie_word_embeddings ? 1 : 2) +
-                        double(c.num_hidden_layers) * (2 * H * q + 2 * H * kv + 3 * H * double(c.intermediate_size));
+  const double params = double(c.vocab_size) * double(c.hidden_size) * (c.tie_word_embeddings ? 1 : 2) +
+                        double(c.num_hidden_layers) * c.layer_weights();
   const double need = 2 * params * double(dtype_size(dense)), have = host_memory_available();
   if (have > 0 && need > have)
     throw ValueError("[model] random weights of " + std::to_string(int64_t(params / 1e6)) + "M parameters need about " +
