@@ -31,7 +31,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -368,15 +367,12 @@ void run(TrainArgs a) {
                   fmt_time(eta).c_str());
     if (tty) std::fprintf(stderr, "\r%s\x1b[K", line);
     else std::fprintf(stderr, "%s\n", line);
-    // A loss or gradient that is no longer finite has made every weight NaN
-    // (AdamW spreads it): stop before an evaluation or a save writes them.
-    if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) {
+    // Before an evaluation or a save could use NaN weights.
+    if (diverged(r.loss, r.grad_norm)) {
       if (tty) std::fprintf(stderr, "\n");
-      throw ValueError("[train] training diverged at step " + std::to_string(step + 1) + " (loss " +
-                       std::to_string(r.loss) + ", grad_norm " + std::to_string(r.grad_norm) + "); " +
-                       (saved >= 0 ? "the checkpoint in " + ckpt.string() + " keeps step " + std::to_string(saved)
-                                   : std::string("nothing was saved")) +
-                       ". Try a lower --lr, more --warmup or --grad-clip");
+      stop_diverged(step + 1, r.loss, r.grad_norm,
+                         saved >= 0 ? "the checkpoint in " + ckpt.string() + " keeps step " + std::to_string(saved)
+                                    : std::string("nothing was saved"));
     }
     const bool last = step + 1 == a.steps || step + 1 == a.stop_at;
     const int sig = signals.received();

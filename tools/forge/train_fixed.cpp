@@ -8,7 +8,6 @@
 // With --adapter DIR or --lora-rank R (train_lora.h) only a LoRA adapter
 // trains, the base frozen (dense or MLX-quantized; GPT-2 or Llama family),
 // and --out gets the adapter in PEFT's layout.
-#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -45,11 +44,8 @@ void run_fixed_batch(const TrainArgs& a) {
     if (s == 0) grad_norm0 = r.grad_norm;
     losses.push_back(r.loss);
     std::fprintf(stderr, "step %lld loss %.6f grad_norm %.6f\n", (long long)s, r.loss, r.grad_norm);
-    if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm))
-      throw ValueError("[train] training diverged at step " + std::to_string(s) + " (loss " + std::to_string(r.loss) +
-                       ", grad_norm " + std::to_string(r.grad_norm) + ")" +
-                       (a.out.empty() ? std::string() : "; nothing was written to " + a.out) +
-                       ". Try a lower --lr or --grad-clip");
+    if (diverged(r.loss, r.grad_norm))
+      stop_diverged(s, r.loss, r.grad_norm, a.out.empty() ? "no --out to write" : "nothing was written to " + a.out);
   }
   if (!a.out.empty() && lora)
     save_adapter(*model, a.out, a.model);

@@ -1,6 +1,7 @@
 // Run settings in checkpoints and the rules for resuming (see train_settings.h).
 #include "train_settings.h"
 
+#include <cmath>
 #include <functional>
 
 #include "cli_util.h"
@@ -139,6 +140,14 @@ TrainConfig make_llama_train_config(const TrainArgs& a) {
   c.seed = a.seed;
   if (a.dropout > 0) c.attention_dropout = a.dropout;
   return c;
+}
+
+bool diverged(double loss, double grad_norm) { return !std::isfinite(loss) || !std::isfinite(grad_norm); }
+
+void stop_diverged(int64_t step, double loss, double grad_norm, const std::string& kept) {
+  throw ValueError("[train] training diverged at step " + std::to_string(step) + " (loss " + std::to_string(loss) +
+                   ", grad_norm " + std::to_string(grad_norm) + "); " + kept +
+                   ". Try a lower --lr, more --warmup or --grad-clip");
 }
 
 }  // namespace forge::cli

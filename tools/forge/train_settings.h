@@ -56,6 +56,13 @@ TrainConfig make_llama_train_config(const TrainArgs& a);
 // frozen; full training updates f32 weights (a UsageError says so).
 DType train_weights_dtype(const TrainArgs& a);
 
+// After a step: a loss or gradient norm that is no longer finite has made
+// every weight NaN (AdamW spreads it), so the run stops before anything
+// writes them, with stop_diverged's ValueError "[train] training diverged at
+// step N (...); " + `kept` (what stays on disk) and the flags to change.
+bool diverged(double loss, double grad_norm);
+[[noreturn]] void stop_diverged(int64_t step, double loss, double grad_norm, const std::string& kept);
+
 // --fixed-batch: trains on one batch and prints the losses (train_fixed.cpp).
 void run_fixed_batch(const TrainArgs& a);
 
