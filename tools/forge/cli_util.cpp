@@ -17,6 +17,17 @@ namespace forge::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// s as a whole number of type T (no sign for unsigned T, nothing after it).
+template <class T>
+bool whole_number(const std::string& s, T& v) {
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+}  // namespace
+
 std::vector<uint32_t> parse_id_list(const std::string& text, const std::string& flag) {
   std::vector<uint32_t> ids;
   size_t pos = 0;
@@ -26,8 +37,7 @@ std::vector<uint32_t> parse_id_list(const std::string& text, const std::string& 
     pos = end + 1;
     if (item.empty()) continue;
     uint64_t v = 0;
-    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    if (ec != std::errc() || ptr != item.data() + item.size() || v > 0xFFFFFFFFull)
+    if (!whole_number(item, v) || v > 0xFFFFFFFFull)
       throw UsageError(flag + " item '" + item + "' is not a token id (ids are separated by commas or spaces)");
     ids.push_back(uint32_t(v));
   }
@@ -95,8 +105,7 @@ CLI::Option* check_int_between(CLI::Option* opt, int64_t lo, int64_t hi) {
   return opt->check(CLI::Validator(
       [name, lo, hi, range](std::string& s) -> std::string {
         int64_t v = 0;
-        const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec != std::errc() || ptr != s.data() + s.size()) return name + " must be an integer, got '" + s + "'";
+        if (!whole_number(s, v)) return name + " must be an integer, got '" + s + "'";
         if (v < lo || v > hi) return name + " must be " + range + ", got " + s;
         return {};
       },
@@ -111,8 +120,7 @@ CLI::Option* check_int_in(CLI::Option* opt, const std::vector<int64_t>& allowed)
   return opt->check(CLI::Validator(
       [name, allowed, list](std::string& s) -> std::string {
         int64_t v = 0;
-        const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec != std::errc() || ptr != s.data() + s.size()) return name + " must be an integer, got '" + s + "'";
+        if (!whole_number(s, v)) return name + " must be an integer, got '" + s + "'";
         if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) return name + " must be " + list + ", got " + s;
         return {};
       },
@@ -124,9 +132,7 @@ CLI::Option* check_unsigned(CLI::Option* opt) {
   return opt->check(CLI::Validator(
       [name](std::string& s) -> std::string {
         uint64_t v = 0;
-        const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec != std::errc() || ptr != s.data() + s.size())
-          return name + " must be an integer in [0, 2^64), got '" + s + "'";
+        if (!whole_number(s, v)) return name + " must be an integer in [0, 2^64), got '" + s + "'";
         return {};
       },
       ""));  // UINT says it

@@ -51,7 +51,7 @@ std::string parse_error_text(const CLI::ParseError& e, CLI::App& app) {
     while (!sub->get_subcommands().empty()) sub = sub->get_subcommands().front();
     const CLI::Option* opt = sub->get_option_no_throw(name);
     const std::string type = opt ? opt->get_type_name() : "";
-    const std::string what = type.rfind("INT", 0) == 0 ? "an integer" : type.rfind("UINT", 0) == 0 ? "an integer >= 0"
+    const std::string what = type.rfind("INT", 0) == 0 ? "an integer" : type.rfind("UINT", 0) == 0 ? "an integer in [0, 2^64)"
                                                                                                      : "a number";
     return name + " must be " + what + ", got '" + value + "'";
   }
