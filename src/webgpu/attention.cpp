@@ -8,6 +8,8 @@
 // one-key-per-invocation kernel, with grad_q one query per invocation.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <optional>
 
 #include "forge/error.h"
@@ -106,6 +108,18 @@ uint32_t workgroup_invocations(const gpu::Runtime& rt) {
 // The tiled prefill kernel's tiles on this device, if it fits.
 std::optional<FlashTiling> prefill_tiling(int64_t head_dim, const gpu::Runtime& rt) {
   return flash_tiling(head_dim, rt.workgroup_storage(), workgroup_invocations(rt));
+}
+
+// Whether the tiled prefill kernel loads each next K and V tile into
+// registers during the current one (PREFETCH of flash_fwd_tiled.wgsl): where
+// V has a space of its own and a tile is at most two vec4s of each an
+// invocation. FORGE_FLASH_PREFETCH=0 turns it off (measurement).
+bool prefill_prefetch(const FlashTiling& t, int64_t head_dim) {
+  static const bool off = [] {
+    const char* e = std::getenv("FORGE_FLASH_PREFETCH");
+    return e && std::string(e) == "0";
+  }();
+  return !off && t.v_off != t.k_off && uint64_t(t.bk) * uint64_t(head_dim / 4) <= 2ull * t.bq * 4;
 }
 
 // The tiled grad_k / grad_v kernel's tiles on this device, if it fits.
@@ -246,7 +260,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
              {{"HEAD_DIM", dim}, {"BQ", double(t->bq)}, {"BK", double(t->bk)},
               {"K_STRIDE", double(t->k_stride)}, {"ROW_STRIDE", double(t->row_stride)},
               {"V_OFF", double(t->v_off)}, {"P_OFF", double(t->p_off)}, {"RED_OFF", double(t->red_off)},
-              {"SM_VEC4", double(t->vec4s)}});
+              {"SM_VEC4", double(t->vec4s)}, {"PREFETCH", prefill_prefetch(*t, plan.head_dim) ? 1.0 : 0.0}});
       return;
     }
     uint64_t groups = uint64_t(plan.batch * plan.heads) * ceil_div(uint64_t(plan.seq_q), kBlock);

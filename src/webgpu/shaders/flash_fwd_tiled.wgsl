@@ -24,6 +24,10 @@ override V_OFF: u32;      // vec4 offsets in `sm`; Q [BQ, D/4] starts at 0, K [B
 override P_OFF: u32;
 override RED_OFF: u32;
 override SM_VEC4: u32;
+// The next tile's K and V loaded into registers while this one is computed
+// and stored after it (at most two vec4s of each an invocation; V in its own
+// space), so that no tile waits on global memory. The host decides.
+override PREFETCH: bool = false;
 
 const TX: u32 = 16u;      // invocations sharing a query row; BK / TX <= 4 key columns, ceil(D / 4 / TX) <= 2 vec4s
 
@@ -50,6 +54,29 @@ fn stage_kv(is_v: bool, lid: u32, kv_base: u32, t0: u32, n: u32, off: u32, strid
       }
     }
     sm[off + row * stride + col] = x;
+  }
+}
+
+// Element e (row e / d4, column e % d4) of the tile of K (of V if is_v) at
+// keys [t0, t0 + n); zeros past n.
+fn kv_element(is_v: bool, kv_base: u32, t0: u32, n: u32, e: u32) -> vec4f {
+  let d4 = HEAD_DIM / 4u;
+  let row = e / d4;
+  if (row >= n) {
+    return vec4f(0.0);
+  }
+  let at = kv_base + (t0 + row) * p.kv_heads * d4 + e % d4;
+  if (is_v) {
+    return v[at];
+  }
+  return k[at];
+}
+
+// Element e of a tile, loaded by kv_element, to its place in `sm`.
+fn kv_store(x: vec4f, e: u32, off: u32, stride: u32) {
+  let d4 = HEAD_DIM / 4u;
+  if (e < BK * d4) {
+    sm[off + (e / d4) * stride + e % d4] = x;
   }
 }
 
@@ -111,13 +138,37 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let in0 = tx < d4;
   let in1 = dc_n > 1u && tx + TX < d4;
 
+  let nt = BQ * 4u;
+  if (PREFETCH && wg_lo < wg_hi) {
+    let n = min(BK, wg_hi - wg_lo);
+    stage_kv(false, lid, kv_base, wg_lo, n, k_off, K_STRIDE);
+    stage_kv(true, lid, kv_base, wg_lo, n, V_OFF, d4);
+  }
   for (var t0 = wg_lo; t0 < wg_hi; t0 += BK) {
     let n = min(BK, wg_hi - t0);
-    stage_kv(false, lid, kv_base, t0, n, k_off, K_STRIDE);
-    if (!v_shares_k) {
-      stage_kv(true, lid, kv_base, t0, n, V_OFF, d4);
+    if (!PREFETCH) {
+      stage_kv(false, lid, kv_base, t0, n, k_off, K_STRIDE);
+      if (!v_shares_k) {
+        stage_kv(true, lid, kv_base, t0, n, V_OFF, d4);
+      }
     }
     workgroupBarrier();
+    // The next tile's K and V, in flight while this tile is computed.
+    let t1 = t0 + BK;
+    let more = PREFETCH && t1 < wg_hi;
+    var nk0 = vec4f(0.0);
+    var nk1 = vec4f(0.0);
+    var nv0 = vec4f(0.0);
+    var nv1 = vec4f(0.0);
+    if (more) {
+      let n1 = min(BK, wg_hi - t1);
+      nk0 = kv_element(false, kv_base, t1, n1, lid);
+      nv0 = kv_element(true, kv_base, t1, n1, lid);
+      if (lid + nt < BK * d4) {
+        nk1 = kv_element(false, kv_base, t1, n1, lid + nt);
+        nv1 = kv_element(true, kv_base, t1, n1, lid + nt);
+      }
+    }
 
     // s_c[r]: score of row r with key t0 + tx + 16c; k * qt = (dot(k, q_r))_r.
     var s0 = vec4f(0.0);
@@ -184,6 +235,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
     workgroupBarrier();  // before the next tile overwrites K, V, P and the partials
+    if (more) {
+      kv_store(nk0, lid, k_off, K_STRIDE);
+      kv_store(nk1, lid + nt, k_off, K_STRIDE);
+      kv_store(nv0, lid, V_OFF, d4);
+      kv_store(nv1, lid + nt, V_OFF, d4);
+    }
   }
 
   // l summed over the 16 invocations of each row.
