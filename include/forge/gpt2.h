@@ -124,8 +124,10 @@ class Gpt2 : public CausalLM {
  private:
   Gpt2(Gpt2Config config, Device device);
   // x [B, T, C] through block l; cache may be null (no cache, positions 0..T-1).
-  // A cache is token-major, [B, capacity, n_head, hd] per layer.
-  Tensor block(int64_t l, const Tensor& x, Gpt2Cache* cache) const;
+  // A cache is token-major, [B, capacity, n_head, hd] per layer. With
+  // `last_only` and a cache, every position's k and v go into the cache but
+  // only the last position of each sequence goes on: -> [B, 1, C].
+  Tensor block(int64_t l, const Tensor& x, Gpt2Cache* cache, bool last_only = false) const;
   // Block l of a decode step (models::fused_rows(B * T), a cache): ln_1 in
   // c_attn's product, q split off and k, v appended by qkv_append, attention
   // over the cache, the residual adds in the projections' products, ln_2 and
@@ -134,9 +136,9 @@ class Gpt2 : public CausalLM {
   // Appends k and v [B, T, n_head, hd] to layer l's cache at its length and
   // attends q [B, T, n_head, hd] over it -> [B * T, C].
   Tensor attend_cached(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, Gpt2Cache& cache) const;
-  // q [B, T, n_head, hd] at positions len .. len + T - 1 over layer l's cache
-  // (its keys through len + T - 1 in place) -> [B * T, C].
-  Tensor attend(int64_t l, const Tensor& q, const Gpt2Cache& cache) const;
+  // q [B, T, n_head, hd] at positions pos .. pos + T - 1 over layer l's cache
+  // (its keys through pos + T - 1 in place) -> [B * T, C].
+  Tensor attend(int64_t l, const Tensor& q, const Gpt2Cache& cache, int64_t pos) const;
   // Block l up to attention: x [B, T, C] -> ln_1, c_attn -> q, k, v packed
   // side by side, [B, T, 3C].
   Tensor qkv_packed(int64_t l, const Tensor& x) const;

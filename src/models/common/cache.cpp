@@ -34,6 +34,13 @@ Tensor last_positions(const Tensor& x, int64_t B, int64_t T) {
   return embedding(Tensor::from_vector(rows, {B}), x);
 }
 
+Tensor last_position_of(const Tensor& t) {
+  const int64_t B = t.dim(0), T = t.dim(1), row = t.numel() / (B * T);
+  Shape s = t.shape();
+  s[1] = 1;
+  return last_positions(t.reshape({B * T, row}), B, T).reshape(s);
+}
+
 Tensor first_rows(const Tensor& t, int64_t n) {
   if (n == t.dim(0)) return t;
   const int64_t B = t.dim(0);

@@ -19,6 +19,10 @@ KvCache zero_cache(int64_t layers, const Shape& shape, int64_t batch, int64_t ca
 // gathered on x's device; x itself when T == 1.
 Tensor last_positions(const Tensor& x, int64_t B, int64_t T);
 
+// t [B, T, ...] -> [B, 1, ...]: each sequence's last position (generation
+// needs the last layer past its keys and values only there).
+Tensor last_position_of(const Tensor& t);
+
 // The first n rows of a row cache tensor [B, cap, ..] (a view at offset 0).
 Tensor first_rows(const Tensor& t, int64_t n);
 

@@ -52,9 +52,24 @@ Tensor Gpt2::qkv_packed(int64_t l, const Tensor& x) const {
 
 QKV Gpt2::block_in(int64_t l, const Tensor& x) const { return split_heads(qkv_packed(l, x), config_.n_head); }
 
-Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
+Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache, bool last_only) const {
   const int64_t B = x.dim(0), T = x.dim(1), nh = config_.n_head, hd = config_.head_dim();
   if (cache && models::fused_rows(B * T)) return decode_block(l, x, *cache);
+  if (cache && last_only && T > 1) {
+    // k and v of every position into the cache; q of the last ones on.
+    Tensor q;
+    if (cache->len == 0) {
+      q = qkv_append(qkv_packed(l, x), cache->k[size_t(l)], cache->v[size_t(l)], 0);  // [B, T, nh, hd]
+    } else {
+      QKV qkv = block_in(l, x);
+      auto tokens = [&](const Tensor& t) { return merge_heads(t).reshape({B, T, nh, hd}); };
+      kv_append_tokens(cache->k[size_t(l)], tokens(qkv.k), cache->len);
+      kv_append_tokens(cache->v[size_t(l)], tokens(qkv.v), cache->len);
+      q = tokens(qkv.q);
+    }
+    const Tensor y = attend(l, models::last_position_of(q), *cache, cache->len + T - 1);
+    return block_out(l, models::last_position_of(x), y);  // [B, 1, C]
+  }
   if (cache && cache->len == 0) {
     // No earlier positions. qkv_append puts k and v from the packed
     // projection into the cache's first T slots (one dispatch on WebGPU) and
@@ -65,7 +80,7 @@ Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
     // stay (671 against 305 tokens/s) and q is split from `packed` again.
     const Tensor packed = qkv_packed(l, x);
     const Tensor q = qkv_append(packed, cache->k[size_t(l)], cache->v[size_t(l)], 0);  // [B, T, nh, hd]
-    if (x.device().is_webgpu()) return block_out(l, x, attend(l, q, *cache));
+    if (x.device().is_webgpu()) return block_out(l, x, attend(l, q, *cache, 0));
     QKV qkv = split_heads(packed, nh);
     return block_out(l, x, attend_heads(qkv.q, qkv.k, qkv.v));
   }
@@ -78,17 +93,17 @@ Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache) const {
 Tensor Gpt2::attend_cached(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, Gpt2Cache& cache) const {
   kv_append_tokens(cache.k[size_t(l)], k, cache.len);
   kv_append_tokens(cache.v[size_t(l)], v, cache.len);
-  return attend(l, q, cache);
+  return attend(l, q, cache, cache.len);
 }
 
-Tensor Gpt2::attend(int64_t l, const Tensor& q, const Gpt2Cache& cache) const {
-  const int64_t B = q.dim(0), T = q.dim(1), len = cache.len;
+Tensor Gpt2::attend(int64_t l, const Tensor& q, const Gpt2Cache& cache, int64_t pos) const {
+  const int64_t B = q.dim(0), T = q.dim(1);
   const Tensor& K = cache.k[size_t(l)];
   const Tensor& V = cache.v[size_t(l)];
   AttentionOptions o;
   o.causal = true;
-  o.kv_offset = len;
-  const Tensor y = flash_attention_v2(q, models::first_positions(K, len + T), models::first_positions(V, len + T), o);
+  o.kv_offset = pos;
+  const Tensor y = flash_attention_v2(q, models::first_positions(K, pos + T), models::first_positions(V, pos + T), o);
   return y.reshape({B * T, config_.n_embd});
 }
 
@@ -100,7 +115,7 @@ Tensor Gpt2::decode_block(int64_t l, const Tensor& x, Gpt2Cache& cache) const {
   const RowNorm ln_1{&b.ln_1_w, eps, true, &b.ln_1_b}, ln_2{&b.ln_2_w, eps, true, &b.ln_2_b};
   // q [B, T, nh, hd]; k and v into the cache.
   const Tensor q = b.c_attn.qkv_append(x0, &ln_1, cache.k[size_t(l)], cache.v[size_t(l)], cache.len);
-  const Tensor y = attend(l, q, cache);  // [B * T, C]
+  const Tensor y = attend(l, q, cache, cache.len);  // [B * T, C]
   const Tensor x1 = b.attn_proj.residual(y, x0);  // x + c_proj(y)
   return b.mlp_proj.residual(b.fc(x1, &ln_2, /*gelu=*/true), x1).reshape({B, T, C});
 }
@@ -109,11 +124,11 @@ Tensor Gpt2::block_out(int64_t l, const Tensor& x, const Tensor& y) const {
   const Gpt2Block& b = w_.h[size_t(l)];
   const int64_t B = x.dim(0), T = x.dim(1), C = config_.n_embd;
   const float eps = float(config_.layer_norm_epsilon);
-  Tensor x1 = add(x, b.attn_proj(y).reshape({B, T, C}));
-
-  Tensor m = layernorm(x1, b.ln_2_w, b.ln_2_b, eps).reshape({B * T, C});
-  m = gelu(b.fc(m));
-  return add(x1, b.mlp_proj(m).reshape({B, T, C}));
+  // The residual adds and the gelu in the products' stores where the kernels
+  // take them (MatmulOptions); the same sums as the separate ops.
+  const Tensor x1 = b.attn_proj.residual(y, x.reshape({B * T, C}));  // x + c_proj(y)
+  const Tensor m = b.fc(layernorm(x1, b.ln_2_w, b.ln_2_b, eps), nullptr, /*gelu=*/true);
+  return b.mlp_proj.residual(m, x1).reshape({B, T, C});
 }
 
 Tensor Gpt2::lm_head(const Tensor& x, bool fused) const {
@@ -183,9 +198,12 @@ Tensor Gpt2::forward_cached(const Tensor& ids_in, KvCache& cache) const {
     throw ValueError("[gpt2] positions " + S(cache.len) + ".." + S(cache.len + T - 1) + " exceed the cache capacity " +
                      S(cache.capacity));
   Tensor x = embed(ids, cache.len);  // [B, T, C]
-  for (int64_t l = 0; l < config_.n_layer; ++l) x = block(l, x, &cache);
+  // The logits are the last positions' only: the last block takes only them
+  // past its keys and values.
+  for (int64_t l = 0; l < config_.n_layer; ++l) x = block(l, x, &cache, l + 1 == config_.n_layer);
   cache.len += T;
-  return lm_head(models::last_positions(x.reshape({B * T, C}), B, T), models::fused_rows(B * T));  // [B, V]
+  const int64_t Tx = x.dim(1);  // T, or 1 after the last block's narrowing
+  return lm_head(models::last_positions(x.reshape({B * Tx, C}), B, Tx), models::fused_rows(B * T));  // [B, V]
 }
 
 float Gpt2::loss(const Tensor& logits, const Tensor& ids) { return causal_lm_loss(logits, ids); }

@@ -22,8 +22,13 @@ int64_t LlamaModel::ring_window() const {
 }
 
 Tensor LlamaModel::attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, const Tensor& rope_tab,
-                          KvCache* cache) const {
+                          KvCache* cache, bool last_only) const {
   const int64_t hd = c_.head_dim;
+  // The queries that go on (each sequence's last with last_only), rotated, and the position of their first.
+  auto queries = [&](int64_t pos) {
+    if (!last_only || q.dim(1) == 1) return std::pair{q, pos};
+    return std::pair{last_position_of(q), pos + q.dim(1) - 1};
+  };
   AttentionOptions o;
   o.causal = true;
   o.window = c_.window(l);
@@ -41,8 +46,9 @@ Tensor LlamaModel::attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, cons
   // A plain cache, or a ring not wrapped yet (its slots are positions).
   if (!cache->ring || len + T <= cache->capacity) {
     rope_append(q, k, v, rope_tab, K, Vc, len);
-    o.kv_offset = len;
-    return flash_attention_v2(q, first_positions(K, len + T), first_positions(Vc, len + T), o);
+    const auto [qs, pos] = queries(len);
+    o.kv_offset = pos;
+    return flash_attention_v2(qs, first_positions(K, len + T), first_positions(Vc, len + T), o);
   }
   // Ring of W = capacity slots, position p in slot p % W.
   const int64_t W = cache->capacity, B = q.dim(0);
@@ -50,7 +56,9 @@ Tensor LlamaModel::attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, cons
     // A prefill longer than the window: attend over the new keys themselves,
     // then keep the last W positions, each in its slot.
     rope_qk();
-    Tensor out = flash_attention_v2(q, k, v, o);
+    const auto [qs, pos] = queries(0);
+    o.kv_offset = pos;
+    Tensor out = flash_attention_v2(qs, k, v, o);
     std::vector<uint32_t> rows(static_cast<size_t>(B * W));
     for (int64_t b = 0; b < B; ++b)
       for (int64_t p = T - W; p < T; ++p) rows[size_t(b * W + p % W)] = uint32_t(b * T + p);
@@ -111,11 +119,13 @@ void LlamaModel::finish(int64_t l, Stream& s, const Tensor& a) const {
   s.pending = y.down(silu_gate_of(y.gate, y.up, n)).reshape({B, T, H});  // x' = x1 + pending
 }
 
-void LlamaModel::layer(int64_t l, Stream& s, const Tensor& rope_tab, KvCache* cache) const {
-  const int64_t B = s.x.dim(0), T = s.x.dim(1);
-  Qkv p = project(l, s);
-  Tensor a = attend(l, p.q, p.k, p.v, rope_tab, cache).reshape({B * T, c_.num_attention_heads * c_.head_dim});
-  finish(l, s, a);
+void LlamaModel::layer(int64_t l, Stream& s, const Tensor& rope_tab, KvCache* cache, bool last_only) const {
+  const int64_t B = s.x.dim(0);
+  last_only = last_only && cache && !s.fused && s.x.dim(1) > 1;
+  Qkv p = project(l, s);  // folds pending into s.x
+  Tensor a = attend(l, p.q, p.k, p.v, rope_tab, cache, last_only);
+  if (last_only) s.x = last_position_of(s.x);
+  finish(l, s, a.reshape({B * a.dim(1), c_.num_attention_heads * c_.head_dim}));
 }
 
 
@@ -193,9 +203,11 @@ Tensor LlamaModel::forward_cached(const Tensor& ids_in, KvCache& cache) const {
   // The table first: its upload submits what is recorded before it.
   const Tensor rope_tab = rope_table(inv_freq_, cache.len, T, device_);
   Stream s{embed_.lookup(ids), {}, fused_rows(B * T)};  // [B, T, H]
-  for (int64_t l = 0; l < c_.num_hidden_layers; ++l) layer(l, s, rope_tab, &cache);
+  // The logits are the last positions' only: the last layer takes only them
+  // past its keys and values.
+  for (int64_t l = 0; l < c_.num_hidden_layers; ++l) layer(l, s, rope_tab, &cache, l + 1 == c_.num_hidden_layers);
   cache.len += T;
-  Stream last = last_rows(s, B, T);
+  Stream last = last_rows(s, B, s.x.dim(1));
   return head(last);  // [B, V]
 }
 

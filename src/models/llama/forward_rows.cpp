@@ -50,10 +50,14 @@ Tensor LlamaModel::prefill_row(const Tensor& ids_in, KvCache& cache, int64_t row
     AttentionOptions o;  // a fresh sequence attends over its own keys only
     o.causal = true;
     o.window = c_.window(l);
-    Tensor a = flash_attention_v2(p.q, p.k, p.v, o).reshape({T, c_.num_attention_heads * c_.head_dim});
-    finish(l, s, a);
+    // Past its keys and values the last layer takes the last position only.
+    const bool last_only = l + 1 == c_.num_hidden_layers && !s.fused && T > 1;
+    if (last_only) o.kv_offset = T - 1;
+    Tensor a = flash_attention_v2(last_only ? last_position_of(p.q) : p.q, p.k, p.v, o);
+    if (last_only) s.x = last_position_of(s.x);
+    finish(l, s, a.reshape({a.dim(1), c_.num_attention_heads * c_.head_dim}));
   }
-  Stream last = last_rows(s, 1, T);
+  Stream last = last_rows(s, 1, s.x.dim(1));
   return head(last);  // [1, V]
 }
 

@@ -87,16 +87,21 @@ class LlamaModel : public CausalLM {
   // and s.pending the MLP's output.
   void finish(int64_t l, Stream& s, const Tensor& a) const;
   // The stream through layer l at positions pos .. pos + T - 1 with the rope
-  // table of those positions; cache may be null (positions 0 .. T - 1).
-  void layer(int64_t l, Stream& s, const Tensor& rope, KvCache* cache) const;
+  // table of those positions; cache may be null (positions 0 .. T - 1). With
+  // `last_only`, a cache and more than one position in an unfused stream,
+  // every position's k and v go into the cache but only each sequence's last
+  // position goes on: s becomes [B, 1, H].
+  void layer(int64_t l, Stream& s, const Tensor& rope, KvCache* cache, bool last_only = false) const;
   // rms_norm(x + pending) with `weight`; folds pending into s.x.
   Tensor norm_stream(Stream& s, const Tensor& weight) const;
   // x + pending, as the hidden state after a layer.
   static Tensor stream_value(const Stream& s);
   // Attention of q [B, T, nh, hd] over the new k, v [B, T, nkv, hd] and what
   // the cache holds: rope applied to q and k (in place) with `rope`, k and v
-  // appended to the cache.
-  Tensor attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, const Tensor& rope, KvCache* cache) const;
+  // appended to the cache. With `last_only` (and a cache) only each
+  // sequence's last query attends: -> [B, 1, nh, hd].
+  Tensor attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, const Tensor& rope, KvCache* cache,
+                bool last_only = false) const;
   // Normed rows n [N, H] -> logits [N, V].
   Tensor logits(const Tensor& n) const;
   int64_t ring_window() const;  // the window of every layer when all share one, else 0
