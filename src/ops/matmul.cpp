@@ -80,7 +80,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   }
   if (o.norm || o.residual || o.gelu) {
     const webgpu::MatvecFusion f = webgpu::matvec_fusion(o.norm, o.residual, o.gelu);
-    if (a.device().is_webgpu() && webgpu::matvec_fusable(p, f, a.device().runtime().cpu_driver())) {
+    if (a.device().is_webgpu() &&
+        (webgpu::matvec_fusable(p, f, a.device().runtime().cpu_driver()) || webgpu::tile_fusable(p, f))) {
       Tensor out = Tensor::empty(out_shape, DType::F32, a.device());
       webgpu::matmul(a, b, o.bias, p, out, &f);
       return out;

@@ -37,6 +37,9 @@ MatvecFusion matvec_fusion(const RowNorm* norm, const Tensor* residual = nullptr
 // driver, gpu::Runtime::cpu_driver); where not the caller composes the
 // plain ops.
 bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driver);
+// Whether the tiled kernel's epilogues take `f` for this plan (many rows: a
+// gelu and a residual, no norm; one batch element, C dense, B aligned).
+bool tile_fusable(const MatmulPlan& plan, const MatvecFusion& f);
 // The tiles and k-slices the vec4 tiled kernel takes for a plan it runs
 // (aligned operands, more rows than the matrix-vector kernels take), as
 // "RxC" or "RxC in S slices" (benchmarks and tests).

@@ -22,13 +22,13 @@ namespace forge::webgpu {
 namespace {
 
 const ComposedKernel kMatmul{"matmul", {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul}};
-const ComposedKernel kMatmulVec4{"matmul_vec4",
-                                 {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_vec4, shaders::matmul_vec4}};
+const ComposedKernel kMatmulVec4{"matmul_vec4", {shaders::matmul_params, shaders::matmul_triangle,
+                                                  shaders::matmul_a_vec4, shaders::gelu, shaders::matmul_vec4}};
 // The same tiles with A read as scalars: an A whose row stride is not a
 // multiple of 4 (the LM head's logit gradient, row stride the vocabulary).
-const ComposedKernel kMatmulVec4ScalarA{"matmul_vec4_sa",
-                                        {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_scalar, shaders::matmul_vec4}};
-const gpu::Kernel kSplitKReduce{"matmul_split_k", shaders::matmul_split_k, "main"};
+const ComposedKernel kMatmulVec4ScalarA{"matmul_vec4_sa", {shaders::matmul_params, shaders::matmul_triangle,
+                                                          shaders::matmul_a_scalar, shaders::gelu, shaders::matmul_vec4}};
+const ComposedKernel kSplitKReduce{"matmul_split_k", {shaders::gelu, shaders::matmul_split_k}};
 // The matrix-vector kernels come in two sizes of MAX_ROWS (rows a workgroup
 // computes, prepended as a constant): 4 for one sequence's decode step, whose
 // registers and workgroup memory stay as small as they were tuned, and 8 for
@@ -371,6 +371,13 @@ bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driv
   return plan.batch == 1;
 }
 
+bool tile_fusable(const MatmulPlan& plan, const MatvecFusion& f) {
+  if (f.norm || f.k_cache || plan.batch != 1 || triangles(plan)) return false;
+  if ((plan.ldc != 0 && plan.ldc != plan.n) || plan.c_offset != 0) return false;
+  const bool matvec = !plan.trans_a && matvec_rows(plan);
+  return !serial_rows(plan) && !matvec && b_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR");
+}
+
 std::string matmul_tiling(const MatmulPlan& plan, const Device& dev) {
   const uint64_t limit = dev.runtime().binding_limit();
   const Tiles t = vec4_tiles(plan, tile_edge(plan, limit));
@@ -406,8 +413,8 @@ bool matvec_qkv_append(const Tensor& x, const Tensor& w, const Tensor* bias, con
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out,
             const MatvecFusion* fuse) {
-  if (fuse && !matvec_fusable(plan, *fuse, out.device().runtime().cpu_driver()))
-    throw DeviceError("[matmul] internal: a norm or residual fusion on a plan the matrix-vector kernels do not take");
+  if (fuse && !matvec_fusable(plan, *fuse, out.device().runtime().cpu_driver()) && !tile_fusable(plan, *fuse))
+    throw DeviceError("[matmul] internal: a norm or residual fusion on a plan no kernel takes it on");
   if (plan.m == 0 || plan.n == 0) return;
   const int64_t ldc = plan.ldc ? plan.ldc : plan.n;
   if (plan.k == 0 && ldc == plan.n && plan.c_offset == 0) {
@@ -520,19 +527,26 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   }
   const gpu::Kernel& tiles = a_aligned(plan) ? kMatmulVec4.kernel() : kMatmulVec4ScalarA.kernel();
   const Tiles vt = vec4_tiles(plan, tile);
+  // The epilogues (tile_fusable): in the tiles' store, or in the split-K
+  // reduction's.
+  const bool gelu = fuse && fuse->gelu;
+  const gpu::Arg residual_arg = residual ? arg(*residual) : arg(filler);
   // The kernel's overrides for a dispatch over depth k (a split's slices and
   // its short last one each take the slice depth that suits them).
-  auto tile_constants = [&](int64_t k) {
+  auto tile_constants = [&](int64_t k, bool epilogues) {
     const int64_t bk = slice_depth_bk(vt.rows, vt.cols, k);
-    return std::array<gpu::Constant, 8>{trans_a, trans_b, gpu::Constant{"T", double(vt.rows / 16)},
-                                        gpu::Constant{"TN", double(vt.cols / 16)}, tri, tri_c,
-                                        gpu::Constant{"BK", double(bk)}, gpu::Constant{"K_WHOLE", k % bk == 0 ? 1.0 : 0.0}};
+    return std::array<gpu::Constant, 10>{
+        trans_a, trans_b, gpu::Constant{"T", double(vt.rows / 16)}, gpu::Constant{"TN", double(vt.cols / 16)}, tri,
+        tri_c, gpu::Constant{"BK", double(bk)}, gpu::Constant{"K_WHOLE", k % bk == 0 ? 1.0 : 0.0},
+        gpu::Constant{"GELU", epilogues && gelu ? 1.0 : 0.0},
+        gpu::Constant{"RESIDUAL", epilogues && residual ? 1.0 : 0.0}};
   };
   const std::array<uint32_t, 3> tiles_grid{uint32_t(ceil_div(plan.n, vt.cols)), uint32_t(ceil_div(plan.m, vt.rows)), 1};
   const int64_t splits = split_k(plan, vt.rows, vt.cols, out.device().runtime().binding_limit());
   if (splits == 1) {
-    launch(out.device(), "matmul", tiles, p, std::span<const gpu::Arg>(args.begin(), args.size()),
-           {tiles_grid[0], tiles_grid[1], uint32_t(plan.batch)}, tile_constants(plan.k));
+    const std::array<gpu::Arg, 5> whole_args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out), residual_arg};
+    launch(out.device(), "matmul", tiles, p, whole_args, {tiles_grid[0], tiles_grid[1], uint32_t(plan.batch)},
+           tile_constants(plan.k, true));
     return;
   }
   // Split-K: the slices of k but the last, shorter one (when k is no
@@ -552,9 +566,9 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   ps.c_batch_stride = uint32_t(plan.m * plan.n);
   Tensor part = Tensor::empty({slices, plan.m, plan.n}, DType::F32, out.device());  // [slices, m, n]
   if (full > 0) {
-    const std::array<gpu::Arg, 4> slice_args{arg(a), arg(b), arg(a), arg(part)};
+    const std::array<gpu::Arg, 5> slice_args{arg(a), arg(b), arg(a), arg(part), arg(filler)};
     launch(out.device(), "matmul", tiles, ps, slice_args, {tiles_grid[0], tiles_grid[1], uint32_t(full)},
-           tile_constants(kc));
+           tile_constants(kc, false));
   }
   if (tail > 0) {
     MatmulParams pt = ps;
@@ -562,13 +576,16 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     pt.a_offset = uint32_t(plan.a_offset + full * ps.a_batch_stride);
     pt.c_offset = uint32_t(full * plan.m * plan.n);
     const uint64_t b_skip = uint64_t(full) * ps.b_batch_stride * 4;  // a multiple of 256 (kc: 64s)
-    const std::array<gpu::Arg, 4> tail_args{arg(a), arg(b, b_skip, b.nbytes() - b_skip), arg(a), arg(part)};
-    launch(out.device(), "matmul", tiles, pt, tail_args, tiles_grid, tile_constants(tail));
+    const std::array<gpu::Arg, 5> tail_args{arg(a), arg(b, b_skip, b.nbytes() - b_skip), arg(a), arg(part),
+                                            arg(filler)};
+    launch(out.device(), "matmul", tiles, pt, tail_args, tiles_grid, tile_constants(tail, false));
   }
   SplitKParams r{uint32_t(plan.m), uint32_t(plan.n), uint32_t(slices), bias ? 1u : 0u, uint32_t(ldc),
                  uint32_t(plan.c_offset), 0, 0};
-  launch(out.device(), "matmul", kSplitKReduce, r, {arg(part), bias ? arg(*bias) : arg(part), arg(out)},
-         grid_1d(uint64_t(ceil_div(plan.m * plan.n, 256)), limits));
+  launch(out.device(), "matmul", kSplitKReduce.kernel(), r,
+         {arg(part), bias ? arg(*bias) : arg(part), arg(out), residual_arg},
+         grid_1d(uint64_t(ceil_div(plan.m * plan.n, 256)), limits),
+         {{"GELU", gelu ? 1.0 : 0.0}, {"RESIDUAL", residual ? 1.0 : 0.0}});
 }
 
 }  // namespace forge::webgpu

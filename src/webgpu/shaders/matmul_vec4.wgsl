@@ -13,14 +13,19 @@
 // workgroups, so bounds are clamped rather than branched on where that is
 // exact (see load_b) and k is checked only where needed.
 // Preceded by matmul_params.wgsl, matmul_triangle.wgsl (an A read as a
-// triangle sums only its part of k) and one of matmul_a_vec4.wgsl /
-// matmul_a_scalar.wgsl (the binding of A and its loader).
+// triangle sums only its part of k), one of matmul_a_vec4.wgsl /
+// matmul_a_scalar.wgsl (the binding of A and its loader) and gelu.wgsl.
 override TRANS_A: bool = false;  // A stored [k, m] (row stride lda)
 override TRANS_B: bool = false;  // B stored [n, k] (row stride ldb)
 override T: u32 = 8u;            // outputs per thread along the rows: 4 or 8
 override TN: u32 = T;            // and along the columns: 4 or 8
 override BK: u32 = 16u;          // depth of a k slice: 8 or 16
 override K_WHOLE: bool = false;  // k is a multiple of BK: no slice runs past it
+// Epilogues (one batch item, C dense [m, n]), in this order: C =
+// gelu(alpha * op(A) @ op(B) + bias) (GPT-2's MLP input), C = R + that (a
+// product that feeds a residual stream), as the separate ops would round.
+override GELU: bool = false;
+override RESIDUAL: bool = false;
 
 const MAX_T4: u32 = 2u;           // TM4 and TN4 at most
 const MAX_LOADS: u32 = 2u;        // LOADS_A and LOADS_B at most
@@ -37,6 +42,7 @@ override LOADS_B: u32 = (TILE4_B + 255u) / 256u;
 @group(0) @binding(2) var<storage, read> B: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
+@group(0) @binding(5) var<storage, read> R: array<f32>;  // C's shape (RESIDUAL), else unused
 
 var<workgroup> As: array<vec4<f32>, TILE4_A>;  // [BK][BM / 4]: column kk of the A tile
 var<workgroup> Bs: array<vec4<f32>, TILE4_B>;  // [BK][BN / 4]: row kk of the B tile
@@ -199,6 +205,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
             var o = p.alpha * v[e];
             if (p.has_bias != 0u) {
               o += bias[col + e];
+            }
+            if (GELU) {
+              o = gelu_tanh(o);
+            }
+            if (RESIDUAL) {
+              o = R[row * p.n + col + e] + o;
             }
             if (!in_triangle(TRI_C, row, col + e)) {
               o = 0.0;

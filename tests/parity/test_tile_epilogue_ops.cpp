@@ -1,0 +1,84 @@
+// The tiled kernel's epilogues (MatmulOptions::gelu and ::residual for many
+// rows: GPT-2's prefill MLP input and the products that feed its residual
+// stream): in the tiles' store and, split over k, in the reduction's. On
+// every device they equal the plain ops on the CPU (the product with its
+// bias, then gelu, then the residual added), for B stored [k, n] and [n, k]
+// (f32, and bf16 widened for the tiles), and the tiling each case is meant
+// to reach is checked first.
+#include "parity/decode_fusion_cases.h"
+#include "unit/scoped_env.h"
+#include "webgpu/kernels.h"
+
+namespace forge::testing {
+namespace {
+
+struct EpilogueCase {
+  int64_t m, k, n;
+  const char* tiling;  // matmul_tiling's answer on a GPU of 2 cores (FORGE_MATMUL_CORES)
+};
+// 2 cores: 40 x 132 x 36 in one 64 x 64 tile, k too shallow to split; 70 x
+// 1024 x 20, one 128 x 128 tile over 2 k-slices (half a wave, split: the
+// reduction's epilogues); 300 x 64 x 260 in 128 x 128 tiles that fill their
+// waves.
+const std::vector<EpilogueCase> kCases = {
+    {40, 132, 36, "64x64"}, {70, 1024, 20, "128x128 in 2 slices"}, {300, 64, 260, "128x128"}};
+
+// w [n, k] -> [k, n] (a Conv1D weight), on the host.
+Tensor transposed(const Tensor& w) {
+  const int64_t n = w.dim(0), k = w.dim(1);
+  const std::vector<float> v = w.to_vector<float>();
+  std::vector<float> t(v.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < k; ++j) t[size_t(j * n + i)] = v[size_t(i * k + j)];
+  return Tensor::from_vector(t, {k, n});
+}
+
+MatmulPlan plan_of(const EpilogueCase& c, bool transpose_b) {
+  MatmulPlan p;
+  p.m = c.m, p.k = c.k, p.n = c.n, p.trans_b = transpose_b;
+  p.lda = c.k, p.ldb = transpose_b ? c.k : c.n;
+  return p;
+}
+
+TEST(TileEpilogueParity, GeluAndResidualEqualThePlainOps) {
+  ScopedEnv cores("FORGE_MATMUL_CORES", "2");
+  uint32_t seed = 1700;
+  for (const EpilogueCase& c : kCases) {
+    for (bool transpose_b : {false, true}) {
+      for (DType dt : {DType::F32, DType::BF16}) {
+        if (dt == DType::BF16 && !transpose_b) continue;  // bf16 weights are [n, k] rows
+        SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n) +
+                     (transpose_b ? " [n, k] " : " [k, n] ") + dtype_name(dt));
+        const Tensor x = random_tensor({c.m, c.k}, seed++, -1.0f, 1.0f);
+        const Tensor wnk = weight_as(random_tensor({c.n, c.k}, seed++), dt);  // [n, k]
+        const Tensor wd = dt == DType::BF16 ? bf16_to_f32(wnk) : wnk;
+        const Tensor bias = random_tensor({c.n}, seed++), r = random_tensor({c.m, c.n}, seed++);
+        MatmulOptions plain;
+        plain.transpose_b = true;
+        plain.bias = &bias;
+        const Tensor y = matmul(x, wd, plain);
+        const Tensor want_gelu = gelu(y), want_res = add(r, y), want_both = add(r, gelu(y));
+        // B as the case stores it: [n, k], or the Conv1D layout [k, n].
+        const Tensor w = transpose_b ? wnk : transposed(wd);
+        for (const Device& dev : test_devices()) {
+          SCOPED_TRACE(dev.name());
+          if (dev.is_webgpu()) EXPECT_EQ(webgpu::matmul_tiling(plan_of(c, transpose_b), dev), c.tiling);
+          const Tensor X = x.to(dev), W = w.to(dev), BIAS = bias.to(dev), R = r.to(dev);
+          const double atol = decode_fusion_tolerance(c.k);
+          MatmulOptions o;
+          o.transpose_b = transpose_b;
+          o.bias = &BIAS;
+          o.gelu = true;
+          EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_gelu, atol, 1e-5)) << "gelu";
+          o.residual = &R;
+          EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_both, atol, 1e-5)) << "gelu, residual";
+          o.gelu = false;
+          EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_res, atol, 1e-5)) << "residual";
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace forge::testing
