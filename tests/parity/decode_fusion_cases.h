@@ -1,6 +1,7 @@
-// Shared by the decode-fusion parity tests (test_decode_norm_ops.cpp,
-// test_decode_layernorm_ops.cpp): their tolerance, the bf16 copy of a
-// weight and the table of shapes.
+// Shared by the fusion parity tests (test_decode_norm_ops.cpp,
+// test_decode_layernorm_ops.cpp, test_tile_epilogue_ops.cpp): their
+// tolerance, the bf16 copy of a weight, a Conv1D weight's transpose and the
+// table of shapes.
 #pragma once
 #include <cmath>
 #include <vector>
@@ -25,6 +26,16 @@ inline Tensor weight_as(const Tensor& w, DType dt) {
 // serial one; 40: composed) x k (serial up to 256, 32 lanes past it; 30 is
 // not a multiple of 4: composed); n a multiple of 4 past k 256 with at most
 // 4 rows: the [k, n] kernel's 4-column groups (36: a partial workgroup).
+// w [n, k] -> [k, n] (a Conv1D weight), on the host.
+inline Tensor transposed(const Tensor& w) {
+  const int64_t n = w.dim(0), k = w.dim(1);
+  const std::vector<float> v = w.to_vector<float>();
+  std::vector<float> t(v.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < k; ++j) t[size_t(j * n + i)] = v[size_t(i * k + j)];
+  return Tensor::from_vector(t, {k, n});
+}
+
 struct DecodeFusionCase {
   int64_t m, k, n;
 };

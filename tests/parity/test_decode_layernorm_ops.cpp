@@ -22,16 +22,6 @@ struct Layout {
 };
 const std::vector<Layout> kLayouts = {{true, DType::F32}, {true, DType::BF16}, {false, DType::F32}};
 
-// w [n, k] -> [k, n] (a Conv1D weight), on the host.
-Tensor transposed(const Tensor& w) {
-  const int64_t n = w.dim(0), k = w.dim(1);
-  const std::vector<float> v = w.to_vector<float>();
-  std::vector<float> t(v.size());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < k; ++j) t[size_t(j * n + i)] = v[size_t(i * k + j)];
-  return Tensor::from_vector(t, {k, n});
-}
-
 // The GPU's choice of kernels on every adapter, for the test's life.
 struct GpuKernels {
 #ifdef FORGE_HAVE_WEBGPU

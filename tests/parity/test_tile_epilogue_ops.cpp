@@ -23,16 +23,6 @@ struct EpilogueCase {
 const std::vector<EpilogueCase> kCases = {
     {40, 132, 36, "64x64"}, {70, 1024, 20, "128x128 in 2 slices"}, {300, 64, 260, "128x128"}};
 
-// w [n, k] -> [k, n] (a Conv1D weight), on the host.
-Tensor transposed(const Tensor& w) {
-  const int64_t n = w.dim(0), k = w.dim(1);
-  const std::vector<float> v = w.to_vector<float>();
-  std::vector<float> t(v.size());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < k; ++j) t[size_t(j * n + i)] = v[size_t(i * k + j)];
-  return Tensor::from_vector(t, {k, n});
-}
-
 MatmulPlan plan_of(const EpilogueCase& c, bool transpose_b) {
   MatmulPlan p;
   p.m = c.m, p.k = c.k, p.n = c.n, p.trans_b = transpose_b;
