@@ -113,13 +113,11 @@ std::optional<FlashTiling> prefill_tiling(int64_t head_dim, const gpu::Runtime& 
 // Whether the tiled prefill kernel loads each next K and V tile into
 // registers during the current one (PREFETCH of flash_fwd_tiled.wgsl): where
 // V has a space of its own and a tile is at most two vec4s of each an
-// invocation. FORGE_FLASH_PREFETCH=0 turns it off (measurement).
+// invocation. FORGE_FLASH_PREFETCH=0|1 decides instead (measurement, tests).
 bool prefill_prefetch(const FlashTiling& t, int64_t head_dim) {
-  static const bool off = [] {
-    const char* e = std::getenv("FORGE_FLASH_PREFETCH");
-    return e && std::string(e) == "0";
-  }();
-  return !off && t.v_off != t.k_off && uint64_t(t.bk) * uint64_t(head_dim / 4) <= 2ull * t.bq * 4;
+  const char* e = std::getenv("FORGE_FLASH_PREFETCH");
+  const bool want = e ? std::string(e) != "0" : true;
+  return want && t.v_off != t.k_off && uint64_t(t.bk) * uint64_t(head_dim / 4) <= 2ull * t.bq * 4;
 }
 
 // The tiled grad_k / grad_v kernel's tiles on this device, if it fits.

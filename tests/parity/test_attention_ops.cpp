@@ -179,24 +179,32 @@ TEST(AttentionParity, ForwardAgainstDoubleReference) {
 
 // The prefill cases again with the workgroup storage lowered to 32 and 16
 // KiB, where the tiled kernel takes smaller tiles (or, for head_dim 128 at
-// 16 KiB, gives way to the one-query-per-invocation kernel); out and lse.
+// 16 KiB, gives way to the one-query-per-invocation kernel), with and
+// without the next tile's K and V loaded ahead (FORGE_FLASH_PREFETCH); out
+// and lse.
 TEST(AttentionParity, ForwardAtSmallerTilings) {
   const uint32_t device_storage = gpu_device().runtime().limits().max_workgroup_storage;
   for (uint32_t storage : {32768u, 16384u}) {
     if (storage > device_storage) continue;
     LoweredWorkgroupStorage lowered(storage);
-    for (const Case& c : cases()) {
-      if (c.seq_q <= 8) continue;  // decode kernel
-      auto t = webgpu::flash_tiling(c.dim, storage, 256);
-      SCOPED_TRACE(c.name + " at " + std::to_string(storage) + " bytes: " +
-                   (t ? "bq " + std::to_string(t->bq) + " bk " + std::to_string(t->bk) : std::string("untiled")));
-      Operands cpu = operands(c);
-      std::vector<float> want = reference(c, cpu.q, cpu.k, cpu.v, cpu.m());
-      AttentionForward fc = flash_attention_v2_lse(cpu.q, cpu.k, cpu.v, c.o, cpu.m());
-      Operands gpu = cpu.to(gpu_device());
-      AttentionForward fg = flash_attention_v2_lse(gpu.q, gpu.k, gpu.v, c.o, gpu.m());
-      EXPECT_TRUE(all_close(fg.out.to_f32(), want, 1e-4, 1e-3)) << "out";
-      EXPECT_TRUE(all_close(fg.lse, fc.lse, 1e-4, 1e-4)) << "lse";
+    // Both ways where the tiles leave V a space of its own (32 KiB); the
+    // default at 16 KiB.
+    for (const char* prefetch : {"0", "1"}) {
+      if (storage < 32768u && *prefetch == '0') continue;
+      ScopedEnv ahead("FORGE_FLASH_PREFETCH", prefetch);
+      for (const Case& c : cases()) {
+        if (c.seq_q <= 8) continue;  // decode kernel
+        auto t = webgpu::flash_tiling(c.dim, storage, 256);
+        SCOPED_TRACE(c.name + " at " + std::to_string(storage) + " bytes, prefetch " + prefetch + ": " +
+                     (t ? "bq " + std::to_string(t->bq) + " bk " + std::to_string(t->bk) : std::string("untiled")));
+        Operands cpu = operands(c);
+        std::vector<float> want = reference(c, cpu.q, cpu.k, cpu.v, cpu.m());
+        AttentionForward fc = flash_attention_v2_lse(cpu.q, cpu.k, cpu.v, c.o, cpu.m());
+        Operands gpu = cpu.to(gpu_device());
+        AttentionForward fg = flash_attention_v2_lse(gpu.q, gpu.k, gpu.v, c.o, gpu.m());
+        EXPECT_TRUE(all_close(fg.out.to_f32(), want, 1e-4, 1e-3)) << "out";
+        EXPECT_TRUE(all_close(fg.lse, fc.lse, 1e-4, 1e-4)) << "lse";
+      }
     }
   }
 }
