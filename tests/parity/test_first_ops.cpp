@@ -214,6 +214,7 @@ TEST(Parity, MatmulNarrowTiles) {
     EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 1600, 960, false, false), gpu), "128x128");  // 0.97 of one
     EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 960, 2560, false, true), gpu), "128x128");   // B [n, k]
     EXPECT_EQ(webgpu::matmul_tiling(plan(3072, 8192, 768, true, false), gpu), "128x128 in 4 slices");  // deep k
+    EXPECT_EQ(webgpu::matmul_tiling(plan(1024, 960, 960, false, true), gpu), "128x128 in 2 slices");   // half a wave
   }
   ScopedEnv cores("FORGE_MATMUL_CORES", "2");
   uint32_t seed = 1300;
