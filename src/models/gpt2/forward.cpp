@@ -7,6 +7,8 @@
 // + residual, ln_2 + c_fc + gelu, mlp c_proj + residual. A prefill into an
 // empty cache fills it with qkv_append and, on WebGPU, attends through flash
 // attention; the forward without a cache and training keep the separate ops.
+// A cached forward's last block takes each sequence's last position alone
+// past its keys and values: the logits it returns are those positions'.
 #include <cmath>
 
 #include "forge/gpt2.h"
