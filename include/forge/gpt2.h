@@ -133,9 +133,6 @@ class Gpt2 : public CausalLM {
   // over the cache, the residual adds in the projections' products, ln_2 and
   // gelu in c_fc's.
   Tensor decode_block(int64_t l, const Tensor& x, Gpt2Cache& cache) const;
-  // Appends k and v [B, T, n_head, hd] to layer l's cache at its length and
-  // attends q [B, T, n_head, hd] over it -> [B * T, C].
-  Tensor attend_cached(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, Gpt2Cache& cache) const;
   // q [B, T, n_head, hd] at positions pos .. pos + T - 1 over layer l's cache
   // (its keys through pos + T - 1 in place) -> [B * T, C].
   Tensor attend(int64_t l, const Tensor& q, const Gpt2Cache& cache, int64_t pos) const;

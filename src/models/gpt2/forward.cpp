@@ -56,23 +56,14 @@ QKV Gpt2::block_in(int64_t l, const Tensor& x) const { return split_heads(qkv_pa
 
 Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache, bool last_only) const {
   const int64_t B = x.dim(0), T = x.dim(1), nh = config_.n_head, hd = config_.head_dim();
-  if (cache && models::fused_rows(B * T)) return decode_block(l, x, *cache);
-  if (cache && last_only && T > 1) {
-    // k and v of every position into the cache; q of the last ones on.
-    Tensor q;
-    if (cache->len == 0) {
-      q = qkv_append(qkv_packed(l, x), cache->k[size_t(l)], cache->v[size_t(l)], 0);  // [B, T, nh, hd]
-    } else {
-      QKV qkv = block_in(l, x);
-      auto tokens = [&](const Tensor& t) { return merge_heads(t).reshape({B, T, nh, hd}); };
-      kv_append_tokens(cache->k[size_t(l)], tokens(qkv.k), cache->len);
-      kv_append_tokens(cache->v[size_t(l)], tokens(qkv.v), cache->len);
-      q = tokens(qkv.q);
-    }
-    const Tensor y = attend(l, models::last_position_of(q), *cache, cache->len + T - 1);
-    return block_out(l, models::last_position_of(x), y);  // [B, 1, C]
+  if (!cache) {
+    QKV qkv = block_in(l, x);  // each [B, nh, T, hd]
+    return block_out(l, x, attend_heads(qkv.q, qkv.k, qkv.v));
   }
-  if (cache && cache->len == 0) {
+  if (models::fused_rows(B * T)) return decode_block(l, x, *cache);
+  last_only = last_only && T > 1;
+  Tensor q;  // [B, T, nh, hd]; k and v go into the cache at its length
+  if (cache->len == 0) {
     // No earlier positions. qkv_append puts k and v from the packed
     // projection into the cache's first T slots (one dispatch on WebGPU) and
     // returns q. On WebGPU flash attention over them is one more (H200, 1024
@@ -81,21 +72,22 @@ Tensor Gpt2::block(int64_t l, const Tensor& x, Gpt2Cache* cache, bool last_only)
     // a double-precision reference, so there the products through sgemm
     // stay (671 against 305 tokens/s) and q is split from `packed` again.
     const Tensor packed = qkv_packed(l, x);
-    const Tensor q = qkv_append(packed, cache->k[size_t(l)], cache->v[size_t(l)], 0);  // [B, T, nh, hd]
-    if (x.device().is_webgpu()) return block_out(l, x, attend(l, q, *cache, 0));
-    QKV qkv = split_heads(packed, nh);
-    return block_out(l, x, attend_heads(qkv.q, qkv.k, qkv.v));
+    q = qkv_append(packed, cache->k[size_t(l)], cache->v[size_t(l)], 0);
+    if (!x.device().is_webgpu() && !last_only) {
+      QKV qkv = split_heads(packed, nh);
+      return block_out(l, x, attend_heads(qkv.q, qkv.k, qkv.v));
+    }
+  } else {
+    QKV qkv = block_in(l, x);  // each [B, nh, T, hd]
+    auto tokens = [&](const Tensor& t) { return merge_heads(t).reshape({B, T, nh, hd}); };
+    kv_append_tokens(cache->k[size_t(l)], tokens(qkv.k), cache->len);
+    kv_append_tokens(cache->v[size_t(l)], tokens(qkv.v), cache->len);
+    q = tokens(qkv.q);
   }
-  QKV qkv = block_in(l, x);  // each [B, nh, T, hd]
-  if (!cache) return block_out(l, x, attend_heads(qkv.q, qkv.k, qkv.v));
-  auto tokens = [&](const Tensor& t) { return merge_heads(t).reshape({B, T, nh, hd}); };
-  return block_out(l, x, attend_cached(l, tokens(qkv.q), tokens(qkv.k), tokens(qkv.v), *cache));
-}
-
-Tensor Gpt2::attend_cached(int64_t l, const Tensor& q, const Tensor& k, const Tensor& v, Gpt2Cache& cache) const {
-  kv_append_tokens(cache.k[size_t(l)], k, cache.len);
-  kv_append_tokens(cache.v[size_t(l)], v, cache.len);
-  return attend(l, q, cache, cache.len);
+  if (!last_only) return block_out(l, x, attend(l, q, *cache, cache->len));
+  // Only each sequence's last position goes on: -> [B, 1, C].
+  const Tensor y = attend(l, models::last_position_of(q), *cache, cache->len + T - 1);
+  return block_out(l, models::last_position_of(x), y);
 }
 
 Tensor Gpt2::attend(int64_t l, const Tensor& q, const Gpt2Cache& cache, int64_t pos) const {
