@@ -39,21 +39,8 @@ var<workgroup> sm: array<vec4f, SM_VEC4>;
 // Stages keys [t0, t0 + n) of K (of V if is_v) at sm[off + row * stride];
 // rows n..BK are zeros, so that P = 0 never meets stale values.
 fn stage_kv(is_v: bool, lid: u32, kv_base: u32, t0: u32, n: u32, off: u32, stride: u32) {
-  let d4 = HEAD_DIM / 4u;
-  let kv_stride = p.kv_heads * d4;
-  for (var e = lid; e < BK * d4; e += BQ * 4u) {
-    let row = e / d4;
-    let col = e % d4;
-    var x = vec4f(0.0);
-    if (row < n) {
-      let at = kv_base + (t0 + row) * kv_stride + col;
-      if (is_v) {
-        x = v[at];
-      } else {
-        x = k[at];
-      }
-    }
-    sm[off + row * stride + col] = x;
+  for (var e = lid; e < BK * (HEAD_DIM / 4u); e += BQ * 4u) {
+    kv_store(kv_element(is_v, kv_base, t0, n, e), e, off, stride);
   }
 }
 
@@ -72,7 +59,8 @@ fn kv_element(is_v: bool, kv_base: u32, t0: u32, n: u32, e: u32) -> vec4f {
   return k[at];
 }
 
-// Element e of a tile, loaded by kv_element, to its place in `sm`.
+// Element e of a tile, loaded by kv_element, to its place in `sm` (row e / d4
+// at off + row * stride); nothing past the tile's BK rows.
 fn kv_store(x: vec4f, e: u32, off: u32, stride: u32) {
   let d4 = HEAD_DIM / 4u;
   if (e < BK * d4) {
