@@ -42,6 +42,14 @@ struct AdapterInfo {
   bool shader_f16 = false;
   bool subgroups = false;
   bool timestamp_query = false;
+  // The subgroup size the kernels' subgroup sums are built for, 0 where they
+  // reduce through workgroup memory only. Nonzero only where the device has
+  // the subgroups feature, the adapter reports one size for every pipeline,
+  // and a probe dispatch found each subgroup of a 256-invocation workgroup
+  // to be a run of consecutive local invocation indices (WGSL leaves the
+  // mapping to the implementation; those sums rely on it). FORGE_SUBGROUPS=0
+  // turns them off.
+  uint32_t subgroup_size = 0;
 };
 
 // A device buffer. Owned through std::shared_ptr; the runtime recycles it when
@@ -181,11 +189,16 @@ class Runtime {
   }
   // 1 or 0 forces cpu_driver(); -1 restores the adapter's answer.
   void set_cpu_driver_for_testing(int forced) { cpu_driver_override_ = forced; }
+  // The subgroup size kernels sum by (AdapterInfo::subgroup_size), 0 for
+  // workgroup memory only; tests turn the subgroup form off to cover both.
+  uint32_t subgroup_size() const { return tree_sums_forced_ ? 0 : adapter().subgroup_size; }
+  void set_tree_sums_for_testing(bool forced) { tree_sums_forced_ = forced; }
 
  private:
   uint64_t binding_limit_override_ = 0;
   uint32_t workgroup_storage_override_ = 0;
   int cpu_driver_override_ = -1;
+  bool tree_sums_forced_ = false;
 };
 
 // How to choose an adapter.

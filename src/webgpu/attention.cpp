@@ -31,7 +31,7 @@ const ComposedKernel kForward{"flash_fwd", {shaders::flash_params, shaders::phil
                                             shaders::flash_rows, shaders::flash_fwd}};
 const ComposedKernel kForwardTiled{"flash_fwd_tiled", {shaders::flash_params, shaders::philox,
                                                         shaders::flash_common, shaders::flash_fwd_tiled}};
-const ComposedKernel kDecode{"flash_decode", {shaders::flash_params, shaders::philox, shaders::flash_common,
+const ReducingKernel kDecode{"flash_decode", {shaders::flash_params, shaders::philox, shaders::flash_common,
                                               shaders::flash_decode}};
 const ComposedKernel kCombine{"flash_combine", {shaders::flash_params, shaders::flash_combine}};
 const ComposedKernel kBwdStats{"flash_bwd_stats", {shaders::flash_params, shaders::flash_bwd_stats}};
@@ -280,13 +280,13 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
   splits = std::max<uint64_t>(1, ceil_div(keys, split_len));
   f.splits = uint32_t(splits), f.split_len = uint32_t(split_len);
   if (splits == 1) {
-    launch(dev, op, kDecode.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(out), arg(lse)}, grid_1d(rows, lim),
+    launch(dev, op, kDecode.kernel(dev.runtime()), f, {arg(q), arg(k), arg(v), arg(m), arg(out), arg(lse)}, grid_1d(rows, lim),
            {{"HEAD_DIM", dim}});
     return;
   }
   Tensor part = Tensor::empty({int64_t(rows * splits), plan.head_dim + 2}, DType::F32, dev);
   check_fits(op, dev, {&part});
-  launch(dev, op, kDecode.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(part), arg(lse)},
+  launch(dev, op, kDecode.kernel(dev.runtime()), f, {arg(q), arg(k), arg(v), arg(m), arg(part), arg(lse)},
          grid_1d(rows * splits, lim), {{"HEAD_DIM", dim}});
   launch(dev, op, kCombine.kernel(), f, {arg(part), arg(out), arg(lse)}, grid_1d(rows, lim), {{"HEAD_DIM", dim}});
 }

@@ -5,8 +5,12 @@
 // pipeline cache keys on the constant's address as for any other kernel.
 #pragma once
 #include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gpu/runtime.h"
 
@@ -15,7 +19,9 @@ namespace forge::webgpu {
 class ComposedKernel {
  public:
   ComposedKernel(std::string_view name, std::initializer_list<std::string_view> parts,
-                 std::string_view entry = "main") {
+                 std::string_view entry = "main")
+      : ComposedKernel(name, std::vector<std::string_view>(parts), entry) {}
+  ComposedKernel(std::string_view name, const std::vector<std::string_view>& parts, std::string_view entry = "main") {
     for (std::string_view part : parts) {
       source_ += part;
       source_ += '\n';
@@ -32,6 +38,29 @@ class ComposedKernel {
  private:
   std::string source_;
   gpu::Kernel kernel_;
+};
+
+// A composed kernel whose workgroup sums (wg_sum, run_sum4, strided_sum4)
+// come from shaders/reduce_tree.wgsl, or from shaders/reduce_subgroup.wgsl
+// where the device allows subgroup sums (gpu::AdapterInfo::subgroup_size):
+// that form is built on first use for the device's subgroup size. Both give
+// the same sums up to the order of the additions.
+class ReducingKernel {
+ public:
+  ReducingKernel(std::string_view name, std::initializer_list<std::string_view> parts,
+                 std::string_view entry = "main");
+  ReducingKernel(const ReducingKernel&) = delete;
+  ReducingKernel& operator=(const ReducingKernel&) = delete;
+
+  const gpu::Kernel& kernel(const gpu::Runtime& rt) const;
+
+ private:
+  std::string_view name_, entry_;
+  std::vector<std::string_view> parts_;
+  ComposedKernel tree_;
+  mutable std::mutex mu_;
+  mutable std::map<uint32_t, std::unique_ptr<ComposedKernel>> by_subgroup_;  // stable addresses
+  mutable std::map<uint32_t, std::string> headers_;
 };
 
 }  // namespace forge::webgpu

@@ -36,25 +36,25 @@ const ComposedKernel kSplitKReduce{"matmul_split_k", {shaders::gelu, shaders::ma
 // Both carry the decode-step fusions (norm prologue, gelu, residual) after
 // the snippets they come from, as matvec_vec4.wgsl does: GPT-2's Conv1D
 // weights [k, n] take these kernels.
-const ComposedKernel kMatvec{"matvec",
+const ReducingKernel kMatvec{"matvec",
                              {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_store, shaders::matvec}};
-const ComposedKernel kMatvec8{"matvec",
+const ReducingKernel kMatvec8{"matvec",
                               {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_store, shaders::matvec}};
-const ComposedKernel kMatvecKn{"matvec_kn",
+const ReducingKernel kMatvecKn{"matvec_kn",
                                {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_store, shaders::matvec},
                                "main_kn"};
 // main_kn storing a packed q/k/v row's k and v into their cache slots.
-const ComposedKernel kMatvecKnAppend{"matvec_kn_append",
+const ReducingKernel kMatvecKnAppend{"matvec_kn_append",
                                      {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_append, shaders::matvec},
                                      "main_kn"};
-const ComposedKernel kMatvecSerial{"matvec_serial",
+const ReducingKernel kMatvecSerial{"matvec_serial",
                                    {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_store, shaders::matvec},
                                    "main_serial"};
 
 // matvec_vec4.wgsl for one weight dtype (its weights snippet): f32, or bf16
 // widened as it is read, which halves the bytes a decode step streams.
 struct Vec4Kernels {
-  ComposedKernel rows4, rows8, serial;
+  ReducingKernel rows4, rows8, serial;
   explicit Vec4Kernels(std::string_view weights)
       : rows4{"matvec_vec4",
               {shaders::matmul_params, weights, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_vec4}},
@@ -452,6 +452,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     return;
   }
   const Vec4Kernels& vec4k = bf16 ? kVec4Bf16 : kVec4F32;
+  const gpu::Runtime& rt = out.device().runtime();
   std::initializer_list<gpu::Arg> args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out)};
   // The matrix-vector kernels also bind the residual and the norm's weight
   // and bias; where unused, A stands in (a vec4 at least: a scalar kernel's A
@@ -487,8 +488,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   if (serial) {
     const std::array<uint32_t, 3> groups{uint32_t(ceil_div(plan.n, kSerialGroup)), uint32_t(ceil_div(plan.m, kMatvecRows)),
                                          uint32_t(plan.batch)};
-    if (vec4_rows) launch(out.device(), "matmul", vec4k.serial.kernel(), p, vec4_args, groups, fusion);
-    else launch(out.device(), "matmul", kMatvecSerial.kernel(), p, vec4_args, groups, scalar_fusion);
+    if (vec4_rows) launch(out.device(), "matmul", vec4k.serial.kernel(rt), p, vec4_args, groups, fusion);
+    else launch(out.device(), "matmul", kMatvecSerial.kernel(rt), p, vec4_args, groups, scalar_fusion);
     return;
   }
   if (matvec && vec4_rows) {
@@ -496,7 +497,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     // column's row of B read in vec4s by 32 lanes.
     const int64_t cols = 8;  // matvec_vec4.wgsl's COLS
     const int64_t rows = plan.m <= kMatvecRows ? kMatvecRows : 8;
-    launch(out.device(), "matmul", (rows == 4 ? vec4k.rows4 : vec4k.rows8).kernel(), p, vec4_args,
+    launch(out.device(), "matmul", (rows == 4 ? vec4k.rows4 : vec4k.rows8).kernel(rt), p, vec4_args,
            {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)}, fusion);
     return;
   }
@@ -504,7 +505,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     // Up to 4 rows against B [k, n] (GPT-2's Conv1D weights): 4 adjacent
     // columns an invocation, 8 a workgroup, k split 128 ways.
     const int64_t cols = 8;  // main_kn's KN_CG x 4
-    launch(out.device(), "matmul", (kv_slots ? kMatvecKnAppend : kMatvecKn).kernel(), p,
+    launch(out.device(), "matmul", (kv_slots ? kMatvecKnAppend : kMatvecKn).kernel(rt), p,
            kv_slots ? std::span<const gpu::Arg>(matvec_args) : vec4_args,
            {uint32_t(ceil_div(plan.n, cols)), 1u, uint32_t(plan.batch)}, fusion);
     return;
@@ -513,7 +514,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     // Few rows (decode): read B once, coalesced, splitting k across lanes.
     const int64_t cols = 8;  // matvec.wgsl's COLS
     const int64_t rows = plan.m <= kMatvecRows ? kMatvecRows : 8;
-    launch(out.device(), "matmul", (rows == 4 ? kMatvec : kMatvec8).kernel(), p, vec4_args,
+    launch(out.device(), "matmul", (rows == 4 ? kMatvec : kMatvec8).kernel(rt), p, vec4_args,
            {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)}, scalar_fusion);
     return;
   }

@@ -10,11 +10,11 @@ namespace forge::webgpu {
 namespace {
 
 // One pair per weight dtype (its weights snippet): f32, or bf16 widened as read.
-const ComposedKernel kMulti{"matvec_multi", {shaders::weights_f32, shaders::norm_prologue, shaders::matvec_multi}};
-const ComposedKernel kMultiSerial{"matvec_multi_serial",
+const ReducingKernel kMulti{"matvec_multi", {shaders::weights_f32, shaders::norm_prologue, shaders::matvec_multi}};
+const ReducingKernel kMultiSerial{"matvec_multi_serial",
                                   {shaders::weights_f32, shaders::norm_prologue, shaders::matvec_multi}, "main_serial"};
-const ComposedKernel kMultiBf16{"matvec_multi", {shaders::weights_bf16, shaders::norm_prologue, shaders::matvec_multi}};
-const ComposedKernel kMultiBf16Serial{"matvec_multi_serial",
+const ReducingKernel kMultiBf16{"matvec_multi", {shaders::weights_bf16, shaders::norm_prologue, shaders::matvec_multi}};
+const ReducingKernel kMultiBf16Serial{"matvec_multi_serial",
                                       {shaders::weights_bf16, shaders::norm_prologue, shaders::matvec_multi},
                                       "main_serial"};
 
@@ -50,9 +50,9 @@ bool matvec_multi(const Tensor& x, std::array<const Tensor*, 3> w, bool silu_gat
   const bool serial = K <= kSerialMaxK;
   const int64_t per_group = serial ? kSerialGroup : kCols;
   const bool bf16 = w[0]->dtype() == DType::BF16;
-  const ComposedKernel& kernel = bf16 ? (serial ? kMultiBf16Serial : kMultiBf16) : (serial ? kMultiSerial : kMulti);
+  const ReducingKernel& kernel = bf16 ? (serial ? kMultiBf16Serial : kMultiBf16) : (serial ? kMultiSerial : kMulti);
   const bool normed = norm && norm->norm;
-  launch(x.device(), silu_gate ? "silu_gate_matmul" : "matmul_transb_many", kernel.kernel(), p,
+  launch(x.device(), silu_gate ? "silu_gate_matmul" : "matmul_transb_many", kernel.kernel(rt), p,
          {arg(x), arg(*w[0]), arg(*w[1]), arg(*w[2]), arg(*out[0]), arg(*out[1]), arg(*out[2]),
           normed ? arg(*norm->norm) : arg(x)},
          {uint32_t((cols + per_group - 1) / per_group), 1, 1},

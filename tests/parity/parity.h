@@ -58,6 +58,36 @@ struct ForcedCpuDriver {
   ForcedCpuDriver& operator=(const ForcedCpuDriver&) = delete;
 };
 
+// The forms of the kernels' workgroup sums on the WebGPU device, each set
+// for its iteration: the subgroup form where the device allows it, and the
+// tree of barriers in workgroup memory (every device) -- with
+// `for (ReduceForm form : reduce_forms())`. {"cpu"} only without WebGPU.
+struct ReduceForm {
+  std::string name;
+  bool tree;
+};
+inline std::vector<ReduceForm> reduce_forms() {
+#ifdef FORGE_HAVE_WEBGPU
+  if (gpu_device().runtime().subgroup_size() != 0) return {{"subgroup sums", false}, {"tree sums", true}};
+#endif
+  return {{"tree sums", true}};
+}
+// Sets a form for a scope; the device's own choice again after it.
+struct ReduceFormScope {
+  explicit ReduceFormScope([[maybe_unused]] const ReduceForm& form) {
+#ifdef FORGE_HAVE_WEBGPU
+    gpu_device().runtime().set_tree_sums_for_testing(form.tree);
+#endif
+  }
+  ~ReduceFormScope() {
+#ifdef FORGE_HAVE_WEBGPU
+    gpu_device().runtime().set_tree_sums_for_testing(false);
+#endif
+  }
+  ReduceFormScope(const ReduceFormScope&) = delete;
+  ReduceFormScope& operator=(const ReduceFormScope&) = delete;
+};
+
 // Runs `fn` and expects exception E whose message starts with "[op]" (and
 // contains `also` when given).
 template <class E>

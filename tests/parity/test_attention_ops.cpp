@@ -209,6 +209,28 @@ TEST(AttentionParity, ForwardAtSmallerTilings) {
   }
 }
 
+// The decode kernel (flash_decode: the tile's max by wg_max) in both forms
+// of the workgroup reductions the device offers: subgroups and the tree.
+TEST(AttentionParity, DecodeInEveryReduceForm) {
+  int decode_cases = 0;
+  for (const ReduceForm& form : reduce_forms()) {
+    ReduceFormScope form_scope(form);
+    for (const Case& c : cases()) {
+      if (c.seq_q > 8) continue;  // the prefill kernels
+      ++decode_cases;
+      SCOPED_TRACE(c.name + ", " + form.name);
+      Operands cpu = operands(c);
+      std::vector<float> want = reference(c, cpu.q, cpu.k, cpu.v, cpu.m());
+      AttentionForward fc = flash_attention_v2_lse(cpu.q, cpu.k, cpu.v, c.o, cpu.m());
+      Operands gpu = cpu.to(gpu_device());
+      AttentionForward fg = flash_attention_v2_lse(gpu.q, gpu.k, gpu.v, c.o, gpu.m());
+      EXPECT_TRUE(all_close(fg.out.to_f32(), want, 1e-4, 1e-3)) << "out";
+      EXPECT_TRUE(all_close(fg.lse, fc.lse, 1e-4, 1e-4)) << "lse";
+    }
+  }
+  EXPECT_GT(decode_cases, 0);
+}
+
 // Backward: WebGPU against the CPU, |got - cpu| <= 5e-4 + 5e-3 |cpu|; lse
 // from the forward of each backend, and (decode cases) recomputed.
 TEST(AttentionParity, BackwardAgainstCpu) {

@@ -30,49 +30,53 @@ struct GpuKernels {
 };
 
 TEST(DecodeLayerNormParity, LayerNormGeluResidualAndBiasEqualThePlainOps) {
-  GpuKernels gpu_kernels;
-  uint32_t seed = 900;
-  for (const Layout& lay : kLayouts) {
-    for (const Device& dev : test_devices()) {
-      for (const DecodeFusionCase& c : kDecodeFusionCases) {
-        SCOPED_TRACE(dev.name() + " " + dtype_name(lay.dtype) + (lay.transpose_b ? " [n, k]" : " [k, n]") + " m " +
-                     std::to_string(c.m) + " k " + std::to_string(c.k) + " n " + std::to_string(c.n));
-        // Rows off centre, so that the mean matters.
-        const Tensor x = random_tensor({c.m, c.k}, seed++, -1.0f, 3.0f);
-        const Tensor wnk = weight_as(random_tensor({c.n, c.k}, seed++), lay.dtype);
-        const Tensor wd = lay.dtype == DType::BF16 ? bf16_to_f32(wnk) : wnk;  // [n, k] f32
-        const Tensor w = lay.transpose_b ? wnk : transposed(wnk);
-        const Tensor nw = random_tensor({c.k}, seed++, 0.5f, 1.5f), nb = random_tensor({c.k}, seed++);
-        const Tensor bias = random_tensor({c.n}, seed++), r = random_tensor({c.m, c.n}, seed++);
-        const float eps = 1e-5f;
-        // The plain ops on the CPU.
-        MatmulOptions plain;
-        plain.transpose_b = true;
-        const Tensor h = layernorm(x, nw, nb, eps), h0 = layernorm(x, nw, Tensor::zeros({c.k}), eps);
-        const Tensor want_norm = matmul(h0, wd, plain);
-        plain.bias = &bias;
-        const Tensor want_gelu = gelu(matmul(h, wd, plain));
-        const Tensor want_res = add(r, matmul(h, wd, plain));
-        const Tensor want_gelu_res = add(r, gelu(matmul(x, wd, plain)));
+  for (const ReduceForm& form : reduce_forms()) {
+    ReduceFormScope form_scope(form);
+    SCOPED_TRACE(form.name);
+    GpuKernels gpu_kernels;
+    uint32_t seed = 900;
+    for (const Layout& lay : kLayouts) {
+      for (const Device& dev : test_devices()) {
+        for (const DecodeFusionCase& c : kDecodeFusionCases) {
+          SCOPED_TRACE(dev.name() + " " + dtype_name(lay.dtype) + (lay.transpose_b ? " [n, k]" : " [k, n]") + " m " +
+                       std::to_string(c.m) + " k " + std::to_string(c.k) + " n " + std::to_string(c.n));
+          // Rows off centre, so that the mean matters.
+          const Tensor x = random_tensor({c.m, c.k}, seed++, -1.0f, 3.0f);
+          const Tensor wnk = weight_as(random_tensor({c.n, c.k}, seed++), lay.dtype);
+          const Tensor wd = lay.dtype == DType::BF16 ? bf16_to_f32(wnk) : wnk;  // [n, k] f32
+          const Tensor w = lay.transpose_b ? wnk : transposed(wnk);
+          const Tensor nw = random_tensor({c.k}, seed++, 0.5f, 1.5f), nb = random_tensor({c.k}, seed++);
+          const Tensor bias = random_tensor({c.n}, seed++), r = random_tensor({c.m, c.n}, seed++);
+          const float eps = 1e-5f;
+          // The plain ops on the CPU.
+          MatmulOptions plain;
+          plain.transpose_b = true;
+          const Tensor h = layernorm(x, nw, nb, eps), h0 = layernorm(x, nw, Tensor::zeros({c.k}), eps);
+          const Tensor want_norm = matmul(h0, wd, plain);
+          plain.bias = &bias;
+          const Tensor want_gelu = gelu(matmul(h, wd, plain));
+          const Tensor want_res = add(r, matmul(h, wd, plain));
+          const Tensor want_gelu_res = add(r, gelu(matmul(x, wd, plain)));
 
-        const Tensor X = x.to(dev), W = w.to(dev), NW = nw.to(dev), NB = nb.to(dev), BIAS = bias.to(dev), R = r.to(dev);
-        const RowNorm ln{&NW, eps, true, &NB}, ln0{&NW, eps, true, nullptr};
-        const double atol = decode_fusion_tolerance(c.k);
-        MatmulOptions o;
-        o.transpose_b = lay.transpose_b;
-        o.norm = &ln0;
-        EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_norm, atol, 1e-5)) << "layernorm, no bias";
-        o.norm = &ln;
-        o.bias = &BIAS;
-        o.gelu = true;
-        EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_gelu, atol, 1e-5)) << "layernorm, bias, gelu";
-        o.gelu = false;
-        o.residual = &R;
-        EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_res, atol, 1e-5)) << "layernorm, residual";
-        o.norm = nullptr;
-        o.gelu = true;
-        EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_gelu_res, atol, 1e-5)) << "gelu, residual";
-        EXPECT_TRUE(all_close(row_norm(X, ln).to(Device::cpu()), h, 1e-6, 1e-6)) << "row_norm";
+          const Tensor X = x.to(dev), W = w.to(dev), NW = nw.to(dev), NB = nb.to(dev), BIAS = bias.to(dev), R = r.to(dev);
+          const RowNorm ln{&NW, eps, true, &NB}, ln0{&NW, eps, true, nullptr};
+          const double atol = decode_fusion_tolerance(c.k);
+          MatmulOptions o;
+          o.transpose_b = lay.transpose_b;
+          o.norm = &ln0;
+          EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_norm, atol, 1e-5)) << "layernorm, no bias";
+          o.norm = &ln;
+          o.bias = &BIAS;
+          o.gelu = true;
+          EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_gelu, atol, 1e-5)) << "layernorm, bias, gelu";
+          o.gelu = false;
+          o.residual = &R;
+          EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_res, atol, 1e-5)) << "layernorm, residual";
+          o.norm = nullptr;
+          o.gelu = true;
+          EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_gelu_res, atol, 1e-5)) << "gelu, residual";
+          EXPECT_TRUE(all_close(row_norm(X, ln).to(Device::cpu()), h, 1e-6, 1e-6)) << "row_norm";
+        }
       }
     }
   }

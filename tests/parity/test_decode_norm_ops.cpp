@@ -20,74 +20,82 @@ Tensor product(const Tensor& x, const Tensor& w, const Tensor* bias = nullptr) {
 }
 
 TEST(DecodeNormParity, MatmulWithNormResidualAndBiasEqualsThePlainOps) {
-  uint32_t seed = 700;
-  for (DType dt : {DType::F32, DType::BF16}) {
-    for (const Device& dev : test_devices()) {
-      for (const DecodeFusionCase& c : kDecodeFusionCases) {
-        SCOPED_TRACE(dev.name() + " " + dtype_name(dt) + " m " + std::to_string(c.m) + " k " + std::to_string(c.k));
-        Tensor x = random_tensor({c.m, c.k}, seed++, -2.0f, 2.0f);
-        Tensor w = weight_as(random_tensor({c.n, c.k}, seed++), dt);
-        Tensor nw = random_tensor({c.k}, seed++, 0.5f, 1.5f), bias = random_tensor({c.n}, seed++);
-        Tensor r = random_tensor({c.m, c.n}, seed++);
-        const float eps = 1e-5f;
-        const Tensor h = rms_norm(x, nw, eps);
-        const Tensor wd = dt == DType::BF16 ? bf16_to_f32(w) : w;
-        const Tensor want_norm = product(h, wd);
-        const Tensor want_all = add(r, product(h, wd, &bias));
-        const Tensor want_res = add(r, product(x, wd));
-        const Tensor X = x.to(dev), W = w.to(dev), NW = nw.to(dev), BIAS = bias.to(dev), R = r.to(dev);
-        const RowNorm norm{&NW, eps};
-        MatmulOptions o;
-        o.transpose_b = true;
-        o.norm = &norm;
-        const double atol = decode_fusion_tolerance(c.k);
-        EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_norm, atol, 1e-5)) << "norm";
-        o.bias = &BIAS;
-        o.residual = &R;
-        EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_all, atol, 1e-5)) << "norm, bias, residual";
-        o.norm = nullptr;
-        o.bias = nullptr;
-        EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_res, atol, 1e-5)) << "residual";
-        EXPECT_TRUE(all_close(row_norm(X, norm).to(Device::cpu()), h, 1e-6, 1e-6)) << "row_norm";
+  for (const ReduceForm& form : reduce_forms()) {
+    ReduceFormScope form_scope(form);
+    SCOPED_TRACE(form.name);
+    uint32_t seed = 700;
+    for (DType dt : {DType::F32, DType::BF16}) {
+      for (const Device& dev : test_devices()) {
+        for (const DecodeFusionCase& c : kDecodeFusionCases) {
+          SCOPED_TRACE(dev.name() + " " + dtype_name(dt) + " m " + std::to_string(c.m) + " k " + std::to_string(c.k));
+          Tensor x = random_tensor({c.m, c.k}, seed++, -2.0f, 2.0f);
+          Tensor w = weight_as(random_tensor({c.n, c.k}, seed++), dt);
+          Tensor nw = random_tensor({c.k}, seed++, 0.5f, 1.5f), bias = random_tensor({c.n}, seed++);
+          Tensor r = random_tensor({c.m, c.n}, seed++);
+          const float eps = 1e-5f;
+          const Tensor h = rms_norm(x, nw, eps);
+          const Tensor wd = dt == DType::BF16 ? bf16_to_f32(w) : w;
+          const Tensor want_norm = product(h, wd);
+          const Tensor want_all = add(r, product(h, wd, &bias));
+          const Tensor want_res = add(r, product(x, wd));
+          const Tensor X = x.to(dev), W = w.to(dev), NW = nw.to(dev), BIAS = bias.to(dev), R = r.to(dev);
+          const RowNorm norm{&NW, eps};
+          MatmulOptions o;
+          o.transpose_b = true;
+          o.norm = &norm;
+          const double atol = decode_fusion_tolerance(c.k);
+          EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_norm, atol, 1e-5)) << "norm";
+          o.bias = &BIAS;
+          o.residual = &R;
+          EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_all, atol, 1e-5)) << "norm, bias, residual";
+          o.norm = nullptr;
+          o.bias = nullptr;
+          EXPECT_TRUE(all_close(matmul(X, W, o).to(Device::cpu()), want_res, atol, 1e-5)) << "residual";
+          EXPECT_TRUE(all_close(row_norm(X, norm).to(Device::cpu()), h, 1e-6, 1e-6)) << "row_norm";
+        }
       }
     }
   }
 }
 
 TEST(DecodeNormParity, FusedProductsWithNormEqualThePlainOps) {
-  uint32_t seed = 800;
-  for (DType dt : {DType::F32, DType::BF16}) {
-    for (const Device& dev : test_devices()) {
-      for (const DecodeFusionCase& c : kDecodeFusionCases) {
-        SCOPED_TRACE(dev.name() + " " + dtype_name(dt) + " m " + std::to_string(c.m) + " k " + std::to_string(c.k));
-        Tensor x = random_tensor({c.m, c.k}, seed++, -2.0f, 2.0f), nw = random_tensor({c.k}, seed++, 0.5f, 1.5f);
-        std::vector<Tensor> ws;
-        for (int64_t n : {c.n, c.n / 2 + 1, 3L}) ws.push_back(weight_as(random_tensor({n, c.k}, seed++), dt));
-        const Tensor up = weight_as(random_tensor({c.n, c.k}, seed++), dt);
-        const float eps = 1e-6f;
-        const Tensor h = rms_norm(x, nw, eps);
-        auto wide = [&](const Tensor& w) { return dt == DType::BF16 ? bf16_to_f32(w) : w; };
-        const Tensor NW = nw.to(dev);
-        const RowNorm norm{&NW, eps};
-        std::vector<Tensor> wd;
-        for (const Tensor& w : ws) wd.push_back(w.to(dev));
-        const std::vector<Tensor> got = matmul_transb_many(x.to(dev), wd, &norm);
-        const double atol = decode_fusion_tolerance(c.k);
-        ASSERT_EQ(got.size(), 3u);
-        for (size_t i = 0; i < 3; ++i)
-          EXPECT_TRUE(all_close(got[i].to(Device::cpu()), product(h, wide(ws[i])), atol, 1e-5)) << i;
-        const Tensor a = product(h, wide(ws[0])), b = product(h, wide(up));
-        const Tensor want = silu_gate_fused(a, b);
-        const Tensor sg = silu_gate_matmul(x.to(dev), wd[0], up.to(dev), &norm);
-        // silu(a) * b carries each product's error times the other factor:
-        // |silu'| <= 1.1, so the bound is atol * (1.1 |b| + |silu(a)|) + 1e-5 |want|
-        // (the H200 gave 9.7e-5 at b = 5 where a flat atol allowed 6.9e-5).
-        const std::vector<float> g = sg.to(Device::cpu()).to_vector<float>(), wv = want.to_vector<float>(),
-                                 av = a.to_vector<float>(), bv = b.to_vector<float>();
-        for (size_t e = 0; e < g.size(); ++e) {
-          const double silu_a = av[e] / (1.0 + std::exp(-double(av[e])));
-          const double tol = atol * (1.1 * std::abs(bv[e]) + std::abs(silu_a)) + 1e-5 * std::abs(wv[e]);
-          ASSERT_NEAR(g[e], wv[e], tol) << "silu gate, element " << e;
+  for (const ReduceForm& form : reduce_forms()) {
+    ReduceFormScope form_scope(form);
+    SCOPED_TRACE(form.name);
+    uint32_t seed = 800;
+    for (DType dt : {DType::F32, DType::BF16}) {
+      for (const Device& dev : test_devices()) {
+        for (const DecodeFusionCase& c : kDecodeFusionCases) {
+          SCOPED_TRACE(dev.name() + " " + dtype_name(dt) + " m " + std::to_string(c.m) + " k " + std::to_string(c.k));
+          Tensor x = random_tensor({c.m, c.k}, seed++, -2.0f, 2.0f), nw = random_tensor({c.k}, seed++, 0.5f, 1.5f);
+          std::vector<Tensor> ws;
+          for (int64_t n : {c.n, c.n / 2 + 1, 3L}) ws.push_back(weight_as(random_tensor({n, c.k}, seed++), dt));
+          const Tensor up = weight_as(random_tensor({c.n, c.k}, seed++), dt);
+          const float eps = 1e-6f;
+          const Tensor h = rms_norm(x, nw, eps);
+          auto wide = [&](const Tensor& w) { return dt == DType::BF16 ? bf16_to_f32(w) : w; };
+          const Tensor NW = nw.to(dev);
+          const RowNorm norm{&NW, eps};
+          std::vector<Tensor> wd;
+          for (const Tensor& w : ws) wd.push_back(w.to(dev));
+          const std::vector<Tensor> got = matmul_transb_many(x.to(dev), wd, &norm);
+          const double atol = decode_fusion_tolerance(c.k);
+          ASSERT_EQ(got.size(), 3u);
+          for (size_t i = 0; i < 3; ++i)
+            EXPECT_TRUE(all_close(got[i].to(Device::cpu()), product(h, wide(ws[i])), atol, 1e-5)) << i;
+          const Tensor a = product(h, wide(ws[0])), b = product(h, wide(up));
+          const Tensor want = silu_gate_fused(a, b);
+          const Tensor sg = silu_gate_matmul(x.to(dev), wd[0], up.to(dev), &norm);
+          // silu(a) * b carries each product's error times the other factor:
+          // |silu'| <= 1.1, so the bound is atol * (1.1 |b| + |silu(a)|) + 1e-5 |want|
+          // (the H200 gave 9.7e-5 at b = 5 where a flat atol allowed 6.9e-5).
+          const std::vector<float> g = sg.to(Device::cpu()).to_vector<float>(), wv = want.to_vector<float>(),
+                                   av = a.to_vector<float>(), bv = b.to_vector<float>();
+          for (size_t e = 0; e < g.size(); ++e) {
+            const double silu_a = av[e] / (1.0 + std::exp(-double(av[e])));
+            const double tol = atol * (1.1 * std::abs(bv[e]) + std::abs(silu_a)) + 1e-5 * std::abs(wv[e]);
+            ASSERT_NEAR(g[e], wv[e], tol) << "silu gate, element " << e;
+          }
         }
       }
     }

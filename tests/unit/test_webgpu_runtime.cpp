@@ -1,6 +1,9 @@
 // The WebGPU runtime: sync points, batching, pooling, error surfacing, limits.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "forge/ops.h"
 #include "gpu/runtime.h"
 #include "parity/parity.h"
@@ -59,6 +62,24 @@ TEST(WebGpuRuntime, StartedDownloadsOverlapLaterWork) {
   EXPECT_EQ(got2[0], 2.0f);
   EXPECT_EQ(got2[1], 4.0f);
   EXPECT_THROW(first->finish(got1), GpuError);  // once only
+}
+
+// Subgroup sums (AdapterInfo::subgroup_size) only where the adapter has the
+// feature and one subgroup size; SwiftShader's subgroups of 4 pass the
+// probe, so the suite runs the kernels' subgroup form there.
+TEST(WebGpuRuntime, SubgroupSumsFollowTheProbe) {
+  const gpu::Runtime& rt = gpu_device().runtime();
+  const gpu::AdapterInfo& a = rt.adapter();
+  if (a.subgroup_size != 0) {
+    EXPECT_TRUE(a.subgroups);
+    EXPECT_EQ(rt.limits().subgroup_min, a.subgroup_size);
+    EXPECT_EQ(rt.limits().subgroup_max, a.subgroup_size);
+    EXPECT_EQ(256 % a.subgroup_size, 0u);
+    EXPECT_GE(a.subgroup_size, 4u);
+  }
+  const char* off = std::getenv("FORGE_SUBGROUPS");
+  if (a.name.find("SwiftShader") != std::string::npos && !(off && std::string(off) == "0"))
+    EXPECT_EQ(a.subgroup_size, 4u) << "the SwiftShader probe";
 }
 
 TEST(WebGpuRuntime, OddByteSizesRoundTrip) {

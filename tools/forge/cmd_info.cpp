@@ -19,6 +19,8 @@ nlohmann::json describe_runtime(const gpu::Runtime& rt) {
           {"adapter_type", a.adapter_type},
           {"driver", a.driver},
           {"features", {{"shader_f16", a.shader_f16}, {"subgroups", a.subgroups}, {"timestamp_query", a.timestamp_query}}},
+          {"subgroup_sizes", {l.subgroup_min, l.subgroup_max}},
+          {"subgroup_sums", a.subgroup_size},
           {"limits",
            {{"max_storage_binding_bytes", l.max_storage_binding},
             {"max_buffer_bytes", l.max_buffer},

@@ -155,12 +155,20 @@ void DawnRuntime::open_device(bool disable_robustness) {
   limits_.max_workgroups_per_dim = supported.maxComputeWorkgroupsPerDimension;
   limits_.max_workgroup_storage = supported.maxComputeWorkgroupStorageSize;
   limits_.max_storage_buffers_per_stage = supported.maxStorageBuffersPerShaderStage;
+  WGPUAdapterInfo raw{};
+  if (wgpuAdapterGetInfo(adapter_.get(), &raw) == WGPUStatus_Success) {
+    limits_.subgroup_min = raw.subgroupMinSize;
+    limits_.subgroup_max = raw.subgroupMaxSize;
+    wgpuAdapterInfoFreeMembers(raw);
+  }
   uniform_alignment_ = supported.minUniformBufferOffsetAlignment;
 
   uniform_capacity_ = kUniformArenaBytes;
   uniform_buffer_ =
       create_buffer(lock, uniform_capacity_, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "parameter arena");
   if (wants_profile()) start_profiling(lock, profile);
+  lock.unlock();
+  info_.subgroup_size = probe_subgroup_size();
 }
 
 void DawnRuntime::on_error(WGPUErrorType type, const std::string& message) {

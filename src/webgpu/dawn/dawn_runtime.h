@@ -92,6 +92,9 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
   };
   void finish_download(BufferHandle staging, uint64_t size, uint64_t bytes, uint64_t submit, const MapResult& map,
                        void* dst);
+  // What AdapterInfo::subgroup_size says, by one probe dispatch
+  // (subgroup_probe.cpp); 0 where the kernels must not sum by subgroup.
+  uint32_t probe_subgroup_size();
   using Lock = std::unique_lock<std::mutex>;
   // The bodies of the public calls, with mu_ held.
   void flush_locked(Lock& lock);

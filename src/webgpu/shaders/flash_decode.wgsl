@@ -1,6 +1,7 @@
 // Flash attention forward for a few queries over many keys (decode): one
 // workgroup per (query row, key split), 256 invocations. They score 256 keys
-// at a time (one each, the tile's max by a tree in workgroup memory); then
+// at a time (one each, the tile's max by wg_max: reduce_tree.wgsl or
+// reduce_subgroup.wgsl, as the host picks); then
 // invocation lid owns output columns c = lid % 64 and c + 64 over key lane
 // kl = lid / 64, the tile's keys t with t % 4 == kl (VU of them at a time),
 // and the four lanes' sums are added at the end. Every invocation tracks the same running max m;
@@ -22,7 +23,6 @@ const LANES: u32 = 4u;  // key lanes of the weighted sum of V: WG / 64
 const VU: u32 = 4u;  // keys of a lane whose loads of V are in flight together (see below)
 
 var<workgroup> qs: array<f32, MAX_D>;
-var<workgroup> red: array<f32, WG>;         // the tile's scores, reduced to their max
 var<workgroup> pe: array<f32, WG>;          // exp(s - m)
 var<workgroup> pw: array<f32, WG>;          // exp(s - m) * dropout factor
 var<workgroup> sums: array<f32, LANES * MAX_D>;  // the lanes' acc at the end
@@ -83,15 +83,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         s = NEG;
       }
     }
-    red[lid] = s;
-    workgroupBarrier();
-    for (var half = WG / 2u; half > 0u; half /= 2u) {
-      if (lid < half) {
-        red[lid] = max(red[lid], red[lid + half]);
-      }
-      workgroupBarrier();
-    }
-    let mn = max(m, red[0]);
+    let mn = max(m, wg_max(s, lid));
     var e = 0.0;
     if (s > MASKED) {
       e = exp(s - mn);
@@ -143,7 +135,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     acc0 = acc0 * c + s0;
     acc1 = acc1 * c + s1;
     m = mn;
-    workgroupBarrier();  // red, pe and pw are rewritten by the next tile
+    workgroupBarrier();  // pe and pw are rewritten by the next tile
   }
 
   // The lanes' sums, added in lane order.

@@ -35,14 +35,14 @@ fn row_stats_wg(base: u32, lid: u32) -> vec2f {
     for (var j = lid; j < p.k; j += WG) {
       sum += A[base + j];
     }
-    mean = norm_mean(norm_workgroup_sum(sum, lid), p.k);
+    mean = norm_mean(wg_sum(sum, lid), p.k);
   }
   var sq = 0.0;
   for (var j = lid; j < p.k; j += WG) {
     let d = A[base + j] - mean;
     sq += d * d;
   }
-  return vec2f(mean, norm_scale(norm_workgroup_sum(sq, lid), p.k));
+  return vec2f(mean, norm_scale(wg_sum(sq, lid), p.k));
 }
 
 // The statistics of a workgroup's rows (NORM), each summed by the whole
@@ -191,15 +191,13 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
 // (the host picks it; GPT-2's Conv1D weights in a decode step): invocation
 // lid owns 4 adjacent output columns (column group lid % KN_CG) over k-slice
 // lid / KN_CG, each keeping KN_UNROLL rows' loads in flight; the slices' sums
-// are added in a fixed order (eight a lane, then a tree). 8 columns a workgroup: on the H200, GPT-2 124M
+// are added in a fixed order (strided_sum4). 8 columns a workgroup: on the H200, GPT-2 124M
 // decoded at 745 / 970 / 1,050 / 868 tokens/s with 32 / 16 / 8 / 4 (the
 // more workgroups, the more loads in flight, up to the serial sum's cost;
 // measured when one invocation added the slices serially).
 const KN_CG: u32 = 2u;
 const KN_KS: u32 = WG / KN_CG;
 const KN_UNROLL: u32 = 4u;
-
-var<workgroup> kn_red: array<vec4f, WG>;
 
 @compute @workgroup_size(256)
 fn main_kn(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
@@ -237,28 +235,13 @@ fn main_kn(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li
     }
   }
   for (var r = 0u; r < rows; r++) {
-    // The slices' sums: the first 16 slices each add 8 (strided by 16),
-    // then a tree over those 16 -- five barriers instead of 128 serial adds
-    // by one invocation (GPT-2 124M decode 1,180-1,189 -> 1,202-1,203
+    // The slices' sums in a fixed order: by subgroup where the device
+    // allows (reduce_subgroup.wgsl), else the first 16 slices each add 8,
+    // then a tree adds those (five barriers instead of 128 serial adds by
+    // one invocation: GPT-2 124M decode 1,180-1,189 -> 1,202-1,203
     // tokens/s on the H200).
-    kn_red[lid] = acc[r];
-    workgroupBarrier();
-    if (ks < 16u) {
-      var s8 = kn_red[lid];
-      for (var j = 1u; j < KN_KS / 16u; j++) {
-        s8 += kn_red[(ks + 16u * j) * KN_CG + cg];
-      }
-      kn_red[lid] = s8;
-    }
-    workgroupBarrier();
-    for (var half = 8u; half > 0u; half >>= 1u) {
-      if (ks < half) {
-        kn_red[lid] += kn_red[(ks + half) * KN_CG + cg];
-      }
-      workgroupBarrier();
-    }
+    let s = strided_sum4(acc[r], lid, KN_CG);
     if (ks == 0u && col < p.n) {
-      let s = kn_red[cg];
       let ci = c_item(batch) + (row0 + r) * p.ldc + col;
       for (var e = 0u; e < 4u; e++) {
         var v = p.alpha * s[e];
@@ -268,6 +251,5 @@ fn main_kn(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li
         kn_store(ci + e, col + e, v);
       }
     }
-    workgroupBarrier();
   }
 }

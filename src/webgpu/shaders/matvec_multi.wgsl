@@ -50,7 +50,6 @@ const MAX_ROWS: u32 = 4u;
 const LANES: u32 = 32u;
 const COLS: u32 = 8u;
 
-var<workgroup> red: array<f32, 2048>;  // [2][MAX_ROWS][WG]
 
 fn weight(which: u32, i: u32) -> vec4f {
   if (which == 0u) {
@@ -93,7 +92,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
         let v = x[r * k4 + i];
         sq += dot(v, v);
       }
-      scale[r] = norm_scale(norm_workgroup_sum(sq, lid), p.k);
+      scale[r] = norm_scale(wg_sum(sq, lid), p.k);
     }
   }
   var acc0: array<f32, MAX_ROWS>;
@@ -121,27 +120,21 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       }
     }
   }
-  for (var r = 0u; r < MAX_ROWS; r++) {
-    red[r * WG + lid] = acc0[r];
-    red[(MAX_ROWS + r) * WG + lid] = acc1[r];
-  }
-  workgroupBarrier();
-  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
-    if (lane < s) {
-      for (var r = 0u; r < 2u * MAX_ROWS; r++) {
-        red[r * WG + lid] += red[r * WG + lid + s];
-      }
-    }
-    workgroupBarrier();
+  // The 32 lanes' sums in a fixed order (run_sum4: shuffles within a
+  // subgroup where the device allows, else a tree).
+  let s0 = run_sum4(vec4f(acc0[0], acc0[1], acc0[2], acc0[3]), lid, LANES);
+  var s1 = vec4f(0.0);
+  if (MODE == 1u) {
+    s1 = run_sum4(vec4f(acc1[0], acc1[1], acc1[2], acc1[3]), lid, LANES);
   }
   if (lane != 0u || !valid) {
     return;
   }
   for (var r = 0u; r < MAX_ROWS; r++) {
     if (r < p.m) {
-      let v = red[r * WG + lid];
+      let v = s0[r];
       if (MODE == 1u) {
-        o0[r * n + col] = v / (1.0 + exp(-v)) * red[(MAX_ROWS + r) * WG + lid];
+        o0[r * n + col] = v / (1.0 + exp(-v)) * s1[r];
       } else if (which == 0u) {
         o0[r * n + col] = v;
       } else if (which == 1u) {

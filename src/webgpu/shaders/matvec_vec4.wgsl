@@ -14,7 +14,7 @@
 // GPU idle in a few 64x64 tiles.
 // 32 lanes own an output column: they stride over its row of B in vec4s
 // (512 contiguous bytes a step), eight loads in flight each, and add their
-// partial sums in a fixed tree; 8 columns to a workgroup. (matvec.wgsl, with
+// partial sums in a fixed order (run_sum4); 8 columns to a workgroup. (matvec.wgsl, with
 // 8-byte strided scalar loads and a serial sum, read the H200's memory at a
 // twentieth of its bandwidth.)
 const WG: u32 = 256u;
@@ -30,8 +30,6 @@ const UNROLL: u32 = 8u;  // B loads in flight a lane
 // Bindings 5-7 and the epilogue: matvec_fusions.wgsl.
 
 var<private> row_stats: array<vec2f, MAX_ROWS>;  // the norm's (mean, r) of each row (NORM)
-
-var<workgroup> partial: array<f32, MAX_ROWS * WG>;
 
 // acc[r] += A[row r, vec4 i] . b for this workgroup's rows (a_base at its first).
 fn accumulate(acc: ptr<function, array<f32, MAX_ROWS>>, rows: u32, a_base: u32, i: u32, b: vec4f) {
@@ -60,14 +58,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
           let v = A[a_base + r * (p.lda / 4u) + i];
           sum += v.x + v.y + v.z + v.w;
         }
-        mean = norm_mean(norm_workgroup_sum(sum, lid), p.k);
+        mean = norm_mean(wg_sum(sum, lid), p.k);
       }
       var sq = 0.0;
       for (var i = lid; i < k4; i += WG) {
         let v = A[a_base + r * (p.lda / 4u) + i] - mean;
         sq += dot(v, v);
       }
-      row_stats[r] = vec2f(mean, norm_scale(norm_workgroup_sum(sq, lid), p.k));
+      row_stats[r] = vec2f(mean, norm_scale(wg_sum(sq, lid), p.k));
     }
   }
 
@@ -91,26 +89,21 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       }
     }
   }
-  for (var r = 0u; r < rows; r++) {
-    partial[r * WG + lid] = acc[r];
-  }
-  workgroupBarrier();
-  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
-    if (lane < s) {
-      for (var r = 0u; r < rows; r++) {
-        partial[r * WG + lid] += partial[r * WG + lid + s];
+  // The 32 lanes' sums, four rows at a time, in a fixed order (run_sum4:
+  // shuffles within a subgroup where the device allows, else a tree).
+  for (var r0 = 0u; r0 < MAX_ROWS; r0 += 4u) {
+    if (r0 < rows) {
+      let s = run_sum4(vec4f(acc[r0], acc[r0 + 1u], acc[r0 + 2u], acc[r0 + 3u]), lid, LANES);
+      if (lane == 0u && col < p.n) {
+        for (var r = r0; r < min(rows, r0 + 4u); r++) {
+          var v = p.alpha * s[r - r0];
+          if (p.has_bias != 0u) {
+            v += bias[col];
+          }
+          let c = c_item(batch) + (row0 + r) * p.ldc + col;
+          C[c] = finish(v, c);
+        }
       }
-    }
-    workgroupBarrier();
-  }
-  if (lane == 0u && col < p.n) {
-    for (var r = 0u; r < rows; r++) {
-      var v = p.alpha * partial[r * WG + lid];
-      if (p.has_bias != 0u) {
-        v += bias[col];
-      }
-      let c = c_item(batch) + (row0 + r) * p.ldc + col;
-      C[c] = finish(v, c);
     }
   }
 }

@@ -8,28 +8,11 @@
 // from the biased variance, in two passes as row_norm.wgsl's mean_rstd
 // (layernorm.wgsl); NORM = 0: values as read. The kernel binds the norm's
 // weight [k] and defines norm_weight(i) and norm_bias(i) -> vec4f, their
-// values 4i .. 4i + 3 (the bias zero where the norm has none).
+// values 4i .. 4i + 3 (the bias zero where the norm has none). A workgroup
+// of 256 sums the statistics with wg_sum (reduce_tree.wgsl or
+// reduce_subgroup.wgsl: the kernels are ReducingKernels).
 override NORM: u32 = 0u;
 override NORM_EPS: f32 = 1e-5;
-
-const NORM_WG: u32 = 256u;  // the workgroup size of the kernels that call norm_workgroup_sum
-var<workgroup> norm_red: array<f32, NORM_WG>;
-
-// The sum of v over the workgroup, returned to every invocation (uniform
-// control flow only).
-fn norm_workgroup_sum(v: f32, lid: u32) -> f32 {
-  norm_red[lid] = v;
-  workgroupBarrier();
-  for (var s = NORM_WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      norm_red[lid] += norm_red[lid + s];
-    }
-    workgroupBarrier();
-  }
-  let total = norm_red[0];
-  workgroupBarrier();
-  return total;
-}
 
 // The mean a row is centred on from the sum of its k values: 0 for RMSNorm.
 fn norm_mean(sum: f32, k: u32) -> f32 {
