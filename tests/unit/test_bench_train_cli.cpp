@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <vector>
+
 #include "unit/cli_process.h"
 
 using namespace forge::testing;
@@ -14,7 +17,7 @@ namespace {
 nlohmann::json bench(const std::vector<std::string>& extra) {
   ScratchDir dir("bench_train_cli");
   std::vector<std::string> args = {"bench", "train",  "--arch",   std::string(FORGE_TEST_DATA) + "/llama3-tiny/config.json",
-                                   "--shapes", "1x16", "--steps", "1",
+                                   "--shapes", "1x16", "--steps", "3",
                                    "--device", "cpu",  "--json"};
   args.insert(args.end(), extra.begin(), extra.end());
   const CliRun r = run_cli(args, dir.path);
@@ -35,6 +38,15 @@ TEST(BenchTrainCli, FullAndLoraOfALlamaConfig) {
   EXPECT_EQ(f["seq"], 16);
   EXPECT_GT(f["step_s"].get<double>(), 0.0);
   EXPECT_GT(f["tokens_per_s"].get<double>(), 0.0);
+  // Every timed step, after at least one warm-up step; the median and the
+  // best among them.
+  EXPECT_GE(f["warmup_steps"].get<int>(), 1);
+  ASSERT_EQ(f["steps_s"].size(), 3u);
+  std::vector<double> each = f["steps_s"].get<std::vector<double>>();
+  std::sort(each.begin(), each.end());
+  EXPECT_DOUBLE_EQ(f["best_step_s"].get<double>(), each[0]);
+  EXPECT_DOUBLE_EQ(f["median_step_s"].get<double>(), each[1]);
+  EXPECT_NEAR(f["step_s"].get<double>(), (each[0] + each[1] + each[2]) / 3, 1e-12);
   const int64_t params = full["parameters"].get<int64_t>();
   EXPECT_EQ(f["trained_parameters"].get<int64_t>(), params);
   EXPECT_EQ(f["state_bytes"].get<int64_t>(), 16 * params);  // f32 weights, gradients, two moments
