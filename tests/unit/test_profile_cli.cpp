@@ -5,6 +5,8 @@
 // header says, and the work's kernels must be in it.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <filesystem>
 #include <regex>
@@ -116,6 +118,32 @@ TEST(ProfileCli, TrainFixedBatchOnWebGpuTablesAStepAndTheCpuSaysSo) {
   ASSERT_EQ(cpu.code, 0) << cpu.out;
   EXPECT_NE(cpu.out.find("ran on the CPU, so there is no kernel table"), std::string::npos) << cpu.out;
   EXPECT_TRUE(parse_table(cpu.out).header.empty()) << cpu.out;
+}
+
+// bench gpt2 --profile: a table of a decode step and one of a prefill (the
+// preset's whole context, 128 tokens for tiny), and the same rows in the
+// JSON.
+TEST(ProfileCli, BenchGpt2OnWebGpuTablesADecodeStepAndAPrefill) {
+  ScratchDir dir("profile_bench_gpt2");
+  const auto r = run_cli({"bench", "gpt2", "--preset", "tiny", "--decode-tokens", "4", "--device", "webgpu",
+                          "--profile", "--json"},
+                         dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Table decode = parse_table(r.out);
+  EXPECT_NE(decode.header.find("gpt2-tiny decode"), std::string::npos) << decode.header;
+  EXPECT_NEAR(decode.summed, decode.dispatches, 0.5) << r.out;
+  EXPECT_TRUE(has(decode.kernels, "sample_greedy")) << r.out;
+  const size_t prefill_at = r.out.find("gpt2-tiny prefill of 128 tokens");
+  ASSERT_NE(prefill_at, std::string::npos) << r.out;
+  const Table prefill = parse_table(r.out.substr(r.out.rfind('\n', prefill_at)));
+  EXPECT_NEAR(prefill.summed, prefill.dispatches, 0.5) << r.out;
+  EXPECT_TRUE(has(prefill.kernels, "layernorm")) << r.out;
+  const size_t json_at = r.out.find("{\n  \"bench\"");
+  ASSERT_NE(json_at, std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out.substr(json_at, r.out.rfind('}') + 1 - json_at));
+  const nlohmann::json& res = j["results"][0];
+  EXPECT_FALSE(res["decode_kernels"].empty()) << res.dump();
+  EXPECT_FALSE(res["prefill_kernels"].empty()) << res.dump();
 }
 
 }  // namespace

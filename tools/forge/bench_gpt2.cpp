@@ -1,7 +1,8 @@
 // forge bench gpt2 --preset 124M [--device D] [--json]: prefill tokens/s at
 // T = 256 and T = 1024 and decode tokens/s (batch 1, --decode-tokens after a
 // 16-token prompt, greedy, KV cache) of a randomly initialised model built in
-// memory (no files needed).
+// memory (no files needed); --profile adds the device time by kernel of a
+// decode step and of a prefill of 1024 tokens.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "forge/gpt2.h"
 #include "forge/ops.h"
 #include "gpu/runtime.h"
+#include "profile.h"
 
 namespace forge::cli {
 namespace {
@@ -39,6 +41,9 @@ void run(const std::string& device, const std::string& preset, int64_t decode_to
     const DecodeSplit split = decode_record_split(model, std::min<int64_t>(decode_tokens, 64));
     r["decode_record_ms"] = split.record_ms;
     r["decode_step_ms"] = split.step_ms;
+    // Device time by kernel (--profile): per decode step, and per prefill of
+    // the longest length.
+    profile_decode_and_prefill(model, "gpt2-" + preset, std::min<int64_t>(1024, config.n_positions), r);
     if (!json) {
       // Only the lengths that ran (a preset's context may be shorter).
       std::printf("%-36s %s ", d.name().c_str(), preset.c_str());
@@ -64,6 +69,7 @@ const bool registered = register_bench({"gpt2", "GPT-2 prefill and decode tokens
                                           sub.add_option("--decode-tokens", decode_tokens, "Tokens to decode")
                                               ->capture_default_str();
                                           sub.add_flag("--json", json, "Print JSON");
+                                          add_profile_flag(sub);
                                           sub.callback([] { run(device, preset, decode_tokens, json); });
                                         }});
 

@@ -108,23 +108,8 @@ void run(const std::string& device, const std::string& model_dir, const std::str
     r["decode_step_ms"] = split.step_ms;
     r["decode_tokens_per_s"] = rate;
     r["decode_wait_ms"] = decode_wait_ms(st);
-    if (profiling(d)) {
-      // Device time by kernel (--profile): per decode step, and per prefill.
-      gpu::Runtime& rt = d.runtime();
-      rt.reset_kernel_times();
-      constexpr int64_t kSteps = 32;
-      decode_record_split(*model, kSteps);
-      r["decode_kernels"] = kernel_table(rt.kernel_times(), double(kSteps + 1));
-      print_profile(d, name + " decode", double(kSteps + 1));
-      if (prefill > 0) {
-        rt.reset_kernel_times();
-        KvCache c = model->new_cache(1, prefill);
-        std::vector<uint32_t> ids(static_cast<size_t>(prefill), 1u);
-        sample(model->forward_cached(Tensor::from_vector(ids, {1, prefill}), c)).to_vector<uint32_t>();
-        r["prefill_kernels"] = kernel_table(rt.kernel_times(), 1.0);
-        print_profile(d, name + " prefill of " + std::to_string(prefill) + " tokens");
-      }
-    }
+    // Device time by kernel (--profile): per decode step, and per prefill.
+    profile_decode_and_prefill(*model, name, prefill, r);
     for (int64_t n : batch_rows) {
       nlohmann::json b = batched_decode(*model, n, decode_tokens);
       if (!json)

@@ -5,6 +5,7 @@
 
 #include "forge/ops.h"
 #include "gpu/runtime.h"
+#include "profile.h"
 
 namespace forge::cli {
 
@@ -75,6 +76,24 @@ DecodeSplit decode_record_split(const CausalLM& model, int64_t steps) {
   id.to_vector<uint32_t>();
   const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {recorded * 1e3 / double(steps), all * 1e3 / double(steps)};
+}
+
+void profile_decode_and_prefill(const CausalLM& model, const std::string& name, int64_t prefill, nlohmann::json& r) {
+  const Device& d = model.device();
+  if (!profiling(d)) return;
+  gpu::Runtime& rt = d.runtime();
+  rt.reset_kernel_times();
+  constexpr int64_t kSteps = 32;
+  decode_record_split(model, kSteps);
+  r["decode_kernels"] = kernel_table(rt.kernel_times(), double(kSteps + 1));
+  print_profile(d, name + " decode", double(kSteps + 1));
+  if (prefill <= 0) return;
+  rt.reset_kernel_times();
+  KvCache c = model.new_cache(1, prefill);
+  std::vector<uint32_t> ids(static_cast<size_t>(prefill), 1u);
+  sample(model.forward_cached(Tensor::from_vector(ids, {1, prefill}), c)).to_vector<uint32_t>();
+  r["prefill_kernels"] = kernel_table(rt.kernel_times(), 1.0);
+  print_profile(d, name + " prefill of " + std::to_string(prefill) + " tokens");
 }
 
 }  // namespace forge::cli

@@ -4,6 +4,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -70,5 +71,11 @@ struct DecodeSplit {
   double record_ms = 0, step_ms = 0;
 };
 DecodeSplit decode_record_split(const CausalLM& model, int64_t steps);
+
+// --profile: the device time by kernel of a batch-1 decode step (32 steps
+// fed back on the device, per step) and of one prefill of `prefill` tokens
+// (none when 0), into r["decode_kernels"] / r["prefill_kernels"] and as
+// tables on stderr. Nothing unless the device profiles.
+void profile_decode_and_prefill(const CausalLM& model, const std::string& name, int64_t prefill, nlohmann::json& r);
 
 }  // namespace forge::cli
