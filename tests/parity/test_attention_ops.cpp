@@ -177,6 +177,17 @@ TEST(AttentionParity, ForwardAgainstDoubleReference) {
   }
 }
 
+// WebGPU's out against the double reference and its lse against the CPU's.
+void expect_gpu_forward_matches(const Case& c) {
+  Operands cpu = operands(c);
+  std::vector<float> want = reference(c, cpu.q, cpu.k, cpu.v, cpu.m());
+  AttentionForward fc = flash_attention_v2_lse(cpu.q, cpu.k, cpu.v, c.o, cpu.m());
+  Operands gpu = cpu.to(gpu_device());
+  AttentionForward fg = flash_attention_v2_lse(gpu.q, gpu.k, gpu.v, c.o, gpu.m());
+  EXPECT_TRUE(all_close(fg.out.to_f32(), want, 1e-4, 1e-3)) << "out";
+  EXPECT_TRUE(all_close(fg.lse, fc.lse, 1e-4, 1e-4)) << "lse";
+}
+
 // The prefill cases again with the workgroup storage lowered to 32 and 16
 // KiB, where the tiled kernel takes smaller tiles (or, for head_dim 128 at
 // 16 KiB, gives way to the one-query-per-invocation kernel), with and
@@ -197,13 +208,7 @@ TEST(AttentionParity, ForwardAtSmallerTilings) {
         auto t = webgpu::flash_tiling(c.dim, storage, 256);
         SCOPED_TRACE(c.name + " at " + std::to_string(storage) + " bytes, prefetch " + prefetch + ": " +
                      (t ? "bq " + std::to_string(t->bq) + " bk " + std::to_string(t->bk) : std::string("untiled")));
-        Operands cpu = operands(c);
-        std::vector<float> want = reference(c, cpu.q, cpu.k, cpu.v, cpu.m());
-        AttentionForward fc = flash_attention_v2_lse(cpu.q, cpu.k, cpu.v, c.o, cpu.m());
-        Operands gpu = cpu.to(gpu_device());
-        AttentionForward fg = flash_attention_v2_lse(gpu.q, gpu.k, gpu.v, c.o, gpu.m());
-        EXPECT_TRUE(all_close(fg.out.to_f32(), want, 1e-4, 1e-3)) << "out";
-        EXPECT_TRUE(all_close(fg.lse, fc.lse, 1e-4, 1e-4)) << "lse";
+        expect_gpu_forward_matches(c);
       }
     }
   }
@@ -219,13 +224,7 @@ TEST(AttentionParity, DecodeInEveryReduceForm) {
       if (c.seq_q > 8) continue;  // the prefill kernels
       ++decode_cases;
       SCOPED_TRACE(c.name + ", " + form.name);
-      Operands cpu = operands(c);
-      std::vector<float> want = reference(c, cpu.q, cpu.k, cpu.v, cpu.m());
-      AttentionForward fc = flash_attention_v2_lse(cpu.q, cpu.k, cpu.v, c.o, cpu.m());
-      Operands gpu = cpu.to(gpu_device());
-      AttentionForward fg = flash_attention_v2_lse(gpu.q, gpu.k, gpu.v, c.o, gpu.m());
-      EXPECT_TRUE(all_close(fg.out.to_f32(), want, 1e-4, 1e-3)) << "out";
-      EXPECT_TRUE(all_close(fg.lse, fc.lse, 1e-4, 1e-4)) << "lse";
+      expect_gpu_forward_matches(c);
     }
   }
   EXPECT_GT(decode_cases, 0);

@@ -25,26 +25,11 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> w: array<f32>;    // [rows, vocab] scratch weights
 @group(0) @binding(3) var<storage, read_write> ids: array<u32>;  // [all rows]
 
-var<workgroup> redf: array<f32, WG>;
 
 var<private> z_base: u32;
 
 fn z_at(i: u32) -> f32 {
   return z[z_base + i];
-}
-
-fn sum_f32(lid: u32, v: f32) -> f32 {
-  redf[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      redf[lid] += redf[lid + s];
-    }
-    workgroupBarrier();
-  }
-  let r = redf[0];
-  workgroupBarrier();
-  return r;
 }
 
 fn sum_u32(lid: u32, v: u32) -> u32 {
@@ -133,14 +118,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // Top-p: the highest key threshold whose kept weight reaches top_p of the total.
   var tp = 0u;
   if (p.top_p < 1.0) {
-    let goal = p.top_p * sum_f32(lid, total);
+    let goal = p.top_p * wg_sum(total, lid);
     for (var b = 0u; b < 32u; b++) {
       let cand = tp | (1u << (31u - b));
       var s = 0.0;
       for (var i = lid; i < v; i += WG) {
         s += select(0.0, w[base + i], order_key(z[base + i]) >= cand);
       }
-      if (sum_f32(lid, s) >= goal) {
+      if (wg_sum(s, lid) >= goal) {
         tp = cand;
       }
     }
@@ -152,7 +137,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     kept_total += kept_weight(base + i, tp);
   }
   let word = philox_word0(p.step, p.row_base + row, p.k0, p.k1);
-  let r = f32(word >> 8u) * (1.0 / 16777216.0) * sum_f32(lid, kept_total);
+  let r = f32(word >> 8u) * (1.0 / 16777216.0) * wg_sum(kept_total, lid);
   var j = 0u;
   for (var b = 0u; b < p.index_bits; b++) {
     let cand = j | (1u << (p.index_bits - 1u - b));
@@ -160,7 +145,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     for (var i = lid; i < min(v, cand); i += WG) {
       s += kept_weight(base + i, tp);
     }
-    if (sum_f32(lid, s) <= r && cand <= v) {
+    if (wg_sum(s, lid) <= r && cand <= v) {
       j = cand;
     }
   }
