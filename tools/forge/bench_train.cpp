@@ -67,17 +67,19 @@ double step_bytes(const Gpt2Config& c, int64_t B, int64_t T) {
   return 4 * (L * (16 * N * C + att) + 4 * params + 3 * att + 3 * 1335 * double(c.vocab_size));
 }
 
-// Warm-up steps (pipelines, allocations, and a GPU's clocks, which rise
-// only under load: on the H200 the first 0.3 s of B4 x T64 steps ran at 39
-// to 61 ms, then 14-16 ms) for at least kWarmupSeconds, then `steps` timed
+// One warm-up step (pipelines, allocations), more for at least
+// kWarmupSeconds after it (a GPU's clocks rise only under load: on the H200
+// the first 0.3 s of B4 x T64 steps ran at 39 to 61 ms, then 14-16 ms; the
+// first step, compiling, can take a second by itself), then `steps` timed
 // ones, each ending with the read back of loss and norm: mean, median and
 // best step time, every step's time and tokens/s into j. With --profile, the
 // timed steps' kernels go to stderr and into j.
 constexpr double kWarmupSeconds = 1.0;
 
 void time_steps(nlohmann::json& j, const Device& dev, int64_t tokens, int steps, const std::function<void()>& step) {
+  step();
+  int warmup = 1;
   const auto warm_start = std::chrono::steady_clock::now();
-  int warmup = 0;
   do {
     step();
     ++warmup;
