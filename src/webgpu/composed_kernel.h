@@ -40,11 +40,12 @@ class ComposedKernel {
   gpu::Kernel kernel_;
 };
 
-// A composed kernel whose workgroup sums (wg_sum, run_sum4, strided_sum4)
-// come from shaders/reduce_tree.wgsl, or from shaders/reduce_subgroup.wgsl
-// where the device allows subgroup sums (gpu::AdapterInfo::subgroup_size):
-// that form is built on first use for the device's subgroup size. Both give
-// the same sums up to the order of the additions.
+// A composed kernel whose workgroup reductions (wg_sum, wg_max, run_sum4,
+// strided_sum4) come from shaders/reduce_tree.wgsl, or from
+// shaders/reduce_subgroup.wgsl where the device allows subgroup sums
+// (gpu::Runtime::subgroup_size): that form is built on first use for the
+// device's subgroup size. Both give the same results up to the order of the
+// additions.
 class ReducingKernel {
  public:
   ReducingKernel(std::string_view name, std::initializer_list<std::string_view> parts,
