@@ -103,6 +103,30 @@ TEST(WebGpuFaults, GarbageTimeoutInTheEnvironmentIsAClearError) {
   if (f) std::fclose(f);
 }
 
+// FORGE_SUBGROUPS=0 turns the kernels' subgroup sums off on every adapter
+// `forge info` lists; without it, the device the suite runs on reports what
+// its probe found.
+TEST(WebGpuFaults, SubgroupSumsOffByTheEnvironment) {
+  CliRun off = run_cli(std::string("FORGE_SUBGROUPS=0 ") + FORGE_CLI + " info --json");
+  ASSERT_EQ(off.code, 0) << off.out;
+  size_t at = 0;
+  int adapters = 0;
+  while ((at = off.out.find("\"subgroup_sums\":", at)) != std::string::npos) {
+    ++adapters;
+    const size_t value = off.out.find_first_not_of(' ', at + 16);
+    EXPECT_EQ(off.out.compare(value, 1, "0"), 0) << off.out;
+    at = value;
+  }
+  EXPECT_GE(adapters, 1) << off.out;
+  if (gpu_device().runtime().adapter().subgroup_size != 0) {
+    CliRun on = run_cli(std::string(FORGE_CLI) + " info --json");
+    ASSERT_EQ(on.code, 0) << on.out;
+    EXPECT_NE(on.out.find("\"subgroup_sums\": " + std::to_string(gpu_device().runtime().adapter().subgroup_size)),
+              std::string::npos)
+        << on.out;
+  }
+}
+
 TEST(WebGpuFaults, BufferOverTheDeviceLimitNamesShapeAndSize) {
   const uint64_t max = gpu_device().runtime().limits().max_buffer;
   ASSERT_GT(max, 0u);

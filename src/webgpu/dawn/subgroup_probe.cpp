@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "forge/error.h"
 #include "webgpu/dawn/dawn_runtime.h"
 
 namespace forge::webgpu {
@@ -41,15 +42,21 @@ uint32_t DawnRuntime::probe_subgroup_size() {
   const uint32_t size = limits_.subgroup_min;
   // At least 4 lanes: strided_sum4 keeps a stride of 2 within a subgroup.
   if (size < 4 || kProbeInvocations % size != 0) return 0;
-  auto out = allocate(kProbeInvocations * 4);
-  const gpu::Arg args[] = {{out.get(), 0, kProbeInvocations * 4}};
-  gpu::Dispatch d;
-  d.kernel = &kProbe;
-  d.args = args;
-  d.op = "subgroup_probe";
-  dispatch(d);
   std::vector<uint32_t> got(kProbeInvocations);
-  start_download(*out, 0, kProbeInvocations * 4)->finish(got.data());
+  try {
+    auto out = allocate(kProbeInvocations * 4);
+    const gpu::Arg args[] = {{out.get(), 0, kProbeInvocations * 4}};
+    gpu::Dispatch d;
+    d.kernel = &kProbe;
+    d.args = args;
+    d.op = "subgroup_probe";
+    dispatch(d);
+    start_download(*out, 0, kProbeInvocations * 4)->finish(got.data());
+  } catch (const GpuError&) {
+    // A driver that offers the feature but fails the probe (its compiler,
+    // its dispatch) gets the workgroup-memory form, not a device error.
+    return 0;
+  }
   reset_kernel_times();
   for (uint32_t v : got)
     if (v != (size | 0x80000000u)) return 0;
