@@ -13,7 +13,9 @@ namespace forge::webgpu {
 namespace {
 
 // The random draw uses the Philox stream of dropout (shaders/philox.wgsl).
-const ReducingKernel kSample{"sample", {shaders::philox, shaders::argmax, shaders::sample}};
+// The tree's sums always (not ReducingKernel's subgroup form): the CPU
+// kernel adds in their order, so both backends draw the same ids.
+const ComposedKernel kSample{"sample", {shaders::philox, shaders::argmax, shaders::sample, shaders::reduce_tree}};
 const ComposedKernel kGreedyPartial{"sample_greedy", {shaders::argmax, shaders::sample_greedy}, "partial"};
 const ComposedKernel kGreedyFinish{"sample_greedy", {shaders::argmax, shaders::sample_greedy}, "finish"};
 // sample_greedy.wgsl's CHUNK: logits a workgroup of `partial` scans.
@@ -64,7 +66,7 @@ void sample(const Tensor& logits, const SamplePlan& plan, Tensor& out) {
     SampleParams p{uint32_t(count), uint32_t(plan.vocab), plan.greedy ? 1u : 0u, plan.top_k,
                    plan.inv_temp,   plan.top_p,           plan.k0,           plan.k1,
                    plan.step,       uint32_t(first),      plan.index_bits,   plan.min_p};
-    launch(dev, "sample", kSample.kernel(dev.runtime()), p,
+    launch(dev, "sample", kSample.kernel(), p,
            {arg(logits, first * row_bytes, count * row_bytes), arg(weights, first * row_bytes, count * row_bytes),
             arg(out)},
            grid_1d(uint64_t(count), dev.runtime().limits()));

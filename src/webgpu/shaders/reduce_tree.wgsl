@@ -6,6 +6,7 @@
 const RED_WG: u32 = 256u;
 var<workgroup> red_f: array<f32, RED_WG>;
 var<workgroup> red_v: array<vec4f, RED_WG>;
+var<workgroup> red_u: array<u32, RED_WG>;
 
 // The sum of v over the workgroup, returned to every invocation.
 fn wg_sum(v: f32, lid: u32) -> f32 {
@@ -18,6 +19,23 @@ fn wg_sum(v: f32, lid: u32) -> f32 {
     workgroupBarrier();
   }
   let total = red_f[0];
+  workgroupBarrier();
+  return total;
+}
+
+// The same for whole numbers. Only here: the sampling kernel, whose float
+// sums must keep this tree's order (the CPU kernel reproduces it, so both
+// backends draw the same ids), composes this snippet itself.
+fn wg_sum_u32(v: u32, lid: u32) -> u32 {
+  red_u[lid] = v;
+  workgroupBarrier();
+  for (var s = RED_WG / 2u; s > 0u; s >>= 1u) {
+    if (lid < s) {
+      red_u[lid] += red_u[lid + s];
+    }
+    workgroupBarrier();
+  }
+  let total = red_u[0];
   workgroupBarrier();
   return total;
 }

@@ -1,10 +1,11 @@
 // Next-token sampling, one workgroup of 256 lanes per row of logits: the
 // steps of forge/ops/sample.h. Thresholds come from bitwise searches over
 // order-preserving u32 keys of the logits, one parallel count or sum per
-// bit, instead of a sort. Sums are lane-strided then tree-combined, in the
-// order the CPU kernel (src/cpu/sample.cpp) reproduces. Preceded by
-// philox.wgsl (the random draw) and argmax.wgsl (the greedy scan, WG, SCAN
-// and the reduction arrays).
+// bit, instead of a sort. Sums are lane-strided then tree-combined
+// (wg_sum, wg_sum_u32 of reduce_tree.wgsl, which follows), in the order the
+// CPU kernel (src/cpu/sample.cpp) reproduces. Preceded by philox.wgsl (the
+// random draw) and argmax.wgsl (the greedy scan, WG, SCAN and the reduction
+// arrays).
 struct Params {
   rows: u32,       // rows in this dispatch
   vocab: u32,
@@ -30,20 +31,6 @@ var<private> z_base: u32;
 
 fn z_at(i: u32) -> f32 {
   return z[z_base + i];
-}
-
-fn sum_u32(lid: u32, v: u32) -> u32 {
-  redu[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      redu[lid] += redu[lid + s];
-    }
-    workgroupBarrier();
-  }
-  let r = redu[0];
-  workgroupBarrier();
-  return r;
 }
 
 // The weight of element k after top-p (threshold key tp) and min-p.
@@ -81,7 +68,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       for (var i = lid; i < v; i += WG) {
         c += select(0u, 1u, order_key(z[base + i]) >= cand);
       }
-      if (sum_u32(lid, c) >= p.top_k) {
+      if (wg_sum_u32(c, lid) >= p.top_k) {
         tk = cand;
       }
     }
@@ -89,7 +76,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     for (var i = lid; i < v; i += WG) {
       above += select(0u, 1u, order_key(z[base + i]) > tk);
     }
-    let need = p.top_k - sum_u32(lid, above);
+    let need = p.top_k - wg_sum_u32(above, lid);
     var j = 0u;
     for (var b = 0u; b < p.index_bits; b++) {
       let cand = j | (1u << (p.index_bits - 1u - b));
@@ -97,7 +84,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       for (var i = lid; i < min(v, cand); i += WG) {
         c += select(0u, 1u, order_key(z[base + i]) == tk);
       }
-      if (sum_u32(lid, c) <= need && cand <= v) {
+      if (wg_sum_u32(c, lid) <= need && cand <= v) {
         j = cand;
       }
     }
