@@ -24,9 +24,9 @@ const gpu::Kernel& ReducingKernel::kernel(const gpu::Runtime& rt) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto& made = by_subgroup_[size];
   if (!made) {
-    // `enable` must open the module.
-    std::string& header = headers_[size];
-    header = "enable subgroups;\nconst SUBGROUP_SIZE: u32 = " + std::to_string(size) + "u;";
+    // `enable` must open the module. ComposedKernel copies the parts into
+    // its source, so the header need not outlive this call.
+    const std::string header = "enable subgroups;\nconst SUBGROUP_SIZE: u32 = " + std::to_string(size) + "u;";
     std::vector<std::string_view> all{header};
     all.insert(all.end(), parts_.begin(), parts_.end());
     all.push_back(shaders::reduce_subgroup);

@@ -61,7 +61,6 @@ class ReducingKernel {
   ComposedKernel tree_;
   mutable std::mutex mu_;
   mutable std::map<uint32_t, std::unique_ptr<ComposedKernel>> by_subgroup_;  // stable addresses
-  mutable std::map<uint32_t, std::string> headers_;
 };
 
 }  // namespace forge::webgpu

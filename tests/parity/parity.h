@@ -61,7 +61,8 @@ struct ForcedCpuDriver {
 // The forms of the kernels' workgroup sums on the WebGPU device, each set
 // for its iteration: the subgroup form where the device allows it, and the
 // tree of barriers in workgroup memory (every device) -- with
-// `for (ReduceForm form : reduce_forms())`. {"cpu"} only without WebGPU.
+// `for (ReduceForm form : reduce_forms())`. The tree alone where the device
+// has no subgroup form, or forge is built without WebGPU.
 struct ReduceForm {
   std::string name;
   bool tree;

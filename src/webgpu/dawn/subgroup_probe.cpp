@@ -1,6 +1,6 @@
 // The probe behind AdapterInfo::subgroup_size. WGSL leaves how a workgroup's
 // invocations fall into subgroups to the implementation; the kernels' subgroup
-// sums (shaders/wg_reduce_subgroup.wgsl) need each subgroup to be a run of
+// sums (shaders/reduce_subgroup.wgsl) need each subgroup to be a run of
 // consecutive local invocation indices, lane i at index (first + i), with
 // every lane active. One dispatch of one workgroup checks that here, once per
 // device, before any kernel relies on it.
