@@ -13,10 +13,14 @@ namespace forge::webgpu {
 void rope(Tensor& x, const Tensor& table, const RopePlan& plan);
 // The fused rope_append in one dispatch; false (nothing recorded) when a
 // binding would exceed the device's limit, for the caller to compose it.
+// With rows_at (u32 [n], the rows form: q [n, 1, ..]) token i takes table row
+// i and goes to cache row i at slot rows_at[i]; `at` is then unused.
 bool rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
-                 int64_t at);
-// qkv_append in one dispatch into q [B, T, nh, hd]; false as for rope_append.
-bool qkv_append(const Tensor& qkv, Tensor& q, Tensor& k_cache, Tensor& v_cache, int64_t at);
+                 int64_t at, const Tensor* rows_at = nullptr);
+// qkv_append in one dispatch into q [B, T, nh, hd]; false as for rope_append;
+// rows_at likewise (qkv [n, 1, 3C]).
+bool qkv_append(const Tensor& qkv, Tensor& q, Tensor& k_cache, Tensor& v_cache, int64_t at,
+                const Tensor* rows_at = nullptr);
 void rms_norm(const Tensor& x, const Tensor* residual, const Tensor& weight, const RowsPlan& plan, Tensor& y,
               Tensor* sum);
 void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const RowsPlan& plan, Tensor& dx,

@@ -462,6 +462,65 @@ TEST(LlamaParity, RopeAppendRefusesBadShapes) {
   expect_error<ShapeError>("rope_append", [&] { rope_append(q, k, v, short_table, kc, vc, 0); }, "table");
 }
 
+// The rows form: row i's q and k rotated by table row i (its own position),
+// its k and v to row i of the caches at slot at[i], against rope over the
+// rows as one sequence and kv_append_rows on the CPU.
+TEST(LlamaParity, RopeAppendRowsEqualsRopeThenAppendRowsOnEveryDevice) {
+  struct RowsCase {
+    int64_t rows, nh, nkv, hd, cap;
+    std::vector<int64_t> at;
+  };
+  const std::vector<RowsCase> cases = {{1, 4, 2, 8, 16, {15}}, {4, 3, 1, 6, 9, {0, 8, 2}}, {3, 5, 5, 4, 7, {6, 6, 1}}};
+  uint32_t seed = 300;
+  for (const Device& dev : test_devices()) {
+    for (const RowsCase& c : cases) {
+      const int64_t n = int64_t(c.at.size());
+      SCOPED_TRACE(dev.name() + " n " + std::to_string(n) + " of " + std::to_string(c.rows) + " rows");
+      Tensor q = random_tensor({n, 1, c.nh, c.hd}, seed++), k = random_tensor({n, 1, c.nkv, c.hd}, seed++);
+      const Tensor v = random_tensor({n, 1, c.nkv, c.hd}, seed++);
+      const Tensor kc = random_tensor({c.rows, c.cap, c.nkv, c.hd}, seed++), vc = random_tensor({c.rows, c.cap, c.nkv, c.hd}, seed++);
+      std::vector<float> tab;  // [n, hd / 2, 2]: row i at position at[i]
+      for (int64_t p : c.at) {
+        const std::vector<float> r = rope_table(rope_inv_freq(c.hd, 1e4), p, 1, Device::cpu()).to_vector<float>();
+        tab.insert(tab.end(), r.begin(), r.end());
+      }
+      const Tensor table = Tensor::from_vector(tab, {n, c.hd / 2, 2});
+      Tensor wq = q.clone().reshape({1, n, c.nh, c.hd}), wk = k.clone().reshape({1, n, c.nkv, c.hd});
+      rope(wq, c.hd, table);
+      rope(wk, c.hd, table);
+      Tensor wkc = kc.clone(), wvc = vc.clone();
+      kv_append_rows(wkc, wk.reshape({n, 1, c.nkv, c.hd}), 0, c.at);
+      kv_append_rows(wvc, v, 0, c.at);
+
+      Tensor gq = q.to(dev), gk = k.to(dev), gkc = kc.to(dev), gvc = vc.to(dev);
+      rope_append_rows(gq, gk, v.to(dev), table.to(dev), gkc, gvc, c.at);
+      EXPECT_TRUE(all_close(gq.to(Device::cpu()), wq.reshape({n, 1, c.nh, c.hd}), 1e-6, 1e-6));
+      EXPECT_TRUE(all_close(gk.to(Device::cpu()), wk.reshape({n, 1, c.nkv, c.hd}), 1e-6, 1e-6));
+      EXPECT_TRUE(all_close(gkc.to(Device::cpu()), wkc, 1e-6, 1e-6));
+      EXPECT_TRUE(all_close(gvc.to(Device::cpu()), wvc, 0, 0));
+    }
+  }
+}
+
+TEST(LlamaParity, RopeAppendRowsRefusesBadSlotsAndShapes) {
+  Tensor q = Tensor::zeros({2, 1, 4, 8}), k = Tensor::zeros({2, 1, 2, 8}), v = Tensor::zeros({2, 1, 2, 8});
+  Tensor kc = Tensor::zeros({3, 6, 2, 8}), vc = Tensor::zeros({3, 6, 2, 8});
+  const Tensor table = rope_table(rope_inv_freq(8, 1e4), 0, 2, Device::cpu());
+  expect_error<ValueError>("rope_append_rows", [&] { rope_append_rows(q, k, v, table, kc, vc, {1}); },
+                           "1 positions for 2 rows");
+  expect_error<ValueError>("rope_append_rows", [&] { rope_append_rows(q, k, v, table, kc, vc, {1, 6}); },
+                           "row 1 position 6 outside the cache capacity 6");
+  Tensor q2 = Tensor::zeros({2, 2, 4, 8}), k2 = Tensor::zeros({2, 2, 2, 8}), v2 = Tensor::zeros({2, 2, 2, 8});
+  expect_error<ShapeError>("rope_append_rows", [&] { rope_append_rows(q2, k2, v2, table, kc, vc, {0, 0}); },
+                           "one token of each row");
+  Tensor kc1 = Tensor::zeros({1, 6, 2, 8}), vc1 = Tensor::zeros({1, 6, 2, 8});
+  expect_error<ShapeError>("rope_append_rows", [&] { rope_append_rows(q, k, v, table, kc1, vc1, {0, 0}); },
+                           "rows >= n");
+  const Tensor short_table = rope_table(rope_inv_freq(8, 1e4), 0, 1, Device::cpu());
+  expect_error<ShapeError>("rope_append_rows", [&] { rope_append_rows(q, k, v, short_table, kc, vc, {0, 0}); },
+                           "table");
+}
+
 // ---- decode-step fusions ------------------------------------------------------
 
 // matmul_transb_many and silu_gate_matmul against the plain ops on the CPU:

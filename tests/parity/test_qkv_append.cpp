@@ -1,7 +1,7 @@
 // qkv_append: on every device, q and the caches equal split_heads,
 // merge_heads and kv_append on the CPU (exact: copies), for one sequence
 // (whose cache slots the kernel binds from an aligned offset) and several, at
-// odd widths; errors name the op.
+// odd widths, and rows at slots of their own; errors name the op.
 #include "parity.h"
 
 namespace forge::testing {
@@ -110,6 +110,56 @@ TEST(QkvAppendParity, BadShapesAndOverflowsAreRefused) {
   expect_error<ShapeError>("qkv_append", [&] { qkv_append(Tensor::zeros({2, 18}), k, v, 0); }, "[B, T, 3C]");
   Tensor v_short = Tensor::zeros({1, 3, 2, 3});
   expect_error<ShapeError>("qkv_append", [&] { qkv_append(Tensor::zeros({1, 1, 18}), k, v_short, 0); }, "v_cache");
+}
+
+// The rows form (continuous batching): row i's token to row i of the caches
+// at its own slot, against split_heads and kv_append_rows on the CPU (exact);
+// rows past n and every other slot stay as they were.
+TEST(QkvAppendParity, RowsFormWritesEachRowAtItsSlot) {
+  struct RowsCase {
+    int64_t rows, nh, hd, cap;
+    std::vector<int64_t> at;  // one slot per row taking part
+  };
+  const std::vector<RowsCase> cases = {{1, 2, 16, 8, {7}}, {4, 3, 5, 9, {0, 8, 3}}, {3, 1, 4, 6, {5, 5, 0}},
+                                       {2, 2, 3, 5, {2, 4}}};
+  uint32_t seed = 1300;
+  for (const Device& dev : test_devices()) {
+    for (const RowsCase& c : cases) {
+      const int64_t n = int64_t(c.at.size()), C = c.nh * c.hd;
+      SCOPED_TRACE(dev.name() + " n " + std::to_string(n) + " of " + std::to_string(c.rows) + " rows");
+      const Tensor qkv = random_tensor({n, 1, 3 * C}, seed++);
+      const Tensor k0 = random_tensor({c.rows, c.cap, c.nh, c.hd}, seed++), v0 = random_tensor({c.rows, c.cap, c.nh, c.hd}, seed++);
+      const QKV p = split_heads(qkv, c.nh);  // each [n, nh, 1, hd]
+      Tensor kw = k0.clone(), vw = v0.clone();
+      kv_append_rows(kw, p.k.reshape({n, 1, c.nh, c.hd}), 0, c.at);
+      kv_append_rows(vw, p.v.reshape({n, 1, c.nh, c.hd}), 0, c.at);
+
+      Tensor K = k0.to(dev), V = v0.to(dev);
+      const Tensor q = qkv_append_rows(qkv.to(dev), K, V, c.at);
+      EXPECT_EQ(q.shape(), (Shape{n, 1, c.nh, c.hd}));
+      EXPECT_EQ(q.to_f32(), p.q.reshape({n, 1, c.nh, c.hd}).to_f32()) << "q";
+      EXPECT_EQ(K.to_f32(), kw.to_f32()) << "k cache";
+      EXPECT_EQ(V.to_f32(), vw.to_f32()) << "v cache";
+    }
+  }
+}
+
+TEST(QkvAppendParity, RowsFormRefusesBadSlotsAndShapes) {
+  for (const Device& dev : test_devices()) {
+    SCOPED_TRACE(dev.name());
+    Tensor k = Tensor::zeros({3, 4, 2, 3}, DType::F32, dev), v = Tensor::zeros({3, 4, 2, 3}, DType::F32, dev);
+    const Tensor qkv = Tensor::zeros({2, 1, 18}, DType::F32, dev);
+    expect_error<ValueError>("qkv_append_rows", [&] { qkv_append_rows(qkv, k, v, {0}); }, "1 positions for 2 rows");
+    expect_error<ValueError>("qkv_append_rows", [&] { qkv_append_rows(qkv, k, v, {0, 4}); },
+                             "row 1 position 4 outside the cache capacity 4");
+    expect_error<ValueError>("qkv_append_rows", [&] { qkv_append_rows(qkv, k, v, {-1, 0}); }, "position -1");
+    expect_error<ShapeError>("qkv_append_rows",
+                             [&] { qkv_append_rows(Tensor::zeros({2, 2, 18}, DType::F32, dev), k, v, {0, 0}); },
+                             "one token of each row");
+    expect_error<ShapeError>("qkv_append_rows",
+                             [&] { qkv_append_rows(Tensor::zeros({4, 1, 18}, DType::F32, dev), k, v, {0, 0, 0, 0}); },
+                             "at least n rows");
+  }
 }
 
 }  // namespace

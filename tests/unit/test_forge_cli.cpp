@@ -92,6 +92,7 @@ TEST(ForgeCli, UsageErrorsExitTwoWithOneLine) {
       {{"train", "--steps", "-5"}, "--steps must be >= 1, got -5"},
       {{"bench", "train", "--lora-rank", "0"}, "--lora-rank must be >= 1, got 0"},
       {{"bench", "llm", "--rows", "8,0"}, "--rows must be >= 1, got 0"},
+      {{"bench", "gpt2", "--rows", "0"}, "--rows must be >= 1, got 0"},
       {{"train", "--lr", "x"}, "--lr must be a number, got 'x'"},
       {{"train", "--dropout", "2"}, "--dropout must be in [0, 0.99], got 2"},
       {{"train", "--preset", "huge"}, "huge"},

@@ -125,8 +125,8 @@ TEST(ProfileCli, TrainFixedBatchOnWebGpuTablesAStepAndTheCpuSaysSo) {
 // JSON.
 TEST(ProfileCli, BenchGpt2OnWebGpuTablesADecodeStepAndAPrefill) {
   ScratchDir dir("profile_bench_gpt2");
-  const auto r = run_cli({"bench", "gpt2", "--preset", "tiny", "--decode-tokens", "4", "--device", "webgpu",
-                          "--profile", "--json"},
+  const auto r = run_cli({"bench", "gpt2", "--preset", "tiny", "--decode-tokens", "4", "--rows", "2", "--device",
+                          "webgpu", "--profile", "--json"},
                          dir.path);
   ASSERT_EQ(r.code, 0) << r.out;
   const Table decode = parse_table(r.out);
@@ -144,6 +144,17 @@ TEST(ProfileCli, BenchGpt2OnWebGpuTablesADecodeStepAndAPrefill) {
   const nlohmann::json& res = j["results"][0];
   EXPECT_FALSE(res["decode_kernels"].empty()) << res.dump();
   EXPECT_FALSE(res["prefill_kernels"].empty()) << res.dump();
+  // --rows: two sequences stepping together, each row's keys and values
+  // appended by the one fused dispatch a layer.
+  const size_t rows_at = r.out.find("2 rows decoding together");
+  ASSERT_NE(rows_at, std::string::npos) << r.out;
+  const Table rows = parse_table(r.out.substr(r.out.rfind('\n', rows_at)));
+  EXPECT_TRUE(has(rows.kernels, "qkv_append")) << r.out;
+  EXPECT_FALSE(has(rows.kernels, "scatter_add")) << r.out;
+  ASSERT_EQ(res["batched_decode"].size(), 1u) << res.dump();
+  EXPECT_EQ(res["batched_decode"][0]["rows"], 2) << res.dump();
+  EXPECT_GT(res["batched_decode"][0]["tokens_per_s"].get<double>(), 0.0) << res.dump();
+  EXPECT_FALSE(res["batched_decode"][0]["kernels"].empty()) << res.dump();
 }
 
 }  // namespace

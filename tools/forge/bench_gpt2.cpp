@@ -2,13 +2,15 @@
 // T = 256 and T = 1024 and decode tokens/s (batch 1, --decode-tokens after a
 // 16-token prompt, greedy, KV cache) of a randomly initialised model built in
 // memory (no files needed); --profile adds the device time by kernel of a
-// decode step and of a prefill of 1024 tokens.
+// decode step and of a prefill of 1024 tokens; --rows 8,32 the aggregate
+// decode of that many sequences stepping together, as in bench llm.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
 
 #include "bench_util.h"
+#include "cli_util.h"
 #include "command.h"
 #include "devices.h"
 #include "forge/gpt2.h"
@@ -19,7 +21,8 @@
 namespace forge::cli {
 namespace {
 
-void run(const std::string& device, const std::string& preset, int64_t decode_tokens, bool json) {
+void run(const std::string& device, const std::string& preset, int64_t decode_tokens, const std::vector<int64_t>& rows,
+         bool json) {
   nlohmann::json results = nlohmann::json::array();
   const Gpt2Config config = gpt2_preset(preset);
   for (const Device& d : resolve_devices(device)) {
@@ -44,6 +47,7 @@ void run(const std::string& device, const std::string& preset, int64_t decode_to
     // Device time by kernel (--profile): per decode step, and per prefill of
     // the longest length.
     profile_decode_and_prefill(model, "gpt2-" + preset, std::min<int64_t>(1024, config.n_positions), r);
+    add_batched_decode(model, "gpt2-" + preset, rows, decode_tokens, json, r);
     if (!json) {
       // Only the lengths that ran (a preset's context may be shorter).
       std::printf("%-36s %s ", d.name().c_str(), preset.c_str());
@@ -63,14 +67,20 @@ const bool registered = register_bench({"gpt2", "GPT-2 prefill and decode tokens
                                           static std::string device = "auto", preset = "124M";
                                           static int64_t decode_tokens = 64;
                                           static bool json = false;
+                                          static std::vector<int64_t> rows;
                                           add_device_option(sub, device, true);
                                           sub.add_option("--preset", preset, "124M, 355M, 774M, 1.5B or tiny")
                                               ->capture_default_str();
                                           sub.add_option("--decode-tokens", decode_tokens, "Tokens to decode")
                                               ->capture_default_str();
+                                          check_at_least(sub.add_option("--rows", rows,
+                                                                        "Also time this many sequences decoding "
+                                                                        "together (comma-separated, e.g. 8,32)")
+                                                             ->delimiter(','),
+                                                         1);
                                           sub.add_flag("--json", json, "Print JSON");
                                           add_profile_flag(sub);
-                                          sub.callback([] { run(device, preset, decode_tokens, json); });
+                                          sub.callback([] { run(device, preset, decode_tokens, rows, json); });
                                         }});
 
 }  // namespace

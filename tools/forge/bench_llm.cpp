@@ -28,45 +28,6 @@
 namespace forge::cli {
 namespace {
 
-// Kernel times as JSON rows, divided by `per` (steps).
-
-// One batched decode step of `rows` sequences, each after a 16-token prompt
-// in its own row: decode_rows and greedy sampling on the device, no host
-// round trip between steps. Times `steps` steps after one warm-up, and when
-// the device profiles, the kernels of those steps alone.
-nlohmann::json batched_decode(const CausalLM& model, int64_t rows, int64_t steps) {
-  const Device& d = model.device();
-  const bool profile = profiling(d);
-  constexpr int64_t kPrompt = 16;
-  KvCache cache = model.new_row_cache(rows, kPrompt + steps + 1);
-  std::vector<uint32_t> prompt(kPrompt);
-  std::vector<uint32_t> firsts;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (size_t i = 0; i < prompt.size(); ++i)
-      prompt[i] = uint32_t((size_t(r) * 7919 + i * 131 + 7) % size_t(model.vocab_size()));
-    firsts.push_back(sample(model.prefill_row(Tensor::from_vector(prompt, {1, kPrompt}), cache, r)).to_vector<uint32_t>()[0]);
-  }
-  Tensor ids = Tensor::from_vector(firsts, {rows}, model.device());
-  std::vector<int64_t> pos(static_cast<size_t>(rows), kPrompt);
-  auto step = [&] {
-    ids = sample(model.decode_rows(ids, cache, pos));
-    for (auto& p : pos) ++p;
-  };
-  step();
-  ids.to_vector<uint32_t>();
-  if (profile) d.runtime().reset_kernel_times();
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < steps; ++i) step();
-  ids.to_vector<uint32_t>();
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  nlohmann::json r{{"rows", rows}, {"step_ms", s * 1e3 / double(steps)}, {"tokens_per_s", double(rows * steps) / s}};
-  if (profile) {
-    r["kernels"] = kernel_table(d.runtime().kernel_times(), double(steps));
-    print_profile(d, std::to_string(rows) + " rows decoding together", double(steps));
-  }
-  return r;
-}
-
 void run(const std::string& device, const std::string& model_dir, const std::string& arch, const std::string& dtype,
          int64_t prefill, int64_t decode_tokens, const std::vector<int64_t>& batch_rows, bool json) {
   ModelConfig config = model_preset(arch);
@@ -83,7 +44,7 @@ void run(const std::string& device, const std::string& model_dir, const std::str
     // A model folder as it is, or random weights of the preset's shapes.
     auto model = model_dir.empty() ? random_model(config, 1, d, dense, dense) : load_model(model_folder(model_dir), d, dense);
     const std::string name = model_dir.empty() ? arch : model_dir;
-    if (!batch_rows.empty() && !model->has_row_decode())
+    if (!batch_rows.empty() && !model->has_row_decode())  // before the minutes of the other timings
       throw ValueError("[bench llm] --rows: " + name + " has no batched (per-row) decode");
     prefill = std::min(prefill, model->context_length() - 1);
     nlohmann::json r{{"device", d.name()}, {"arch", name}, {"dtype", dtype},
@@ -110,13 +71,7 @@ void run(const std::string& device, const std::string& model_dir, const std::str
     r["decode_wait_ms"] = decode_wait_ms(st);
     // Device time by kernel (--profile): per decode step, and per prefill.
     profile_decode_and_prefill(*model, name, prefill, r);
-    for (int64_t n : batch_rows) {
-      nlohmann::json b = batched_decode(*model, n, decode_tokens);
-      if (!json)
-        std::printf("%-36s %s  %lld rows decoding together: %7.1f tok/s (%.2f ms a step)\n", d.name().c_str(),
-                    name.c_str(), (long long)n, b["tokens_per_s"].get<double>(), b["step_ms"].get<double>());
-      r["batched_decode"].push_back(b);
-    }
+    add_batched_decode(*model, name, batch_rows, decode_tokens, json, r);
     r["decode_tokens"] = st.decode_tokens;
     r["kv_cache_bytes"] = cache_bytes;
     r["device_bytes"] = model->info().device_bytes + cache_bytes;

@@ -96,4 +96,53 @@ void profile_decode_and_prefill(const CausalLM& model, const std::string& name, 
   print_profile(d, name + " prefill of " + std::to_string(prefill) + " tokens");
 }
 
+// No host round trip between steps: the sampled ids feed the next step on
+// the device.
+nlohmann::json batched_decode(const CausalLM& model, int64_t rows, int64_t steps) {
+  const Device& d = model.device();
+  const bool profile = profiling(d);
+  constexpr int64_t kPrompt = 16;
+  KvCache cache = model.new_row_cache(rows, kPrompt + steps + 1);
+  std::vector<uint32_t> prompt(kPrompt);
+  std::vector<uint32_t> firsts;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (size_t i = 0; i < prompt.size(); ++i)
+      prompt[i] = uint32_t((size_t(r) * 7919 + i * 131 + 7) % size_t(model.vocab_size()));
+    firsts.push_back(sample(model.prefill_row(Tensor::from_vector(prompt, {1, kPrompt}), cache, r)).to_vector<uint32_t>()[0]);
+  }
+  Tensor ids = Tensor::from_vector(firsts, {rows}, model.device());
+  std::vector<int64_t> pos(static_cast<size_t>(rows), kPrompt);
+  auto step = [&] {
+    ids = sample(model.decode_rows(ids, cache, pos));
+    for (auto& p : pos) ++p;
+  };
+  step();
+  ids.to_vector<uint32_t>();
+  if (profile) d.runtime().reset_kernel_times();
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < steps; ++i) step();
+  ids.to_vector<uint32_t>();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  nlohmann::json r{{"rows", rows}, {"step_ms", s * 1e3 / double(steps)}, {"tokens_per_s", double(rows * steps) / s}};
+  if (profile) {
+    r["kernels"] = kernel_table(d.runtime().kernel_times(), double(steps));
+    print_profile(d, std::to_string(rows) + " rows decoding together", double(steps));
+  }
+  return r;
+}
+
+void add_batched_decode(const CausalLM& model, const std::string& name, const std::vector<int64_t>& rows,
+                        int64_t steps, bool json, nlohmann::json& r) {
+  if (!rows.empty() && !model.has_row_decode())
+    throw ValueError("[bench] --rows: " + name + " has no batched (per-row) decode");
+  for (int64_t n : rows) {
+    nlohmann::json b = batched_decode(model, n, steps);
+    if (!json)
+      std::printf("%-36s %s  %lld rows decoding together: %7.1f tok/s (%.2f ms a step)\n",
+                  model.device().name().c_str(), name.c_str(), (long long)n, b["tokens_per_s"].get<double>(),
+                  b["step_ms"].get<double>());
+    r["batched_decode"].push_back(b);
+  }
+}
+
 }  // namespace forge::cli

@@ -52,6 +52,14 @@ void rope_backward(Tensor& dy, int64_t head_dim, const Tensor& table);
 // positions at .. at + T - 1 (as kv_append over [B, 1, cap, nkv * hd]).
 void rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
                  int64_t at);
+// The rows form (continuous batching, as kv_append_rows): q [n, 1, nh, hd],
+// k and v [n, 1, nkv, hd] hold one token of each of n rows, table [>= n,
+// hd / 2, 2] row i's rotation (rope_table at row i's position) in its row
+// i; row i's k and v go to row i of the caches [rows >= n, cap, nkv, hd] at
+// slot at[i]. ValueError when `at` has another count than n or a slot lies
+// outside [0, cap).
+void rope_append_rows(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
+                      const std::vector<int64_t>& at);
 // rope_append's form without a rotation for a packed projection (GPT-2's
 // c_attn): qkv [B, T, 3C] (q, k, v side by side, C = nh * hd) -> q [B, T,
 // nh, hd], with k and v copied into k_cache and v_cache [B, cap, nh, hd] at
@@ -59,6 +67,10 @@ void rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Ten
 // allow; else split_heads, merge_heads and kv_append, as on the CPU).
 // ValueError when at + T > cap.
 Tensor qkv_append(const Tensor& qkv, Tensor& k_cache, Tensor& v_cache, int64_t at);
+// The rows form: qkv [n, 1, 3C] (one token of each of n rows) -> q [n, 1, nh,
+// hd], row i's k and v into row i of the caches [rows >= n, cap, nh, hd] at
+// slot at[i]; one dispatch on WebGPU. Errors as rope_append_rows'.
+Tensor qkv_append_rows(const Tensor& qkv, Tensor& k_cache, Tensor& v_cache, const std::vector<int64_t>& at);
 // qkv_append of a product it computes: qkv = matmul(x, w, o) for x [B * T,
 // k] and w [k, 3C] stored [k, n] (GPT-2's Conv1D), o giving a bias and a
 // row norm only (ValueError otherwise), B the caches'. On WebGPU one token

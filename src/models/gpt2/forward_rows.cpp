@@ -5,7 +5,7 @@
 // steps rows 0 .. n-1 together as a batch of n one-token sequences, each
 // token embedded at its row's position, its keys written to its row's slot,
 // and attention masking every slot past that position. Around attention the
-// block is forward.cpp's (block_in / block_out).
+// block is forward.cpp's (qkv_packed / block_out).
 #include "forge/gpt2.h"
 #include "forge/ops.h"
 #include "models/common/cache.h"
@@ -47,8 +47,7 @@ Tensor Gpt2::prefill_row(const Tensor& ids_in, KvCache& cache, int64_t row) cons
 
 Tensor Gpt2::decode_rows(const Tensor& ids_in, KvCache& cache, const std::vector<int64_t>& pos) const {
   check_row_cache(cache, config_);
-  const int64_t n = int64_t(pos.size()), cap = cache.capacity, C = config_.n_embd, nh = config_.n_head,
-                hd = config_.head_dim();
+  const int64_t n = int64_t(pos.size()), cap = cache.capacity, C = config_.n_embd;
   if (ids_in.numel() != n || n < 1 || n > cache.batch)
     throw ShapeError("[gpt2] decode_rows takes one id per row: ids " + ids_in.describe() + " for " + S(n) +
                      " positions and a cache of " + S(cache.batch) + " rows");
@@ -64,10 +63,9 @@ Tensor Gpt2::decode_rows(const Tensor& ids_in, KvCache& cache, const std::vector
                  embedding(Tensor::from_vector(at, {n, 1}), w_.wpe));
   const Tensor mask = models::row_mask(pos, cap, 0, device_);  // [n, 1, 1, cap]
   for (int64_t l = 0; l < config_.n_layer; ++l) {
-    QKV p = block_in(l, x);  // each [n, nh, 1, hd]: with one position, the layout of [n, 1, nh, hd]
-    kv_append_rows(cache.k[size_t(l)], p.k.reshape({n, 1, nh, hd}), 0, pos);
-    kv_append_rows(cache.v[size_t(l)], p.v.reshape({n, 1, nh, hd}), 0, pos);
-    Tensor a = flash_attention_v2(p.q.reshape({n, 1, nh, hd}), models::first_rows(cache.k[size_t(l)], n),
+    // q [n, 1, nh, hd]; each row's k and v into its slot (one dispatch on WebGPU).
+    const Tensor q = qkv_append_rows(qkv_packed(l, x), cache.k[size_t(l)], cache.v[size_t(l)], pos);
+    Tensor a = flash_attention_v2(q, models::first_rows(cache.k[size_t(l)], n),
                                   models::first_rows(cache.v[size_t(l)], n), models::rows_attention(pos), &mask);
     x = block_out(l, x, a.reshape({n, C}));
   }

@@ -79,18 +79,17 @@ Tensor LlamaModel::decode_rows(const Tensor& ids_in, KvCache& cache, const std::
   Stream s{embed_.lookup(ids_in.reshape({1, n})), {}, fused_rows(n)};  // [1, n, H]: the rows' tokens as one sequence
   std::vector<std::pair<int64_t, Tensor>> masks;         // by window
   for (int64_t l = 0; l < c_.num_hidden_layers; ++l) {
-    Qkv p = project(l, s);
-    rope(p.q, hd, rope_tab);
-    rope(p.k, hd, rope_tab);
+    Qkv p = project(l, s);  // [1, n, ..]: the rows' tokens as one sequence
     const int64_t nkv = c_.num_key_value_heads, nh = c_.num_attention_heads;
-    kv_append_rows(cache.k[size_t(l)], p.k.reshape({n, 1, nkv, hd}), 0, pos);
-    kv_append_rows(cache.v[size_t(l)], p.v.reshape({n, 1, nkv, hd}), 0, pos);
+    Tensor q = p.q.reshape({n, 1, nh, hd}), k = p.k.reshape({n, 1, nkv, hd});
+    // Rotated, each row's k and v into its slot (one dispatch on WebGPU).
+    rope_append_rows(q, k, p.v.reshape({n, 1, nkv, hd}), rope_tab, cache.k[size_t(l)], cache.v[size_t(l)], pos);
     const int64_t w = c_.window(l);
     const Tensor* mask = nullptr;
     for (auto& [mw, m] : masks)
       if (mw == w) mask = &m;
     if (!mask) mask = &masks.emplace_back(w, row_mask(pos, cap, w, device_)).second;
-    Tensor a = flash_attention_v2(p.q.reshape({n, 1, nh, hd}), first_rows(cache.k[size_t(l)], n),
+    Tensor a = flash_attention_v2(q, first_rows(cache.k[size_t(l)], n),
                                   first_rows(cache.v[size_t(l)], n), rows_attention(pos), mask);
     finish(l, s, a.reshape({n, nh * hd}));
   }

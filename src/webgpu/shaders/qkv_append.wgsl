@@ -1,7 +1,9 @@
 // qkv_append (forge/ops/gather.h): one invocation per element of a packed
 // qkv row block [tokens, 3C] (q, k and v side by side, GPT-2's c_attn
 // output): q's third copied to q [tokens, C], k's and v's to their cache
-// slots, so a decode step splits and appends in one dispatch.
+// slots, so a decode step splits and appends in one dispatch. With `rows`
+// (continuous batching: one token of each cache row, seq = 1) token i goes to
+// row i at its own slot rows_at[i].
 struct Params {
   tokens: u32,       // B * T
   seq: u32,          // T: token b * T + t goes to cache slot at + t of sequence b
@@ -9,7 +11,7 @@ struct Params {
   cap: u32,          // cache positions per sequence
   at: u32,
   cache_first: u32,  // elements of the cache bindings before sequence 0's slot 0
-  _pad0: u32,
+  rows: u32,         // 1: slots from rows_at
   _pad1: u32,
 }
 
@@ -18,6 +20,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> q: array<f32>;    // [tokens, C]
 @group(0) @binding(3) var<storage, read_write> kc: array<f32>;   // [B, cap, C] from cache_first
 @group(0) @binding(4) var<storage, read_write> vc: array<f32>;
+@group(0) @binding(5) var<storage, read> rows_at: array<u32>;  // [tokens] (rows), else unused
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -32,7 +35,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     q[tok * p.width + e] = qkv[i];
     return;
   }
-  let slot = p.cache_first + ((tok / p.seq) * p.cap + p.at + tok % p.seq) * p.width;
+  var pos = p.at + tok % p.seq;
+  if (p.rows != 0u) {
+    pos = rows_at[tok];
+  }
+  let slot = p.cache_first + ((tok / p.seq) * p.cap + pos) * p.width;
   if (e < 2u * p.width) {
     kc[slot + e - p.width] = qkv[i];
   } else {

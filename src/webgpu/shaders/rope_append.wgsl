@@ -2,7 +2,9 @@
 // (rotated in place as rope.wgsl rotates, the (cos, sin) of each position and
 // pair from the same host-built table; k also written to its cache slot) and
 // per element of v (copied to its cache slot). Per token, invocation i covers
-// q's pairs, then k's, then v's elements.
+// q's pairs, then k's, then v's elements. With `rows` (continuous batching:
+// one token of each cache row, seq = 1) token i takes table row i and goes to
+// row i at its own slot rows_at[i].
 struct Params {
   tokens: u32,     // B * T
   seq: u32,        // T: token b * T + t is at table row t and cache slot at + t
@@ -12,6 +14,10 @@ struct Params {
   cap: u32,        // cache positions per sequence
   at: u32,
   cache_first: u32,  // elements of the cache bindings before sequence 0's slot 0
+  rows: u32,         // 1: table rows by token, slots from rows_at
+  _pad0: u32,
+  _pad1: u32,
+  _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -21,6 +27,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read> cs: array<f32>;        // [>= seq, hd / 2, 2]
 @group(0) @binding(5) var<storage, read_write> kc: array<f32>;  // [B, cap, nkv * hd] from cache_first
 @group(0) @binding(6) var<storage, read_write> vc: array<f32>;
+@group(0) @binding(7) var<storage, read> rows_at: array<u32>;   // [tokens] (rows), else unused
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -36,8 +43,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   let tok = i / per;
   let r = i % per;
-  let t = tok % p.seq;
-  let slot = p.cache_first + ((tok / p.seq) * p.cap + p.at + t) * kd;
+  var t = tok % p.seq;  // the table row
+  var pos = p.at + t;
+  if (p.rows != 0u) {
+    t = tok;
+    pos = rows_at[tok];
+  }
+  let slot = p.cache_first + ((tok / p.seq) * p.cap + pos) * kd;
   if (r >= qp + kp) {
     let e = r - qp - kp;
     vc[slot + e] = v[tok * kd + e];
