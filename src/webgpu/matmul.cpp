@@ -89,6 +89,7 @@ constexpr int64_t kMatvecRows = 4;  // rows of one sequence's decode step (kMatv
 // cost far more as n / 8 x m / 8 reductions than as tiles (SwiftShader: a
 // vocabulary-wide head over 32 rows and k = 64 took 6 s, tiled 0.1 s).
 constexpr int64_t kBatchedMatvecRows = 32;
+constexpr int64_t kWideMatvecCols = 16384;  // see matvec_rows
 // Up to this k a column's products are summed by one invocation
 // (matvec.wgsl's main_serial): the tiny models of tests and short attention
 // rows; real models' layers (k >= 512) keep the 32-lane kernels.
@@ -204,6 +205,9 @@ int64_t tile_edge(const MatmulPlan& p, uint64_t binding_limit) {
   // triangle of k 532 -> 300 us, [96, 1024, 1024] over k = 64 696 -> 560 us
   // in 64x64 tiles.
   if (p.batch > 1 && (p.m <= 64 || p.n <= 64 || p.k <= 64)) return 64;
+  // A few rows (a batch of sequences' decode step) fill half a 64-row tile
+  // at most; 128 rows would compute three quarters of nothing.
+  if (p.m <= 64) return 64;
   const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128) * p.batch, cores = device_cores();
   const int64_t waves = ceil_div(groups, cores);
   if (groups * 4 >= cores * 3 && groups * 4 >= waves * cores * 3) return 128;
@@ -320,8 +324,16 @@ static_assert(sizeof(SplitKParams) == 32);
 // weights) takes the tiles and split-K instead: each row group re-read
 // strided columns of B, and on the H200 GPT-2 124M decoded 32 sequences at
 // 8,919 tokens/s that way, 12,500 in tiles (8: 2,948 and 3,888).
+// More than one group of 8 rows against a vocabulary-wide B (an LM head)
+// takes the tiles too: the 8-row kernel reads 8 vec4s of A for each of B,
+// and each row group reads B again. On the H200 GPT-2 124M's head over 32
+// rows took 437-451 us that way (also with the row groups of a column block
+// adjacent in the grid, to share B through the cache: no gain), and 32
+// sequences decoded at 15.37-15.47k tokens/s against 17.45-17.46k in 64x64
+// tiles (SmolLM2-360M 4.24k against 4.37k).
 bool matvec_rows(const MatmulPlan& plan) {
   if (triangles(plan)) return false;
+  if (plan.m > 8 && plan.n >= kWideMatvecCols) return false;
   return plan.m <= kMatvecRows || (plan.m <= kBatchedMatvecRows && plan.k > kSerialMaxK && plan.trans_b);
 }
 

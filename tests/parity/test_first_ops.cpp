@@ -112,6 +112,8 @@ TEST(Parity, Matmul) {
       {{5, 264}, {33, 264}, false, true, true, -1},
       {{13, 520}, {41, 520}, false, true, true, -1},
       {{2, 32, 260}, {2, 19, 260}, false, true, false, -1},
+      // ... but a vocabulary-wide B (an LM head over 9..32 rows) in tiles.
+      {{9, 260}, {16385, 260}, false, true, true, -1},
       // Enough 128x128 tiles to fill two waves of a large GPU select the
       // large-tile kernel.
       {{256, 17, 3}, {3, 17}, false, false, true, -1},
