@@ -90,6 +90,42 @@ void rope_append_rows(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table
   kv_append_rows(v_cache, v, 0, at);
 }
 
+Tensor rope_append_packed(const Tensor& qkv, int64_t nh, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
+                          int64_t at) {
+  const char* op = "rope_append_packed";
+  check::same_device(op, {&qkv, &table, &k_cache, &v_cache});
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"qkv", &qkv}, {"table", &table},
+                                {"k_cache", &k_cache}, {"v_cache", &v_cache}})
+    check::dtype(op, name, *t, DType::F32);
+  auto fail = [&](const std::string& what) {
+    throw ShapeError("[rope_append_packed] " + what + " (qkv " + qkv.describe() + ", nh " + S(nh) + ", k_cache " +
+                     k_cache.describe() + ", v_cache " + v_cache.describe() + ")");
+  };
+  if (qkv.rank() != 3 || k_cache.rank() != 4) fail("qkv must be [B, T, width] and the caches [B, cap, nkv, hd]");
+  const int64_t B = qkv.dim(0), T = qkv.dim(1), cap = k_cache.dim(1), nkv = k_cache.dim(2), hd = k_cache.dim(3);
+  if (v_cache.shape() != k_cache.shape() || k_cache.dim(0) != B) fail("the caches must be [B, cap, nkv, hd] for qkv's B");
+  if (nh < 1 || qkv.dim(2) != (nh + 2 * nkv) * hd) fail("qkv must be [B, T, (nh + 2 * nkv) * hd]");
+  if (hd % 2 != 0) fail("head_dim must be even");
+  if (at < 0 || at + T > cap)
+    throw ValueError("[rope_append_packed] appending " + S(T) + " positions at " + S(at) +
+                     " overflows the cache capacity " + S(cap));
+  if (table.rank() != 3 || table.dim(0) < T || table.dim(1) != hd / 2 || table.dim(2) != 2)
+    throw ShapeError("[rope_append_packed] table must be [>= " + S(T) + ", " + S(hd / 2) + ", 2], got " +
+                     table.describe());
+  if (qkv.device().is_webgpu() && (&k_cache.buffer() == &v_cache.buffer() || &k_cache.buffer() == &qkv.buffer() ||
+                                   &v_cache.buffer() == &qkv.buffer()))
+    throw DeviceError("[rope_append_packed] qkv and the caches must not share storage");
+  Tensor q = Tensor::empty({B, T, nh, hd}, DType::F32, qkv.device());
+  if (q.numel() == 0) return q;
+  if (qkv.device().is_webgpu() && webgpu::rope_append_packed(qkv, q, table, k_cache, v_cache, at)) return q;
+  const int64_t kd = nkv * hd;
+  const std::vector<Tensor> parts = split_columns(qkv.reshape({B * T, qkv.dim(2)}), {nh * hd, kd, kd});
+  q = parts[0].reshape({B, T, nh, hd});
+  Tensor k = parts[1].reshape({B, T, nkv, hd});
+  rope_append(q, k, parts[2].reshape({B, T, nkv, hd}), table, k_cache, v_cache, at);
+  return q;
+}
+
 namespace {
 
 // qkv_append's and qkv_append_rows' checks; returns the caches' (nh, hd).

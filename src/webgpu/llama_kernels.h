@@ -17,6 +17,11 @@ void rope(Tensor& x, const Tensor& table, const RopePlan& plan);
 // i and goes to cache row i at slot rows_at[i]; `at` is then unused.
 bool rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
                  int64_t at, const Tensor* rows_at = nullptr);
+// rope_append of a joined q/k/v product qkv [B, T, (nh + 2 nkv) hd] in one
+// dispatch: q [B, T, nh, hd] written rotated, k rotated and v into the
+// caches at `at`; false as for rope_append.
+bool rope_append_packed(const Tensor& qkv, Tensor& q, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
+                        int64_t at);
 // qkv_append in one dispatch into q [B, T, nh, hd]; false as for rope_append;
 // rows_at likewise (qkv [n, 1, 3C]).
 bool qkv_append(const Tensor& qkv, Tensor& q, Tensor& k_cache, Tensor& v_cache, int64_t at,

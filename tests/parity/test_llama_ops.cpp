@@ -462,6 +462,48 @@ TEST(LlamaParity, RopeAppendRefusesBadShapes) {
   expect_error<ShapeError>("rope_append", [&] { rope_append(q, k, v, short_table, kc, vc, 0); }, "table");
 }
 
+// The packed form (a prefill's joined q/k/v product): q, k and v read from
+// one row a token, against split_columns and rope_append on the CPU; one and
+// several sequences, GQA and MHA, slots off the binding alignment.
+TEST(LlamaParity, RopeAppendPackedEqualsSplitThenRopeAppendOnEveryDevice) {
+  const std::vector<RopeAppendCase> cases = {{1, 1, 4, 2, 8, 16, 5}, {1, 5, 3, 1, 6, 9, 3}, {2, 3, 4, 4, 16, 7, 2},
+                                             {3, 2, 5, 1, 4, 33, 31}};
+  uint32_t seed = 500;
+  for (const Device& dev : test_devices()) {
+    for (const RopeAppendCase& c : cases) {
+      SCOPED_TRACE(dev.name() + " B" + std::to_string(c.B) + " T" + std::to_string(c.T) + " at" + std::to_string(c.at));
+      const int64_t qd = c.nh * c.hd, kd = c.nkv * c.hd;
+      const Tensor qkv = random_tensor({c.B, c.T, qd + 2 * kd}, seed++);
+      const Tensor kc = random_tensor({c.B, c.cap, c.nkv, c.hd}, seed++), vc = random_tensor({c.B, c.cap, c.nkv, c.hd}, seed++);
+      const Tensor table = rope_table(rope_inv_freq(c.hd, 1e4), 40 + c.at, c.T, Device::cpu());
+      const std::vector<Tensor> parts = split_columns(qkv.reshape({c.B * c.T, qd + 2 * kd}), {qd, kd, kd});
+      Tensor wq = parts[0].reshape({c.B, c.T, c.nh, c.hd}), wk = parts[1].reshape({c.B, c.T, c.nkv, c.hd});
+      Tensor wkc = kc.clone(), wvc = vc.clone();
+      rope_append(wq, wk, parts[2].reshape({c.B, c.T, c.nkv, c.hd}), table, wkc, wvc, c.at);
+
+      Tensor gkc = kc.to(dev), gvc = vc.to(dev);
+      const Tensor gq = rope_append_packed(qkv.to(dev), c.nh, table.to(dev), gkc, gvc, c.at);
+      EXPECT_EQ(gq.shape(), wq.shape());
+      EXPECT_TRUE(all_close(gq.to(Device::cpu()), wq, 1e-6, 1e-6));
+      EXPECT_TRUE(all_close(gkc.to(Device::cpu()), wkc, 1e-6, 1e-6));
+      EXPECT_TRUE(all_close(gvc.to(Device::cpu()), wvc, 0, 0));
+    }
+  }
+}
+
+TEST(LlamaParity, RopeAppendPackedRefusesBadShapes) {
+  const Tensor qkv = Tensor::zeros({1, 2, 64});  // nh 4, nkv 2, hd 8
+  Tensor kc = Tensor::zeros({1, 6, 2, 8}), vc = Tensor::zeros({1, 6, 2, 8});
+  const Tensor table = rope_table(rope_inv_freq(8, 1e4), 0, 2, Device::cpu());
+  expect_error<ShapeError>("rope_append_packed", [&] { rope_append_packed(qkv, 3, table, kc, vc, 0); },
+                           "(nh + 2 * nkv) * hd");
+  expect_error<ValueError>("rope_append_packed", [&] { rope_append_packed(qkv, 4, table, kc, vc, 5); }, "capacity 6");
+  Tensor kc2 = Tensor::zeros({2, 6, 2, 8}), vc2 = Tensor::zeros({2, 6, 2, 8});
+  expect_error<ShapeError>("rope_append_packed", [&] { rope_append_packed(qkv, 4, table, kc2, vc2, 0); }, "qkv's B");
+  const Tensor short_table = rope_table(rope_inv_freq(8, 1e4), 0, 1, Device::cpu());
+  expect_error<ShapeError>("rope_append_packed", [&] { rope_append_packed(qkv, 4, short_table, kc, vc, 0); }, "table");
+}
+
 // The rows form: row i's q and k rotated by table row i (its own position),
 // its k and v to row i of the caches at slot at[i], against rope over the
 // rows as one sequence and kv_append_rows on the CPU.

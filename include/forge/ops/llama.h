@@ -52,6 +52,12 @@ void rope_backward(Tensor& dy, int64_t head_dim, const Tensor& table);
 // positions at .. at + T - 1 (as kv_append over [B, 1, cap, nkv * hd]).
 void rope_append(Tensor& q, Tensor& k, const Tensor& v, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
                  int64_t at);
+// rope_append of a joined q/k/v product (a prefill's one product over the
+// three weights): qkv [B, T, (nh + 2 nkv) hd], q, k and v side by side ->
+// q [B, T, nh, hd] rotated, k rotated and v appended to the caches [B, cap,
+// nkv, hd] at `at`, in one dispatch on WebGPU (no split copies).
+Tensor rope_append_packed(const Tensor& qkv, int64_t nh, const Tensor& table, Tensor& k_cache, Tensor& v_cache,
+                          int64_t at);
 // The rows form (continuous batching, as kv_append_rows): q [n, 1, nh, hd],
 // k and v [n, 1, nkv, hd] hold one token of each of n rows, table [>= n,
 // hd / 2, 2] row i's rotation (rope_table at row i's position) in its row

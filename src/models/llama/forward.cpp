@@ -46,9 +46,7 @@ Tensor LlamaModel::attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, cons
   // A plain cache, or a ring not wrapped yet (its slots are positions).
   if (!cache->ring || len + T <= cache->capacity) {
     rope_append(q, k, v, rope_tab, K, Vc, len);
-    const auto [qs, pos] = queries(len);
-    o.kv_offset = pos;
-    return flash_attention_v2(qs, first_positions(K, len + T), first_positions(Vc, len + T), o);
+    return attend_appended(l, q, *cache, last_only);
   }
   // Ring of W = capacity slots, position p in slot p % W.
   const int64_t W = cache->capacity, B = q.dim(0);
@@ -78,6 +76,21 @@ Tensor LlamaModel::attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, cons
   return flash_attention_v2(q, K, Vc, o);
 }
 
+Tensor LlamaModel::attend_appended(int64_t l, const Tensor& q, const KvCache& cache, bool last_only) const {
+  const int64_t T = q.dim(1), len = cache.len;
+  AttentionOptions o;
+  o.causal = true;
+  o.window = c_.window(l);
+  o.kv_offset = len;
+  Tensor qs = q;
+  if (last_only && T > 1) {  // each sequence's last query only
+    qs = last_position_of(q);
+    o.kv_offset = len + T - 1;
+  }
+  return flash_attention_v2(qs, first_positions(cache.k[size_t(l)], len + T),
+                            first_positions(cache.v[size_t(l)], len + T), o);
+}
+
 Tensor LlamaModel::norm_stream(Stream& s, const Tensor& weight) const {
   const float eps = float(c_.rms_norm_eps);
   if (!s.pending.defined()) return rms_norm(s.x, weight, eps);
@@ -90,7 +103,7 @@ Tensor LlamaModel::norm_stream(Stream& s, const Tensor& weight) const {
 
 Tensor LlamaModel::stream_value(const Stream& s) { return s.pending.defined() ? add(s.x, s.pending) : s.x; }
 
-LlamaModel::Qkv LlamaModel::project(int64_t l, Stream& s) const {
+LlamaModel::Qkv LlamaModel::project(int64_t l, Stream& s, bool packed_ok) const {
   const LlamaLayer& y = layers_[size_t(l)];
   const int64_t B = s.x.dim(0), T = s.x.dim(1), H = c_.hidden_size, hd = c_.head_dim;
   const int64_t nh = c_.num_attention_heads, nkv = c_.num_key_value_heads;
@@ -99,7 +112,11 @@ LlamaModel::Qkv LlamaModel::project(int64_t l, Stream& s) const {
     const RowNorm n{&y.input_norm, float(c_.rms_norm_eps)};
     qkv = apply_all({&y.q, &y.k, &y.v}, s.x.reshape({B * T, H}), &n);
   } else {
-    qkv = apply_all({&y.q, &y.k, &y.v}, norm_stream(s, y.input_norm).reshape({B * T, H}));
+    const Tensor h = norm_stream(s, y.input_norm).reshape({B * T, H});
+    if (packed_ok)
+      if (const Tensor joined = joined_product({&y.q, &y.k, &y.v}, h); joined.defined())
+        return {Tensor(), Tensor(), Tensor(), joined.reshape({B, T, (nh + 2 * nkv) * hd})};
+    qkv = apply_all({&y.q, &y.k, &y.v}, h);
   }
   return {qkv[0].reshape({B, T, nh, hd}), qkv[1].reshape({B, T, nkv, hd}), qkv[2].reshape({B, T, nkv, hd})};
 }
@@ -122,8 +139,18 @@ void LlamaModel::finish(int64_t l, Stream& s, const Tensor& a) const {
 void LlamaModel::layer(int64_t l, Stream& s, const Tensor& rope_tab, KvCache* cache, bool last_only) const {
   const int64_t B = s.x.dim(0);
   last_only = last_only && cache && !s.fused && s.x.dim(1) > 1;
-  Qkv p = project(l, s);  // folds pending into s.x
-  Tensor a = attend(l, p.q, p.k, p.v, rope_tab, cache, last_only);
+  // A plain cache (or a ring not wrapped yet) takes the joined q/k/v
+  // product as it is: rotated and appended in one pass, no split copies.
+  const bool plain = cache && (!cache->ring || cache->len + s.x.dim(1) <= cache->capacity);
+  Qkv p = project(l, s, plain);  // folds pending into s.x
+  Tensor a;
+  if (p.packed.defined()) {
+    const Tensor q = rope_append_packed(p.packed, c_.num_attention_heads, rope_tab, cache->k[size_t(l)],
+                                        cache->v[size_t(l)], cache->len);
+    a = attend_appended(l, q, *cache, last_only);
+  } else {
+    a = attend(l, p.q, p.k, p.v, rope_tab, cache, last_only);
+  }
   if (last_only) s.x = last_position_of(s.x);
   finish(l, s, a.reshape({B * a.dim(1), c_.num_attention_heads * c_.head_dim}));
 }

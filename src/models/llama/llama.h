@@ -79,10 +79,12 @@ class LlamaModel : public CausalLM {
   static Stream last_rows(const Stream& s, int64_t B, int64_t T);
   struct Qkv {
     Tensor q, k, v;  // [B, T, nh | nkv, hd], rope not applied yet
+    Tensor packed;   // or, where asked for and the weights are joined, the one product [B, T, (nh + 2 nkv) hd]
   };
   // Block l up to attention: the stream's norm (which folds pending into
-  // s.x), then q, k and v.
-  Qkv project(int64_t l, Stream& s) const;
+  // s.x), then q, k and v; `packed_ok`: as one product where the weights
+  // allow (rope_append_packed takes it apart), for an unfused stream.
+  Qkv project(int64_t l, Stream& s, bool packed_ok = false) const;
   // Block l after attention, a [B * T, nh * hd]: s.x becomes x + o_proj(a)
   // and s.pending the MLP's output.
   void finish(int64_t l, Stream& s, const Tensor& a) const;
@@ -102,6 +104,9 @@ class LlamaModel : public CausalLM {
   // sequence's last query attends: -> [B, 1, nh, hd].
   Tensor attend(int64_t l, Tensor& q, Tensor& k, const Tensor& v, const Tensor& rope, KvCache* cache,
                 bool last_only = false) const;
+  // attend's part after q [B, T, nh, hd] is rotated and the new keys and
+  // values are in a plain (or not yet wrapped) cache at cache.len.
+  Tensor attend_appended(int64_t l, const Tensor& q, const KvCache& cache, bool last_only) const;
   // Normed rows n [N, H] -> logits [N, V].
   Tensor logits(const Tensor& n) const;
   int64_t ring_window() const;  // the window of every layer when all share one, else 0

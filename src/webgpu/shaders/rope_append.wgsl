@@ -4,7 +4,10 @@
 // per element of v (copied to its cache slot). Per token, invocation i covers
 // q's pairs, then k's, then v's elements. With `rows` (continuous batching:
 // one token of each cache row, seq = 1) token i takes table row i and goes to
-// row i at its own slot rows_at[i].
+// row i at its own slot rows_at[i]. With `packed` (a prefill's joined q/k/v
+// product) q, k and v are read from one row [nh * hd | kd | kd] a token, in
+// the binding of v, and q is written to its own binding; k then goes to the
+// cache only.
 struct Params {
   tokens: u32,     // B * T
   seq: u32,        // T: token b * T + t is at table row t and cache slot at + t
@@ -15,15 +18,15 @@ struct Params {
   at: u32,
   cache_first: u32,  // elements of the cache bindings before sequence 0's slot 0
   rows: u32,         // 1: table rows by token, slots from rows_at
-  _pad0: u32,
+  packed: u32,       // 1: q, k and v side by side in v's binding
   _pad1: u32,
   _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> q: array<f32>;   // [tokens, nh * hd]
-@group(0) @binding(2) var<storage, read_write> k: array<f32>;   // [tokens, nkv * hd]
-@group(0) @binding(3) var<storage, read> v: array<f32>;         // [tokens, nkv * hd]
+@group(0) @binding(2) var<storage, read_write> k: array<f32>;   // [tokens, nkv * hd] (unused when packed)
+@group(0) @binding(3) var<storage, read> v: array<f32>;         // [tokens, nkv * hd], or packed [tokens, nh * hd + 2 kd]
 @group(0) @binding(4) var<storage, read> cs: array<f32>;        // [>= seq, hd / 2, 2]
 @group(0) @binding(5) var<storage, read_write> kc: array<f32>;  // [B, cap, nkv * hd] from cache_first
 @group(0) @binding(6) var<storage, read_write> vc: array<f32>;
@@ -50,9 +53,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     pos = rows_at[tok];
   }
   let slot = p.cache_first + ((tok / p.seq) * p.cap + pos) * kd;
+  let qd = p.nh * p.head_dim;
+  let packed = p.packed != 0u;
+  let src = tok * (qd + 2u * kd);  // the token's packed row
   if (r >= qp + kp) {
     let e = r - qp - kp;
-    vc[slot + e] = v[tok * kd + e];
+    vc[slot + e] = v[select(tok * kd + e, src + qd + kd + e, packed)];
     return;
   }
   let is_q = r < qp;
@@ -65,19 +71,35 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let sn = cs[(t * half + j) * 2u + 1u];
   let e = (pr / half) * p.head_dim + j;  // element of the first of the pair within the token's row
   if (is_q) {
-    let at_q = tok * p.nh * p.head_dim + e;
-    let a = q[at_q];
-    let b = q[at_q + half];
+    let at_q = tok * qd + e;
+    var a: f32;
+    var b: f32;
+    if (packed) {
+      a = v[src + e];
+      b = v[src + e + half];
+    } else {
+      a = q[at_q];
+      b = q[at_q + half];
+    }
     q[at_q] = a * c - b * sn;
     q[at_q + half] = b * c + a * sn;
   } else {
     let at_k = tok * kd + e;
-    let a = k[at_k];
-    let b = k[at_k + half];
+    var a: f32;
+    var b: f32;
+    if (packed) {
+      a = v[src + qd + e];
+      b = v[src + qd + e + half];
+    } else {
+      a = k[at_k];
+      b = k[at_k + half];
+    }
     let ra = a * c - b * sn;
     let rb = b * c + a * sn;
-    k[at_k] = ra;
-    k[at_k + half] = rb;
+    if (!packed) {
+      k[at_k] = ra;
+      k[at_k + half] = rb;
+    }
     kc[slot + e] = ra;
     kc[slot + e + half] = rb;
   }
