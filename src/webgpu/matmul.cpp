@@ -331,10 +331,12 @@ static_assert(sizeof(SplitKParams) == 32);
 // adjacent in the grid, to share B through the cache: no gain), and 32
 // sequences decoded at 15.37-15.47k tokens/s against 17.45-17.46k in 64x64
 // tiles (SmolLM2-360M 4.24k against 4.37k).
+// FORGE_MATVEC_ROWS=N (measurement) lowers kBatchedMatvecRows to N.
 bool matvec_rows(const MatmulPlan& plan) {
   if (triangles(plan)) return false;
   if (plan.m > 8 && plan.n >= kWideMatvecCols) return false;
-  return plan.m <= kMatvecRows || (plan.m <= kBatchedMatvecRows && plan.k > kSerialMaxK && plan.trans_b);
+  static const int64_t batched = std::min(kBatchedMatvecRows, env_int("FORGE_MATVEC_ROWS", kBatchedMatvecRows));
+  return plan.m <= kMatvecRows || (plan.m <= batched && plan.k > kSerialMaxK && plan.trans_b);
 }
 
 // Few rows over a small k: main_serial (one invocation a column) takes them.
