@@ -15,6 +15,21 @@ std::string S(int64_t v) { return std::to_string(v); }
 
 namespace {
 
+// A rope table of at least `rows` rows for head_dim hd: [>= rows, hd / 2, 2].
+void check_table(const char* op, const Tensor& table, int64_t rows, int64_t hd) {
+  if (table.rank() != 3 || table.dim(0) < rows || table.dim(1) != hd / 2 || table.dim(2) != 2)
+    throw ShapeError("[" + std::string(op) + "] table must be [>= " + S(rows) + ", " + S(hd / 2) + ", 2], got " +
+                     table.describe());
+}
+
+// On WebGPU a packed source and the two caches are written or read in one
+// dispatch, so they may not share storage.
+void check_apart(const char* op, const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache) {
+  if (qkv.device().is_webgpu() && (&k_cache.buffer() == &v_cache.buffer() || &k_cache.buffer() == &qkv.buffer() ||
+                                   &v_cache.buffer() == &qkv.buffer()))
+    throw DeviceError("[" + std::string(op) + "] qkv and the caches must not share storage");
+}
+
 // The checks rope_append and rope_append_rows share: dtypes, devices and
 // shapes. `rows`: q [n, 1, ..] against caches of at least n rows.
 void check_rope_append(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& table,
@@ -37,10 +52,7 @@ void check_rope_append(const char* op, const Tensor& q, const Tensor& k, const T
     fail(rows ? "the caches must be [rows >= n, cap, nkv, head_dim] for k's n, nkv and head_dim"
               : "the caches must be [B, cap, nkv, head_dim] for k's B, nkv and head_dim");
   if (hd % 2 != 0) fail("head_dim must be even");
-  const int64_t table_rows = rows ? B : T;
-  if (table.rank() != 3 || table.dim(0) < table_rows || table.dim(1) != hd / 2 || table.dim(2) != 2)
-    throw ShapeError("[" + std::string(op) + "] table must be [>= " + S(table_rows) + ", " + S(hd / 2) +
-                     ", 2], got " + table.describe());
+  check_table(op, table, rows ? B : T, hd);
 }
 
 // The rows forms' slots: one per row, each inside the cache, as the kernels'
@@ -109,12 +121,8 @@ Tensor rope_append_packed(const Tensor& qkv, int64_t nh, const Tensor& table, Te
   if (at < 0 || at + T > cap)
     throw ValueError("[rope_append_packed] appending " + S(T) + " positions at " + S(at) +
                      " overflows the cache capacity " + S(cap));
-  if (table.rank() != 3 || table.dim(0) < T || table.dim(1) != hd / 2 || table.dim(2) != 2)
-    throw ShapeError("[rope_append_packed] table must be [>= " + S(T) + ", " + S(hd / 2) + ", 2], got " +
-                     table.describe());
-  if (qkv.device().is_webgpu() && (&k_cache.buffer() == &v_cache.buffer() || &k_cache.buffer() == &qkv.buffer() ||
-                                   &v_cache.buffer() == &qkv.buffer()))
-    throw DeviceError("[rope_append_packed] qkv and the caches must not share storage");
+  check_table(op, table, T, hd);
+  check_apart(op, qkv, k_cache, v_cache);
   Tensor q = Tensor::empty({B, T, nh, hd}, DType::F32, qkv.device());
   if (q.numel() == 0) return q;
   if (qkv.device().is_webgpu() && webgpu::rope_append_packed(qkv, q, table, k_cache, v_cache, at)) return q;
@@ -146,9 +154,7 @@ std::pair<int64_t, int64_t> check_qkv_append(const char* op, const Tensor& qkv, 
   if ((rows ? k_cache.dim(0) < B : k_cache.dim(0) != B) || qkv.dim(2) != 3 * nh * hd)
     fail(rows ? "qkv must be [n, 1, 3 * nh * hd] for caches of at least n rows"
               : "qkv must be [B, T, 3 * nh * hd] for the caches' B, nh, hd");
-  if (qkv.device().is_webgpu() && (&k_cache.buffer() == &v_cache.buffer() || &k_cache.buffer() == &qkv.buffer() ||
-                                   &v_cache.buffer() == &qkv.buffer()))
-    throw DeviceError("[" + std::string(op) + "] qkv and the caches must not share storage");
+  check_apart(op, qkv, k_cache, v_cache);
   return {nh, hd};
 }
 

@@ -96,8 +96,10 @@ void profile_decode_and_prefill(const CausalLM& model, const std::string& name, 
   print_profile(d, name + " prefill of " + std::to_string(prefill) + " tokens");
 }
 
-// No host round trip between steps: the sampled ids feed the next step on
-// the device.
+namespace {
+
+// One --rows count of add_batched_decode. No host round trip between steps:
+// the sampled ids feed the next step on the device.
 nlohmann::json batched_decode(const CausalLM& model, int64_t rows, int64_t steps) {
   const Device& d = model.device();
   const bool profile = profiling(d);
@@ -130,6 +132,8 @@ nlohmann::json batched_decode(const CausalLM& model, int64_t rows, int64_t steps
   }
   return r;
 }
+
+}  // namespace
 
 void add_batched_decode(const CausalLM& model, const std::string& name, const std::vector<int64_t>& rows,
                         int64_t steps, bool json, nlohmann::json& r) {

@@ -78,15 +78,13 @@ DecodeSplit decode_record_split(const CausalLM& model, int64_t steps);
 // tables on stderr. Nothing unless the device profiles.
 void profile_decode_and_prefill(const CausalLM& model, const std::string& name, int64_t prefill, nlohmann::json& r);
 
-// Aggregate decode of `rows` sequences stepping together (decode_rows, as
-// forge serve's continuous batching runs them), each after a 16-token prompt
-// in its own row, greedy on the device: {rows, step_ms, tokens_per_s} over
-// `steps` steps after one warm-up, and "kernels" (printed too) when the
-// device profiles.
-nlohmann::json batched_decode(const CausalLM& model, int64_t rows, int64_t steps);
-
-// --rows: batched_decode for each count into r["batched_decode"], each also
-// printed unless `json`; a model without per-row decode is an error.
+// --rows: for each count, the aggregate decode of that many sequences
+// stepping together (decode_rows, as forge serve's continuous batching runs
+// them), each after a 16-token prompt in its own row, greedy on the device:
+// {rows, step_ms, tokens_per_s} over `steps` steps after one warm-up, and
+// "kernels" (printed too) when the device profiles, into
+// r["batched_decode"], each also printed unless `json`; a model without
+// per-row decode is an error.
 void add_batched_decode(const CausalLM& model, const std::string& name, const std::vector<int64_t>& rows,
                         int64_t steps, bool json, nlohmann::json& r);
 
