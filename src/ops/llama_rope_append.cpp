@@ -170,7 +170,8 @@ Tensor qkv_append(const Tensor& qkv, Tensor& k_cache, Tensor& v_cache, int64_t a
   if (q.numel() == 0) return q;
   if (qkv.device().is_webgpu() && webgpu::qkv_append(qkv, q, k_cache, v_cache, at)) return q;
   const QKV p = split_heads(qkv, nh);  // each [B, nh, T, hd]
-  auto tokens = [&](const Tensor& t) { return merge_heads(t).reshape({B, T, nh, hd}); };
+  // Copies: clang before 16 cannot capture structured bindings (the wasm build's em++).
+  auto tokens = [&, heads = nh, dim = hd](const Tensor& t) { return merge_heads(t).reshape({B, T, heads, dim}); };
   kv_append_tokens(k_cache, tokens(p.k), at);
   kv_append_tokens(v_cache, tokens(p.v), at);
   return tokens(p.q);
