@@ -88,7 +88,10 @@ constexpr int64_t kMatvecRows = 4;  // rows of one sequence's decode step (kMatv
 // column have little to sum, and 5-32 rows (a tiny model's training batch)
 // cost far more as n / 8 x m / 8 reductions than as tiles (SwiftShader: a
 // vocabulary-wide head over 32 rows and k = 64 took 6 s, tiled 0.1 s).
+// f32 weights past two groups of 8 rows take the tiles (see matvec_rows);
+// bf16 weights keep these kernels up to kBatchedMatvecRows.
 constexpr int64_t kBatchedMatvecRows = 32;
+constexpr int64_t kBatchedMatvecRowsF32 = 16;
 constexpr int64_t kWideMatvecCols = 16384;  // see matvec_rows
 // Up to this k a column's products are summed by one invocation
 // (matvec.wgsl's main_serial): the tiny models of tests and short attention
@@ -331,11 +334,21 @@ static_assert(sizeof(SplitKParams) == 32);
 // adjacent in the grid, to share B through the cache: no gain), and 32
 // sequences decoded at 15.37-15.47k tokens/s against 17.45-17.46k in 64x64
 // tiles (SmolLM2-360M 4.24k against 4.37k).
-// FORGE_MATVEC_ROWS=N (measurement) lowers kBatchedMatvecRows to N.
+// Every f32 Linear over 17-32 rows takes the tiles likewise: SmolLM2-360M
+// decoded 32 sequences at 5.90-5.92k tokens/s that way, 4.39-4.40k in groups
+// of 8 rows (24 sequences: 4.54k against 4.13k). At 16 rows the two were
+// within 3% (the groups ahead), so 9-16 rows keep the groups.
+// A bf16 weight keeps the 8-row kernels, which read it as bf16; the tiles
+// read a widened copy, made again for each product. SmolLM2-360M in bf16,
+// 16 / 32 sequences: 3.27k / 4.50k tokens/s so, 2.47k / 4.79k with every
+// Linear past 8 rows in tiles; its LM head over 32 rows as bf16 4.52k, as a
+// widened copy in tiles 4.51k.
+// FORGE_MATVEC_ROWS=N (measurement) sets both limits to N.
 bool matvec_rows(const MatmulPlan& plan) {
   if (triangles(plan)) return false;
-  if (plan.m > 8 && plan.n >= kWideMatvecCols) return false;
-  static const int64_t batched = std::min(kBatchedMatvecRows, env_int("FORGE_MATVEC_ROWS", kBatchedMatvecRows));
+  if (plan.m > 8 && plan.n >= kWideMatvecCols && !plan.b_bf16) return false;
+  static const int64_t forced = env_int("FORGE_MATVEC_ROWS", 0);
+  const int64_t batched = forced > 0 ? std::min(forced, kBatchedMatvecRows) : plan.b_bf16 ? kBatchedMatvecRows : kBatchedMatvecRowsF32;
   return plan.m <= kMatvecRows || (plan.m <= batched && plan.k > kSerialMaxK && plan.trans_b);
 }
 
@@ -459,7 +472,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   if (bf16 && !(vec4_rows && (serial || matvec))) {
     // Only the vec4 matrix-vector kernels read bf16: elsewhere (many rows,
     // where the tiled kernel reuses each weight across rows, or unaligned
-    // shapes) one widened copy of B takes the f32 kernels.
+    // shapes) one widened copy of B takes the f32 kernels. The plan keeps
+    // b_bf16: its fusions were checked against the kernels it picks.
     Tensor wide = Tensor::empty(b.shape(), DType::F32, b.device());
     widen_bf16(b, wide);
     matmul(a, wide, bias, plan, out, fuse);

@@ -6,7 +6,7 @@
 // up to ~500 products of values in [-1, 1)). Shapes cover the kernels each
 // backend picks: one row and a few (the matrix-vector kernels, the serial
 // one for k <= 256 and the 32-lane one above), 5..32 rows (8 rows a
-// workgroup), many rows (a widened copy through the tiled matmul) and k not
+// workgroup, a vocabulary-wide B too), many rows (a widened copy through the tiled matmul) and k not
 // a multiple of 4 (a widened copy).
 #include "parity/parity.h"
 
@@ -66,7 +66,7 @@ TEST(Bf16Ops, MatmulTransposedB) {
   };
   const Case cases[] = {{1, 1, 4},   {1, 17, 12},  {3, 33, 8},  {1, 9, 260}, {4, 7, 516},
                         {5, 13, 12}, {17, 3, 260}, {32, 5, 8},  {40, 9, 36}, {3, 5, 33},
-                        {1, 7, 3},   {129, 3, 4}};
+                        {1, 7, 3},   {129, 3, 4},  {9, 16385, 260}};
   uint32_t seed = 10;
   for (const Case& c : cases) {
     for (bool with_bias : {false, true}) {

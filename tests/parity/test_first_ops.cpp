@@ -107,12 +107,12 @@ TEST(Parity, Matmul) {
       {{1, 1024}, {37, 1024}, false, true, false, -1},
       {{2, 8}, {5, 8}, false, true, true, -1},
       {{2, 3, 40}, {2, 9, 40}, false, true, false, -1},   // batched
-      // ... eight rows a workgroup for a batch of sequences' decode step:
-      // one partial group, two, and four full ones over a batch.
+      // ... eight rows a workgroup for a batch of sequences' decode step
+      // (one partial group, two); an f32 B over 17..32 rows, or over 9..32
+      // rows as wide as a vocabulary (an LM head), in tiles.
       {{5, 264}, {33, 264}, false, true, true, -1},
       {{13, 520}, {41, 520}, false, true, true, -1},
       {{2, 32, 260}, {2, 19, 260}, false, true, false, -1},
-      // ... but a vocabulary-wide B (an LM head over 9..32 rows) in tiles.
       {{9, 260}, {16385, 260}, false, true, true, -1},
       // Enough 128x128 tiles to fill two waves of a large GPU select the
       // large-tile kernel.
