@@ -224,7 +224,6 @@ Tensor qkv_append(const Tensor& x, const Tensor& w, const MatmulOptions& o, Tens
     check::row_norm("qkv_append", x, *o.norm);
     MatmulPlan plan;
     plan.m = 1, plan.n = w.dim(1), plan.k = w.dim(0), plan.lda = plan.k, plan.ldb = plan.n;
-    plan.b_bf16 = w.dtype() == DType::BF16;
     if (!webgpu::matvec_fusable(plan, f, x.device().runtime().cpu_driver())) {
       normed = row_norm(x, *o.norm);
       xin = &normed;

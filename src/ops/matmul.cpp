@@ -42,7 +42,6 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   p.alpha = o.alpha;
   p.a_triangle = o.a_triangle;
   p.c_triangle = o.c_triangle;
-  p.b_bf16 = b.dtype() == DType::BF16;
   int64_t a_rows = a.dim(-2), a_cols = a.dim(-1);
   int64_t b_stored_rows = b.dim(-2), b_cols = b.dim(-1);
   int64_t b_rows = b_stored_rows;

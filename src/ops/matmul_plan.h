@@ -24,9 +24,6 @@ struct MatmulPlan {
   int64_t ldc = 0;
   int64_t c_offset = 0;
   int64_t a_offset = 0;
-  // B is a dense weight kept in bf16 (WebGPU picks kernels by it: its
-  // matrix-vector kernels read bf16 directly, its tiles read a widened copy).
-  bool b_bf16 = false;
   // Batch item z as (outer, head) = (z / heads, z % heads), for attention's
   // [B, H] heads over token-major operands (WebGPU's kernels only): B's item
   // at outer * b_batch_stride + (head / b_group) * b_head_stride (a GQA

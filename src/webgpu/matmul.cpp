@@ -7,8 +7,8 @@
 // (shaders/matmul_split_k.wgsl); matrix-vector kernels for few rows
 // (shaders/matvec_vec4.wgsl against an aligned B [n, k], shaders/matvec.wgsl
 // otherwise). B may be bf16 (a dense weight kept in 16 bits): the vec4
-// matrix-vector kernels widen it as they read it; other shapes take a
-// widened copy.
+// kernels (matrix-vector and tiles) widen it as they read it; the scalar
+// ones (unaligned shapes) take a widened copy.
 #include <algorithm>
 #include <cstdlib>
 
@@ -22,12 +22,20 @@ namespace forge::webgpu {
 namespace {
 
 const ComposedKernel kMatmul{"matmul", {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul}};
-const ComposedKernel kMatmulVec4{"matmul_vec4", {shaders::matmul_params, shaders::matmul_triangle,
-                                                  shaders::matmul_a_vec4, shaders::gelu, shaders::matmul_vec4}};
-// The same tiles with A read as scalars: an A whose row stride is not a
-// multiple of 4 (the LM head's logit gradient, row stride the vocabulary).
-const ComposedKernel kMatmulVec4ScalarA{"matmul_vec4_sa", {shaders::matmul_params, shaders::matmul_triangle,
-                                                          shaders::matmul_a_scalar, shaders::gelu, shaders::matmul_vec4}};
+// matmul_vec4.wgsl for one weight dtype of B (its weights snippet): f32, or
+// bf16 widened as it is fetched. `scalar_a`: the same tiles with A read as
+// scalars, for an A whose row stride is not a multiple of 4 (the LM head's
+// logit gradient, row stride the vocabulary).
+struct TileKernels {
+  ComposedKernel vec4_a, scalar_a;
+  TileKernels(std::string_view name, std::string_view name_sa, std::string_view weights)
+      : vec4_a{name, {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_vec4, shaders::gelu, weights,
+                      shaders::matmul_vec4}},
+        scalar_a{name_sa, {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_scalar, shaders::gelu,
+                           weights, shaders::matmul_vec4}} {}
+};
+const TileKernels kTilesF32{"matmul_vec4", "matmul_vec4_sa", shaders::weights_f32};
+const TileKernels kTilesBf16{"matmul_vec4_bf16", "matmul_vec4_bf16_sa", shaders::weights_bf16};
 const ComposedKernel kSplitKReduce{"matmul_split_k", {shaders::gelu, shaders::matmul_split_k}};
 // The matrix-vector kernels come in two sizes of MAX_ROWS (rows a workgroup
 // computes, prepended as a constant): 4 for one sequence's decode step, whose
@@ -88,10 +96,9 @@ constexpr int64_t kMatvecRows = 4;  // rows of one sequence's decode step (kMatv
 // column have little to sum, and 5-32 rows (a tiny model's training batch)
 // cost far more as n / 8 x m / 8 reductions than as tiles (SwiftShader: a
 // vocabulary-wide head over 32 rows and k = 64 took 6 s, tiled 0.1 s).
-// f32 weights past two groups of 8 rows take the tiles (see matvec_rows);
-// bf16 weights keep these kernels up to kBatchedMatvecRows.
-constexpr int64_t kBatchedMatvecRows = 32;
-constexpr int64_t kBatchedMatvecRowsF32 = 16;
+// Past two groups of 8 rows the tiles take over (see matvec_rows).
+constexpr int64_t kBatchedMatvecRows = 16;
+constexpr int64_t kMaxMatvecRows = 32;  // FORGE_MATVEC_ROWS's largest
 constexpr int64_t kWideMatvecCols = 16384;  // see matvec_rows
 // Up to this k a column's products are summed by one invocation
 // (matvec.wgsl's main_serial): the tiny models of tests and short attention
@@ -334,21 +341,18 @@ static_assert(sizeof(SplitKParams) == 32);
 // adjacent in the grid, to share B through the cache: no gain), and 32
 // sequences decoded at 15.37-15.47k tokens/s against 17.45-17.46k in 64x64
 // tiles (SmolLM2-360M 4.24k against 4.37k).
-// Every f32 Linear over 17-32 rows takes the tiles likewise: SmolLM2-360M
+// Every Linear over 17-32 rows takes the tiles likewise: f32 SmolLM2-360M
 // decoded 32 sequences at 5.90-5.92k tokens/s that way, 4.39-4.40k in groups
 // of 8 rows (24 sequences: 4.54k against 4.13k). At 16 rows the two were
-// within 3% (the groups ahead), so 9-16 rows keep the groups.
-// A bf16 weight keeps the 8-row kernels, which read it as bf16; the tiles
-// read a widened copy, made again for each product. SmolLM2-360M in bf16,
-// 16 / 32 sequences: 3.27k / 4.50k tokens/s so, 2.47k / 4.79k with every
-// Linear past 8 rows in tiles; its LM head over 32 rows as bf16 4.52k, as a
-// widened copy in tiles 4.51k.
-// FORGE_MATVEC_ROWS=N (measurement) sets both limits to N.
+// within 3% (the groups ahead), so 9-16 rows keep the groups. bf16 weights
+// in tiles that widened a copy of each weight first already read 4.79k at 32
+// sequences against the groups' 4.50k (at 16, 2.47k against 3.27k: the
+// copies); the tiles now read bf16 as they fetch it, with no copy.
+// FORGE_MATVEC_ROWS=N (measurement) sets the rows the groups take.
 bool matvec_rows(const MatmulPlan& plan) {
   if (triangles(plan)) return false;
-  if (plan.m > 8 && plan.n >= kWideMatvecCols && !plan.b_bf16) return false;
-  static const int64_t forced = env_int("FORGE_MATVEC_ROWS", 0);
-  const int64_t batched = forced > 0 ? std::min(forced, kBatchedMatvecRows) : plan.b_bf16 ? kBatchedMatvecRows : kBatchedMatvecRowsF32;
+  if (plan.m > 8 && plan.n >= kWideMatvecCols) return false;
+  static const int64_t batched = std::min(kMaxMatvecRows, env_int("FORGE_MATVEC_ROWS", kBatchedMatvecRows));
   return plan.m <= kMatvecRows || (plan.m <= batched && plan.k > kSerialMaxK && plan.trans_b);
 }
 
@@ -367,6 +371,32 @@ bool vec4_matvec(const MatmulPlan& plan) {
 bool scalar_matvec(const MatmulPlan& plan) {
   const bool serial = serial_rows(plan);
   return !plan.trans_a && (serial || matvec_rows(plan));
+}
+
+// The k-slices of split-K for a plan in tiles (vec4_tiles, split_k,
+// slice_depth): `full` slices of depth kc, then a shorter `tail` (0: none).
+struct KSlices {
+  int64_t splits, kc, full, tail;
+};
+KSlices k_slices(const MatmulPlan& plan, const Tiles& t, uint64_t binding_limit) {
+  const int64_t splits = split_k(plan, t.rows, t.cols, binding_limit);
+  const int64_t kc = splits == 1 ? plan.k : slice_depth(plan.k, splits), full = plan.k / kc;
+  return {splits, kc, full, plan.k - full * kc};
+}
+
+// Bytes of B before the short last k-slice, where that slice is bound.
+uint64_t tail_b_offset(const MatmulPlan& plan, const KSlices& s, uint64_t elem_bytes) {
+  return uint64_t(s.full) * uint64_t(plan.trans_b ? s.kc : s.kc * plan.ldb) * elem_bytes;
+}
+
+// Whether the vec4 tiles read this plan's B as bf16: B aligned for them, and
+// a short last k-slice's B bound at an allowed offset (a bf16 slice of kc =
+// 64 rows along k is 128 bytes).
+bool tiles_read_bf16(const MatmulPlan& plan, const gpu::Runtime& rt) {
+  if (!b_aligned(plan) || std::getenv("FORGE_MATMUL_SCALAR")) return false;
+  const uint64_t limit = rt.binding_limit();
+  const KSlices s = k_slices(plan, vec4_tiles(plan, tile_edge(plan, limit)), limit);
+  return s.tail == 0 || tail_b_offset(plan, s, 2) % rt.limits().storage_offset_alignment == 0;
 }
 
 }  // namespace
@@ -469,11 +499,9 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   const bool vec4_rows = !plan.trans_a && plan.trans_b && vec4_aligned(plan);
   const bool serial = serial_rows(plan);
   const bool matvec = !plan.trans_a && matvec_rows(plan);
-  if (bf16 && !(vec4_rows && (serial || matvec))) {
-    // Only the vec4 matrix-vector kernels read bf16: elsewhere (many rows,
-    // where the tiled kernel reuses each weight across rows, or unaligned
-    // shapes) one widened copy of B takes the f32 kernels. The plan keeps
-    // b_bf16: its fusions were checked against the kernels it picks.
+  if (bf16 && !((serial || matvec) ? vec4_rows : tiles_read_bf16(plan, out.device().runtime()))) {
+    // The vec4 kernels read bf16 (the matrix-vector ones and the tiles);
+    // the scalar ones (unaligned shapes) take one widened copy of B.
     Tensor wide = Tensor::empty(b.shape(), DType::F32, b.device());
     widen_bf16(b, wide);
     matmul(a, wide, bias, plan, out, fuse);
@@ -556,7 +584,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
            {trans_a, trans_b, t, tri, tri_c});
     return;
   }
-  const gpu::Kernel& tiles = a_aligned(plan) ? kMatmulVec4.kernel() : kMatmulVec4ScalarA.kernel();
+  const TileKernels& tk = bf16 ? kTilesBf16 : kTilesF32;
+  const gpu::Kernel& tiles = a_aligned(plan) ? tk.vec4_a.kernel() : tk.scalar_a.kernel();
   const Tiles vt = vec4_tiles(plan, tile);
   // The epilogues (tile_fusable): in the tiles' store, or in the split-K
   // reduction's.
@@ -573,8 +602,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
         gpu::Constant{"RESIDUAL", epilogues && residual ? 1.0 : 0.0}};
   };
   const std::array<uint32_t, 3> tiles_grid{uint32_t(ceil_div(plan.n, vt.cols)), uint32_t(ceil_div(plan.m, vt.rows)), 1};
-  const int64_t splits = split_k(plan, vt.rows, vt.cols, out.device().runtime().binding_limit());
-  if (splits == 1) {
+  const KSlices slicing = k_slices(plan, vt, out.device().runtime().binding_limit());
+  if (slicing.splits == 1) {
     const std::array<gpu::Arg, 5> whole_args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out), residual_arg};
     launch(out.device(), "matmul", tiles, p, whole_args, {tiles_grid[0], tiles_grid[1], uint32_t(plan.batch)},
            tile_constants(plan.k, true));
@@ -585,7 +614,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   // kc each, each slice's [m, n] partial product dense in `part`); the last
   // is a second dispatch over B bound from its start. One pass then sums the
   // slices in order and adds the bias.
-  const int64_t kc = slice_depth(plan.k, splits), full = plan.k / kc, tail = plan.k - full * kc;
+  const int64_t kc = slicing.kc, full = slicing.full, tail = slicing.tail;
   const int64_t slices = full + (tail > 0);
   MatmulParams ps = p;
   ps.k = uint32_t(kc);
@@ -606,7 +635,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     pt.k = uint32_t(tail);
     pt.a_offset = uint32_t(plan.a_offset + full * ps.a_batch_stride);
     pt.c_offset = uint32_t(full * plan.m * plan.n);
-    const uint64_t b_skip = uint64_t(full) * ps.b_batch_stride * 4;  // a multiple of 256 (kc: 64s)
+    // A multiple of 256 for f32 (kc: 64s); for bf16 where tiles_read_bf16.
+    const uint64_t b_skip = tail_b_offset(plan, slicing, dtype_size(b.dtype()));
     const std::array<gpu::Arg, 5> tail_args{arg(a), arg(b, b_skip, b.nbytes() - b_skip), arg(a), arg(part),
                                             arg(filler)};
     launch(out.device(), "matmul", tiles, pt, tail_args, tiles_grid, tile_constants(tail, false));

@@ -5,10 +5,13 @@
 // f32 sums differs: tolerances are f32's (atol 2e-5, rtol 1e-5 for sums of
 // up to ~500 products of values in [-1, 1)). Shapes cover the kernels each
 // backend picks: one row and a few (the matrix-vector kernels, the serial
-// one for k <= 256 and the 32-lane one above), 5..32 rows (8 rows a
-// workgroup, a vocabulary-wide B too), many rows (a widened copy through the tiled matmul) and k not
-// a multiple of 4 (a widened copy).
+// one for k <= 256 and the 32-lane one above), 5..16 rows (8 rows a
+// workgroup), more rows and a vocabulary-wide B (the vec4 tiles, reading
+// bf16 as they fetch it, also in k-slices) and shapes the vec4 kernels do
+// not take (k not a multiple of 4, n not one for B [k, n]: a widened copy).
 #include "parity/parity.h"
+#include "unit/scoped_env.h"
+#include "webgpu/kernels.h"
 
 using namespace forge;
 using namespace forge::testing;
@@ -66,7 +69,7 @@ TEST(Bf16Ops, MatmulTransposedB) {
   };
   const Case cases[] = {{1, 1, 4},   {1, 17, 12},  {3, 33, 8},  {1, 9, 260}, {4, 7, 516},
                         {5, 13, 12}, {17, 3, 260}, {32, 5, 8},  {40, 9, 36}, {3, 5, 33},
-                        {1, 7, 3},   {129, 3, 4},  {9, 16385, 260}};
+                        {1, 7, 3},   {129, 3, 4}};
   uint32_t seed = 10;
   for (const Case& c : cases) {
     for (bool with_bias : {false, true}) {
@@ -90,14 +93,46 @@ TEST(Bf16Ops, MatmulTransposedB) {
   }
 }
 
-// A bf16 B [k, n] (not transposed) and a batch broadcast: the widened path.
+// A bf16 B [k, n] (not transposed) and a batch broadcast: n = 5 takes the
+// widened path, n = 8 and 20 over more than 64 rows or k > 256 (past the
+// serial kernel) the tiles reading bf16.
 TEST(Bf16Ops, MatmulOtherLayouts) {
-  Tensor x = random_tensor({2, 3, 12}, 1);
-  Bf16Weight w = make_weight(12, 5, 2);
-  Tensor want = matmul(x, w.rounded);
-  for (const Device& dev : test_devices())
-    EXPECT_TRUE(all_close(matmul(x.to(dev), on(w.w, dev)), want, kAtol, kRtol)) << dev.name();
+  struct Case {
+    Shape x;
+    int64_t n;
+  };
+  for (const Case& c : {Case{{2, 3, 12}, 5}, Case{{2, 40, 260}, 8}, Case{{70, 36}, 20}}) {
+    Tensor x = random_tensor(c.x, uint32_t(c.n));
+    Bf16Weight w = make_weight(c.x.back(), c.n, 2);
+    Tensor want = matmul(x, w.rounded);
+    for (const Device& dev : test_devices())
+      EXPECT_TRUE(all_close(matmul(x.to(dev), on(w.w, dev)), want, kAtol, kRtol))
+          << shape_str(c.x) << " n " << c.n << " on " << dev.name();
+  }
 }
+
+#ifdef FORGE_HAVE_WEBGPU
+// k in 4 slices (a GPU of one core; 64x64 tiles): 3 of 320 and a last of
+// 244, bound from B's 960th row along k. Against B [k, n] that offset is
+// 46,080 bytes of bf16 and the tiles read it; against B [n, k] it is 1,920,
+// not an allowed binding offset, and a widened copy takes the product.
+TEST(Bf16Ops, MatmulInKSlices) {
+  ScopedEnv cores("FORGE_MATMUL_CORES", "1");
+  const int64_t m = 20, k = 1204, n = 24;
+  Tensor x = random_tensor({m, k}, 7);
+  for (bool trans_b : {false, true}) {
+    MatmulPlan plan;
+    plan.m = m, plan.k = k, plan.n = n, plan.trans_b = trans_b, plan.lda = k, plan.ldb = trans_b ? k : n;
+    ASSERT_EQ(webgpu::matmul_tiling(plan, gpu_device()), "64x64 in 4 slices");
+    Bf16Weight w = trans_b ? make_weight(n, k, 8) : make_weight(k, n, 9);
+    MatmulOptions o;
+    o.transpose_b = trans_b;
+    Tensor want = matmul(x, w.rounded, o);
+    Tensor got = matmul(x.to(gpu_device()), on(w.w, gpu_device()), o);
+    EXPECT_TRUE(all_close(got, want, kAtol, 1e-5)) << (trans_b ? "B [n, k]" : "B [k, n]");
+  }
+}
+#endif
 
 TEST(Bf16Ops, FusedDecodeProducts) {
   for (int64_t k : {8, 260}) {

@@ -108,7 +108,7 @@ TEST(Parity, Matmul) {
       {{2, 8}, {5, 8}, false, true, true, -1},
       {{2, 3, 40}, {2, 9, 40}, false, true, false, -1},   // batched
       // ... eight rows a workgroup for a batch of sequences' decode step
-      // (one partial group, two); an f32 B over 17..32 rows, or over 9..32
+      // (one partial group, two); a B over 17..32 rows, or over 9..32
       // rows as wide as a vocabulary (an LM head), in tiles.
       {{5, 264}, {33, 264}, false, true, true, -1},
       {{13, 520}, {41, 520}, false, true, true, -1},

@@ -14,7 +14,9 @@
 // exact (see load_b) and k is checked only where needed.
 // Preceded by matmul_params.wgsl, matmul_triangle.wgsl (an A read as a
 // triangle sums only its part of k), one of matmul_a_vec4.wgsl /
-// matmul_a_scalar.wgsl (the binding of A and its loader) and gelu.wgsl.
+// matmul_a_scalar.wgsl (the binding of A and its loader), gelu.wgsl and one
+// of weights_f32.wgsl / weights_bf16.wgsl (B's values: a bf16 B is widened
+// as it is fetched, so workgroup memory and the sums stay f32).
 override TRANS_A: bool = false;  // A stored [k, m] (row stride lda)
 override TRANS_B: bool = false;  // B stored [n, k] (row stride ldb)
 override T: u32 = 8u;            // outputs per thread along the rows: 4 or 8
@@ -39,7 +41,7 @@ override LOADS_A: u32 = (TILE4_A + 255u) / 256u;  // vec4s of each operand a thr
 override LOADS_B: u32 = (TILE4_B + 255u) / 256u;
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(2) var<storage, read> B: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> B: array<WeightVec4>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
 @group(0) @binding(5) var<storage, read> R: array<f32>;  // C's shape (RESIDUAL), else unused
@@ -55,9 +57,9 @@ fn load_b(base: u32, row: u32, col: u32) -> vec4<f32> {
     return vec4<f32>(0.0);
   }
   if (TRANS_B) {
-    return B[(base + min(col, p.n - 1u) * p.ldb + row) / 4u];
+    return weight4(B[(base + min(col, p.n - 1u) * p.ldb + row) / 4u]);
   }
-  return B[(base + row * p.ldb + min(col, p.n - 4u)) / 4u];
+  return weight4(B[(base + row * p.ldb + min(col, p.n - 4u)) / 4u]);
 }
 
 // Staged vec4 `idx` of A's slice at depth t: four rows at one k (TRANS_A,
