@@ -16,7 +16,7 @@
 // triangle sums only its part of k), one of matmul_a_vec4.wgsl /
 // matmul_a_scalar.wgsl (the binding of A and its loader), gelu.wgsl and one
 // of weights_f32.wgsl / weights_bf16.wgsl (B's values: a bf16 B is widened
-// as it is fetched, so workgroup memory and the sums stay f32).
+// as it is staged, so workgroup memory and the sums stay f32).
 override TRANS_A: bool = false;  // A stored [k, m] (row stride lda)
 override TRANS_B: bool = false;  // B stored [n, k] (row stride ldb)
 override T: u32 = 8u;            // outputs per thread along the rows: 4 or 8
@@ -50,16 +50,17 @@ var<workgroup> As: array<vec4<f32>, TILE4_A>;  // [BK][BM / 4]: column kk of the
 var<workgroup> Bs: array<vec4<f32>, TILE4_B>;  // [BK][BN / 4]: row kk of the B tile
 
 // Logical B[row, col .. col + 3] (stored [k, n]) or B[row .. row + 3, col]
-// (TRANS_B, stored [n, k]); zero past k. A column past n reads the last one
-// instead: it only feeds outputs past n, which are not stored.
-fn load_b(base: u32, row: u32, col: u32) -> vec4<f32> {
+// (TRANS_B, stored [n, k]) as stored (weight4 widens it); zero past k. A
+// column past n reads the last one instead: it only feeds outputs past n,
+// which are not stored.
+fn load_b(base: u32, row: u32, col: u32) -> WeightVec4 {
   if (!K_WHOLE && row >= p.k) {
-    return vec4<f32>(0.0);
+    return WeightVec4();
   }
   if (TRANS_B) {
-    return weight4(B[(base + min(col, p.n - 1u) * p.ldb + row) / 4u]);
+    return B[(base + min(col, p.n - 1u) * p.ldb + row) / 4u];
   }
-  return weight4(B[(base + row * p.ldb + min(col, p.n - 4u)) / 4u]);
+  return B[(base + row * p.ldb + min(col, p.n - 4u)) / 4u];
 }
 
 // Staged vec4 `idx` of A's slice at depth t: four rows at one k (TRANS_A,
@@ -74,7 +75,7 @@ fn fetch_a(base: u32, row0: u32, t: u32, idx: u32) -> vec4<f32> {
   let col = t + 4u * (idx % (BK / 4u));
   return tri_mask4(load_a(base, row, col), row, col, false);
 }
-fn fetch_b(base: u32, col0: u32, t: u32, idx: u32) -> vec4<f32> {
+fn fetch_b(base: u32, col0: u32, t: u32, idx: u32) -> WeightVec4 {
   if (TRANS_B) {
     return load_b(base, t + 4u * (idx % (BK / 4u)), col0 + idx / (BK / 4u));
   }
@@ -121,8 +122,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   // Slice [t, t + BK) of the tiles, LOADS_A / LOADS_B vec4s of each per
   // thread (the last round partial where a slice has fewer than 256 x LOADS
   // vec4s).
+  // B stays as stored until it is staged: widening a bf16 B as it arrives
+  // would wait for the fetch before the current slice's sums.
   var ra: array<vec4<f32>, MAX_LOADS>;
-  var rb: array<vec4<f32>, MAX_LOADS>;
+  var rb: array<WeightVec4, MAX_LOADS>;
   // Only where a tile may sum nothing (an upper triangle's rows past k, a
   // tile outside C's): the check costs registers even where it holds.
   if ((TRI != 2u && TRI_C == 0u) || k_begin < k_end) {
@@ -152,7 +155,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     for (var l = 0u; l < LOADS_B; l++) {
       let idx = tid + 256u * l;
       if (idx < TILE4_B) {
-        stage(true, !TRANS_B, idx, rb[l]);
+        stage(true, !TRANS_B, idx, weight4(rb[l]));
       }
     }
     workgroupBarrier();
