@@ -17,6 +17,7 @@
 #include <string>
 
 #include "forge/error.h"
+#include "../unit/process_temp_dir.h"
 #include "models/lora_files.h"
 
 namespace fs = std::filesystem;
@@ -30,14 +31,7 @@ void check(bool ok, const char* what) {
   }
 }
 
-const fs::path& scratch() {
-  static const fs::path p = [] {
-    fs::path d = fs::temp_directory_path() / ("forge_fuzz_adapter_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return p;
-}
+const fs::path& scratch() { return forge::testing::process_temp_dir("fuzz_adapter"); }
 
 void write(const fs::path& path, const uint8_t* data, size_t size) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);

@@ -19,6 +19,7 @@
 
 #include "forge/error.h"
 #include "forge/tokenizer.h"
+#include "../unit/process_temp_dir.h"
 #include "text/utf8.h"
 
 namespace {
@@ -31,8 +32,7 @@ void check(bool ok, const char* what) {
 }
 
 const std::filesystem::path& scratch() {
-  static const std::filesystem::path p =
-      std::filesystem::temp_directory_path() / ("forge_fuzz_tokenizer_" + std::to_string(::getpid()) + ".json");
+  static const std::filesystem::path p = forge::testing::process_temp_dir("fuzz_tokenizer") / "tokenizer.json";
   return p;
 }
 

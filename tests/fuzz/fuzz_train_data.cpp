@@ -15,6 +15,7 @@
 #include <string>
 
 #include "forge/error.h"
+#include "../unit/process_temp_dir.h"
 #include "train_data.h"
 
 namespace {
@@ -37,8 +38,7 @@ void write_file(const std::filesystem::path& path, const uint8_t* data, size_t s
 }
 
 const std::filesystem::path& scratch() {
-  static const std::filesystem::path p =
-      std::filesystem::temp_directory_path() / ("forge_fuzz_train_" + std::to_string(::getpid()));
+  static const std::filesystem::path p = forge::testing::process_temp_dir("fuzz_train") / "tokens";
   return p;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "forge/chat_template.h"
+#include "unit/process_temp_dir.h"
 
 namespace {
 
@@ -45,12 +46,10 @@ struct CliResult {
   std::string out, err;
 };
 
-// A path in the test temp dir private to this process: ctest runs these
-// tests side by side, each in a process of its own, and a shared name let
-// one test read another's stderr.
-fs::path temp_path(const std::string& name) {
-  return fs::path(testing::TempDir()) / ("forge_chat_" + std::to_string(getpid()) + "_" + name);
-}
+// A path in a temp folder private to this process: ctest runs these tests
+// side by side, each in a process of its own, and a shared name let one
+// test read another's stderr.
+fs::path temp_path(const std::string& name) { return forge::testing::process_temp_dir("chat") / name; }
 
 CliResult run_cli(const std::string& args) {
   const fs::path err_file = temp_path("stderr.txt");
