@@ -74,17 +74,19 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     let b_base = (b_item(batch) + col * p.ldb) / 4u;
     // UNROLL loads in flight a lane, the tail's too (predicated): a short
     // row (k = 960: 7.5 vec4s a lane) is one round trip to memory, not one
-    // per step. Each lane still adds its vec4s in rising order.
+    // per step. Each lane still adds its vec4s in rising order. The loads
+    // stay as stored until they are used: widening a bf16 vec4 as it
+    // arrives would wait for each load before issuing the next.
     for (var i0 = lane; i0 < k4; i0 += UNROLL * LANES) {
-      var bv: array<vec4f, UNROLL>;
+      var bv: array<WeightVec4, UNROLL>;
       for (var u = 0u; u < UNROLL; u++) {
         if (i0 + u * LANES < k4) {
-          bv[u] = weight4(B[b_base + i0 + u * LANES]);
+          bv[u] = B[b_base + i0 + u * LANES];
         }
       }
       for (var u = 0u; u < UNROLL; u++) {
         if (i0 + u * LANES < k4) {
-          accumulate(&acc, rows, a_base, i0 + u * LANES, bv[u]);
+          accumulate(&acc, rows, a_base, i0 + u * LANES, weight4(bv[u]));
         }
       }
     }
