@@ -5,8 +5,6 @@
 // (hidden 8, MLP 12, two KV heads of 2). Any input must be refused with a
 // forge::Error subclass or give one A [r, 8 or 12] and B [out, r] per
 // targeted module, with a positive finite scale. Anything else is a finding.
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdio>

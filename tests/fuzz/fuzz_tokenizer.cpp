@@ -5,8 +5,6 @@
 // that decode without error, the same through StreamDecoder, and refuses
 // invalid UTF-8 with ValueError. Anything else (another exception, a
 // sanitizer report, an abort) is a finding.
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

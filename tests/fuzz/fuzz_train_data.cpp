@@ -4,8 +4,6 @@
 // (refused with ValueError naming the line, or byte ids) and as training text
 // with the byte tokenizer, which is split and sampled into windows whose
 // tokens must come from the text. Anything else is a finding.
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <string>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "forge/chat_template.h"
 #include "unit/process_temp_dir.h"
