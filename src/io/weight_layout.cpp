@@ -178,7 +178,9 @@ void check_llama(const LlamaConfig& c, WeightChecker& k) {
 }  // namespace
 
 std::string WeightLayout::name(const std::string& unprefixed) const {
-  if (unprefixed.rfind("lm_head.", 0) == 0) return unprefixed;
+  // The output projection sits beside the transformer, not under its prefix:
+  // "lm_head.weight" and, as a module path (a quantization override), "lm_head".
+  if (unprefixed == "lm_head" || unprefixed.rfind("lm_head.", 0) == 0) return unprefixed;
   return prefix + unprefixed;
 }
 

@@ -1,6 +1,6 @@
 // The Llama family (Llama with default and llama3 rope, Qwen2 with q/k/v
 // bias, Mistral with a sliding window and an untied head, MLX 8-bit and mixed
-// 4/8-bit checkpoints) against Hugging Face's reference fixtures, on the CPU
+// 4/8-bit checkpoints, and the variants below) against Hugging Face's reference fixtures, on the CPU
 // and on WebGPU, through load_model and the shared generation loop.
 //
 // Tolerances (the issue's): logits within 1e-4 absolute (+1e-4 relative) on
@@ -27,8 +27,25 @@ struct Tol {
 constexpr Tol kCpuTol{1e-4, 1e-4, 1e-4};
 constexpr Tol kGpuTol{1e-3, 1e-4, 1e-3};
 
-const char* const kFixtures[] = {"llama-tiny", "llama-tiny-mlx8", "llama-tiny-mlx4",
-                                 "llama3-tiny", "qwen2-tiny",      "mistral-tiny"};
+// variants/: checkpoints made the same way with the settings released models
+// vary (scripts/hf_variants.py): MQA with head_dim apart from hidden / heads,
+// q/k/v and MLP biases and an untied head; f16 in four shards with linear rope;
+// Qwen2's sliding window from max_window_layers on; Mistral's window of 5 with
+// MQA past the prompt; MLX at 2, 4 and 8 bits, group sizes 32 to 128, a layer
+// left unquantized, and an untied head quantized at its own bits.
+const char* const kFixtures[] = {"llama-tiny",
+                                 "llama-tiny-mlx8",
+                                 "llama-tiny-mlx4",
+                                 "llama3-tiny",
+                                 "qwen2-tiny",
+                                 "mistral-tiny",
+                                 "variants/llama-mqa-untied-biases",
+                                 "variants/llama-linear-rope-f16-sharded",
+                                 "variants/qwen2-sliding-window-layers",
+                                 "variants/mistral-window5-mqa",
+                                 "variants/llama-mlx4-g32-mixed",
+                                 "variants/llama-mlx8-g128-untied",
+                                 "variants/qwen2-mlx2-g64"};
 
 void check_forward(const Fixture& fx, const Device& dev, const Tol& tol) {
   auto model = load_model(fx.dir, dev);
