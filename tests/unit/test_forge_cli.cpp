@@ -99,7 +99,7 @@ TEST(ForgeCli, UsageErrorsExitTwoWithOneLine) {
       {{"init", "--out", out}, "--arch gpt2 needs --preset"},
       {{"init", "--preset", "tiny", "--config", kTiny + "/config.json", "--out", out}, "exclude each other"},
       {{"init", "--config", kTiny + "/config.json", "--out", out}, "names a GPT-2"},
-      {{"inspect"}, "path is required"},
+      {{"inspect"}, "inspect needs a PATH or --model DIR"},
       {{"train", "--out", out, "--resume", "--overwrite"}, "--resume and --overwrite exclude each other"},
       {{"train", "--data", kTiny + "/config.json", "--out", out}, "pass --model DIR"},
       {{"train", "--data", kTiny + "/config.json", "--model", kTiny, "--preset", "tiny", "--out", out},
@@ -129,7 +129,8 @@ TEST(ForgeCli, EveryModelOptionHasTheShortForm) {
   ScratchDir dir("cli_model_flag");
   const std::vector<std::vector<std::string>> commands = {
       {"chat"},     {"chat-template"}, {"eval"},  {"generate"},  {"merge"},          {"quantize"},
-      {"serve"},    {"tokenize"},      {"detokenize"}, {"train"}, {"bench", "llm"}, {"bench", "tokenizer"}};
+      {"serve"},    {"tokenize"},      {"detokenize"}, {"train"}, {"bench", "llm"}, {"bench", "tokenizer"},
+      {"inspect"}};
   for (const auto& c : commands) {
     std::vector<std::string> args = c;
     args.push_back("--help");
@@ -148,6 +149,18 @@ TEST(ForgeCli, EveryModelOptionHasTheShortForm) {
   const auto d = run_cli({"detokenize", "-m", tok, "--ids", "15496,995"}, dir.path);
   EXPECT_EQ(d.code, 0) << d.out;
   EXPECT_NE(d.out.find("Hello world"), std::string::npos) << d.out;
+  // inspect takes its folder as PATH or as -m, the same report either way; not both, not neither.
+  const std::string llama = std::string(FORGE_TEST_DATA) + "/llama-tiny";
+  const auto p = run_cli({"inspect", llama, "--json"}, dir.path);
+  const auto m = run_cli({"inspect", "-m", llama, "--json"}, dir.path);
+  EXPECT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find("LlamaForCausalLM"), std::string::npos) << p.out;
+  EXPECT_EQ(p.out, m.out);
+  const auto both = run_cli({"inspect", llama, "--model", llama}, dir.path);
+  EXPECT_EQ(both.code, 2) << both.out;
+  const auto neither = run_cli({"inspect"}, dir.path);
+  EXPECT_EQ(neither.code, 2) << neither.out;
+  EXPECT_NE(neither.out.find("PATH or --model"), std::string::npos) << neither.out;
 }
 
 TEST(ForgeCli, RuntimeErrorsExitOne) {

@@ -1,4 +1,4 @@
-// forge inspect FILE_OR_DIR [--json] [--dtype f32|bf16]: tensors, config, architecture, metadata and
+// forge inspect FILE_OR_DIR | -m MODEL [--json] [--dtype f32|bf16]: tensors, config, architecture, metadata and
 // parameter count of a safetensors file or a model directory. A file of
 // tensors that is no model (forge eval's logits, a checkpoint's optimizer
 // state) is named for what it is and counted in elements, not parameters.
@@ -180,11 +180,18 @@ const bool registered = register_command(
        auto path = std::make_shared<std::string>();
        auto as_json = std::make_shared<bool>(false);
        auto dtype = std::make_shared<std::string>("f32");
-       sub.add_option("path", *path, "A .safetensors file, an index .json or a model directory")->required();
+       auto model = std::make_shared<std::string>();
+       CLI::Option* positional =
+           sub.add_option("path", *path, "A .safetensors file, an index .json or a model directory");
+       // -m as every other model-taking command spells it (a folder or a Hugging Face id).
+       sub.add_option("-m,--model", *model, "Model folder, or a Hugging Face id org/name[@revision] (instead of PATH)")
+           ->excludes(positional);
        sub.add_flag("--json", *as_json, "Print JSON");
        add_dtype_option(sub, *dtype);
-       sub.callback([path, as_json, dtype] {
-         json r = inspect(*path, weights_dtype(*dtype) == DType::BF16);
+       sub.callback([path, model, as_json, dtype] {
+         if (path->empty() && model->empty()) throw UsageError("inspect needs a PATH or --model DIR");
+         const std::string target = model->empty() ? *path : model_folder(*model).string();
+         json r = inspect(target, weights_dtype(*dtype) == DType::BF16);
          if (*as_json)
            std::cout << r.dump(2) << "\n";
          else
