@@ -37,8 +37,6 @@ std::size_t contraction_length(std::string_view s, std::size_t i) {
   return 0;
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
 // Marks for a per-character predicate: each matching character is its own match.
 template <class Pred>
 std::vector<Mark> char_marks(std::string_view s, Pred pred) {
@@ -175,10 +173,10 @@ void PreTokenizer::run(std::size_t step, std::string_view piece, bool at_start,
       return;
     }
     case K::kDigits:
-      each(apply_behavior(
-          char_marks(piece,
-                     [](std::uint32_t cp) { return cp < 0x80 && is_digit(static_cast<char>(cp)); }),
-          st.individual_digits ? SplitBehavior::kIsolated : SplitBehavior::kContiguous));
+      // Rust's char::is_numeric, as tokenizers' Digits asks: every number
+      // character (fullwidth digits, Roman numerals, fractions), not only 0-9.
+      each(apply_behavior(char_marks(piece, is_numeric),
+                          st.individual_digits ? SplitBehavior::kIsolated : SplitBehavior::kContiguous));
       return;
     case K::kPunctuation:
       each(apply_behavior(char_marks(piece, is_punctuation), st.behavior));

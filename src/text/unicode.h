@@ -19,5 +19,6 @@ std::string lowercase(std::string_view text);
 bool is_whitespace(std::uint32_t cp);   // White_Space (Rust char::is_whitespace)
 bool is_punctuation(std::uint32_t cp);  // ASCII punctuation or general category P*
 bool is_word_char(std::uint32_t cp);    // \w: alphabetic, mark, decimal number, connector
+bool is_numeric(std::uint32_t cp);      // general category N*: Nd, Nl, No (Rust char::is_numeric)
 
 }  // namespace forge::text

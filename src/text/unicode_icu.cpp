@@ -97,4 +97,9 @@ bool is_word_char(std::uint32_t cp) {
          u_hasBinaryProperty(cp, UCHAR_JOIN_CONTROL);
 }
 
+bool is_numeric(std::uint32_t cp) {
+  if (cp < 0x80) return cp >= '0' && cp <= '9';
+  return (U_GET_GC_MASK(cp) & U_GC_N_MASK) != 0;
+}
+
 }  // namespace forge::text

@@ -89,6 +89,16 @@ TEST(TokenizerComponents, Digits) {
   EXPECT_EQ(pieces("Call 123 please", {d}), (V{"Call ", "1", "2", "3", " please"}));
   d.individual_digits = false;
   EXPECT_EQ(pieces("Call 123 please", {d}), (V{"Call ", "123", " please"}));
+  // Every number character counts, as Rust's char::is_numeric has it (what
+  // tokenizers' Digits asks): fullwidth digits (Nd), Roman numerals (Nl),
+  // fractions and circled numbers (No); letters that look numeric do not.
+  // "x ７８ Ⅻ½ ① ℌ"
+  const std::string text = "x \xEF\xBC\x97\xEF\xBC\x98 \xE2\x85\xAB\xC2\xBD \xE2\x91\xA0 \xE2\x84\x8C";
+  EXPECT_EQ(pieces(text, {d}), (V{"x ", "\xEF\xBC\x97\xEF\xBC\x98", " ", "\xE2\x85\xAB\xC2\xBD", " ", "\xE2\x91\xA0",
+                                  " \xE2\x84\x8C"}));
+  d.individual_digits = true;
+  EXPECT_EQ(pieces(text, {d}), (V{"x ", "\xEF\xBC\x97", "\xEF\xBC\x98", " ", "\xE2\x85\xAB", "\xC2\xBD", " ",
+                                  "\xE2\x91\xA0", " \xE2\x84\x8C"}));
 }
 
 TEST(TokenizerComponents, WhitespaceAndWhitespaceSplit) {

@@ -16,7 +16,8 @@ using emscripten::val;
 EM_JS(int, forge_unicode_test, (int which, unsigned cp), {
   if (!Module.forgeUnicode) {
     Module.forgeUnicode = [new RegExp("^\\p{White_Space}$", "u"), new RegExp("^\\p{P}$", "u"),
-                          new RegExp("^[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}]$", "u")];
+                          new RegExp("^[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}]$", "u"),
+                          new RegExp("^\\p{N}$", "u")];
   }
   return Module.forgeUnicode[which].test(String.fromCodePoint(cp)) ? 1 : 0;
 });
@@ -64,6 +65,11 @@ bool is_punctuation(std::uint32_t cp) {
 bool is_word_char(std::uint32_t cp) {
   if (cp < 0x80) return (cp >= '0' && cp <= '9') || (cp >= 'A' && cp <= 'Z') || (cp >= 'a' && cp <= 'z') || cp == '_';
   return forge_unicode_test(2, cp);
+}
+
+bool is_numeric(std::uint32_t cp) {
+  if (cp < 0x80) return cp >= '0' && cp <= '9';
+  return forge_unicode_test(3, cp);
 }
 
 }  // namespace forge::text
