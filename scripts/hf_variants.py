@@ -8,12 +8,16 @@ loss and 24 greedy tokens (float32 from the stored weights) in OUT_DIR/NAME/
 reference.safetensors (the names of tests/fixtures), then `forge eval` and `forge
 generate` (with and without the KV cache) on each device given, and a line of JSON
 per (model, device) with the largest logit difference, the loss difference and
-whether the ids match; the last line counts the failures (the issue's tolerances:
-1e-4 on the CPU, 1e-3 on WebGPU, ids identical).
+whether the ids match, and for dense models the largest difference of 10 AdamW
+steps' losses (`forge train --fixed-batch`), and of a LoRA adapter on every
+projection, applied (`forge eval --adapter`) and trained alone for 10 steps
+(`forge train --adapter`); the last line counts the failures
+(the issues' tolerances: logits 1e-4 on the CPU, 1e-3 on WebGPU, ids identical;
+losses 2e-3 / 5e-3, as the training golden tests).
 
 usage: python3 scripts/hf_variants.py FORGE OUT_DIR [DEVICE ...]   (needs torch + transformers)
 """
-import json, os, subprocess, sys
+import copy, json, os, subprocess, sys, tempfile
 import torch
 from safetensors.torch import save_file, load_file
 from transformers import (LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM,
@@ -52,8 +56,76 @@ def mlx_quantize(w, group_size, bits):
     return packed.to(torch.uint32), scales, biases, deq
 
 
-def reference(model, ids, d):
+def train_losses(model, ids, steps=10):
+    """HF's AdamW on one batch, as the fixtures' training references: lr 1e-3, betas
+    (0.9, 0.999), eps 1e-8, weight decay 0.01 on every parameter, labels = input_ids."""
+    m = copy.deepcopy(model).float().train()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        loss = m(ids, labels=ids).loss
+        loss.backward(); opt.step(); losses.append(loss.item())
+    return losses
+
+
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+class LoraLinear(torch.nn.Module):
+    """PEFT's LoRA forward: y = W x (+ b) + (alpha / r) B A x."""
+    def __init__(self, base, r, alpha, gen):
+        super().__init__()
+        self.base, self.scaling = base, alpha / r
+        self.A = torch.nn.Parameter(torch.randn(r, base.in_features, generator=gen) * 0.05)
+        self.B = torch.nn.Parameter(torch.randn(base.out_features, r, generator=gen) * 0.05)
+
+    def forward(self, x):
+        return self.base(x) + (x @ self.A.t() @ self.B.t()) * self.scaling
+
+
+def lora_reference(model, ids, d, r=4, alpha=8):
+    """A PEFT-layout adapter on every projection (B non-zero, so it counts from the
+    first step) in d/adapter; returns the logits with it and the losses of 10 AdamW
+    steps (lr 1e-3, no weight decay) that train only the adapter."""
+    m = copy.deepcopy(model).float()
+    for p in m.parameters():
+        p.requires_grad_(False)
+    gen = torch.Generator().manual_seed(7)
+    adapters = {}
+    for name, mod in list(m.named_modules()):
+        for t in LORA_TARGETS:
+            if isinstance(getattr(mod, t, None), torch.nn.Linear):
+                adapters[f"{name}.{t}"] = LoraLinear(getattr(mod, t), r, alpha, gen)
+                setattr(mod, t, adapters[f"{name}.{t}"])
+    ad = os.path.join(d, "adapter")
+    os.makedirs(ad, exist_ok=True)
+    state = {}
+    for n, ll in adapters.items():
+        state[f"base_model.model.{n}.lora_A.weight"] = ll.A.detach().clone().contiguous()
+        state[f"base_model.model.{n}.lora_B.weight"] = ll.B.detach().clone().contiguous()
+    save_file(state, os.path.join(ad, "adapter_model.safetensors"))
+    json.dump({"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": r, "lora_alpha": alpha, "lora_dropout": 0.0,
+               "target_modules": LORA_TARGETS, "bias": "none", "fan_in_fan_out": False, "use_rslora": False},
+              open(os.path.join(ad, "adapter_config.json"), "w"), indent=1)
+    m.eval()
+    with torch.no_grad():
+        logits = m(ids).logits.float()
+    m.train()
+    params = [p for ll in adapters.values() for p in (ll.A, ll.B)]
+    opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    losses = []
+    for _ in range(10):
+        opt.zero_grad(set_to_none=True)
+        loss = m(ids, labels=ids).loss
+        loss.backward(); opt.step(); losses.append(loss.item())
+    return ad, logits, losses
+
+
+def reference(model, ids, d, train=False):
     model = model.float().eval()
+    extra = {"train_losses": torch.tensor(train_losses(model, ids))} if train else {}
+    lora = lora_reference(model, ids, d) if train else None
     with torch.no_grad():
         o = model(ids, labels=ids)
         gen = model.generate(torch.tensor([PROMPT]), max_new_tokens=24, do_sample=False, use_cache=True,
@@ -62,8 +134,8 @@ def reference(model, ids, d):
     # The same names as the reference fixtures of the tests, so a folder can become one.
     save_file({"input_ids": ids.to(torch.int32), "logits": o.logits.float().contiguous(),
                "loss": o.loss.reshape(1).float(), "generate_prompt": torch.tensor(PROMPT, dtype=torch.int32),
-               "generate_greedy": greedy.to(torch.int32)}, os.path.join(d, "reference.safetensors"))
-    return o.logits.float(), float(o.loss), greedy.tolist()
+               "generate_greedy": greedy.to(torch.int32), **extra}, os.path.join(d, "reference.safetensors"))
+    return o.logits.float(), float(o.loss), greedy.tolist(), extra.get("train_losses"), lora
 
 
 def dense(name, cls, cfg, dtype, T=16, B=2, seed=0, shard=None, patch=None):
@@ -78,7 +150,7 @@ def dense(name, cls, cfg, dtype, T=16, B=2, seed=0, shard=None, patch=None):
         cp = os.path.join(d, "config.json")
         c = json.load(open(cp)); patch(c); json.dump(c, open(cp, "w"), indent=1)
     ids = torch.randint(0, V, (B, T), generator=torch.Generator().manual_seed(seed + 1))
-    return d, reference(m.float(), ids, d)
+    return d, reference(m.float(), ids, d, train=True)
 
 
 def mlx(name, cls, cfg, group_size, bits, overrides, T=12, seed=0):
@@ -199,7 +271,7 @@ cases = [
 ]
 
 failed = 0
-for d, (logits, loss, ids) in cases:
+for d, (logits, loss, ids, losses, lora) in cases:
     for dev in devices:
         row = {"model": os.path.basename(d), "device": dev}
         o = os.path.join(d, f"out-{dev}.safetensors")
@@ -225,6 +297,41 @@ for d, (logits, loss, ids) in cases:
         tol = 1e-4 if dev == "cpu" else 1e-3
         row["ok"] = (row.get("logits_max_diff", 1) <= tol and row.get("loss_diff", 1) <= tol
                      and row.get("ids_match", False) and row.get("ids_match_no_cache", False))
+        if losses is not None:  # dense: 10 AdamW steps of full fine-tuning, as the training golden tests
+            t = subprocess.run([forge, "train", "--model", d, "--fixed-batch", os.path.join(d, "reference.safetensors"),
+                                "--steps", "10", "--lr", "1e-3", "--weight-decay", "0.01", "--json", "--device", dev,
+                                "--out", tempfile.mkdtemp()], capture_output=True, text=True)
+            if t.returncode:
+                row["train_error"] = (t.stderr or t.stdout).strip()[-400:]
+                row["ok"] = False
+            else:
+                got = json.loads(t.stdout.strip().splitlines()[-1])["losses"]
+                row["train_losses_max_diff"] = max(abs(a - b) for a, b in zip(got, losses.tolist()))
+                row["ok"] = row["ok"] and len(got) == 10 and row["train_losses_max_diff"] <= (2e-3 if dev == "cpu" else 5e-3)
+        if lora is not None:  # the adapter applied (eval --adapter), then 10 steps training it alone
+            ad, lora_logits, lora_losses = lora
+            o = os.path.join(d, f"lora-{dev}.safetensors")
+            e = subprocess.run([forge, "eval", "--model", d, "--adapter", ad, "--input",
+                                os.path.join(d, "reference.safetensors"), "--output", o, "--device", dev],
+                               capture_output=True, text=True)
+            if e.returncode:
+                row["lora_eval_error"] = (e.stderr or e.stdout).strip()[-400:]
+                row["ok"] = False
+            else:
+                row["lora_logits_max_diff"] = float((load_file(o)["logits"] - lora_logits).abs().max())
+                os.remove(o)
+                row["ok"] = row["ok"] and row["lora_logits_max_diff"] <= tol
+            t = subprocess.run([forge, "train", "--model", d, "--adapter", ad, "--fixed-batch",
+                                os.path.join(d, "reference.safetensors"), "--steps", "10", "--lr", "1e-3",
+                                "--weight-decay", "0", "--json", "--device", dev, "--out", tempfile.mkdtemp()],
+                               capture_output=True, text=True)
+            if t.returncode:
+                row["lora_train_error"] = (t.stderr or t.stdout).strip()[-400:]
+                row["ok"] = False
+            else:
+                got = json.loads(t.stdout.strip().splitlines()[-1])["losses"]
+                row["lora_losses_max_diff"] = max(abs(a - b) for a, b in zip(got, lora_losses))
+                row["ok"] = row["ok"] and len(got) == 10 and row["lora_losses_max_diff"] <= (2e-3 if dev == "cpu" else 5e-3)
         failed += not row["ok"]
         print(json.dumps(row), flush=True)
 print(json.dumps({"variants": len(cases), "devices": devices, "failed": failed}))
