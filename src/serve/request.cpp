@@ -85,6 +85,8 @@ void parse_prompt(const json& body, CompletionRequest& r) {
     r.prompt_ids = id_list(p[0]);
   } else if (p.is_array() && p.size() > 1) {
     throw bad_request("'prompt' as a list of several prompts is not supported; send one per request", "prompt");
+  } else if (p.is_array() && p.empty()) {
+    throw bad_request("'prompt' is empty", "prompt");
   } else {
     throw bad_request("'prompt' must be a string or a list of token ids, got " + std::string(type_name(p)), "prompt");
   }

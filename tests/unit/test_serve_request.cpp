@@ -55,6 +55,19 @@ TEST(ServeRequest, ParsesOpenAiFields) {
   EXPECT_EQ(*c.max_tokens, 7);
 }
 
+// An empty prompt, however it is written, is called empty (not "an array").
+TEST(ServeRequest, EmptyPromptsAreCalledEmpty) {
+  for (const char* body : {R"({"prompt": ""})", R"({"prompt": []})", R"({"prompt": [[]]})", R"({"prompt": [""]})"}) {
+    try {
+      parse_completion_request(body, false);
+      ADD_FAILURE() << body << " was accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.param, "prompt") << body;
+      EXPECT_EQ(e.body()["error"]["message"], "'prompt' is empty") << body;
+    }
+  }
+}
+
 TEST(ServeRequest, BadValuesNameTheirParameter) {
   EXPECT_EQ(rejected_param("{"), "(none)");
   EXPECT_EQ(rejected_param("3"), "(none)");
