@@ -1,7 +1,6 @@
 // text/unicode.h on the page's JavaScript (String.normalize, toLowerCase and
 // Unicode property escapes), in place of ICU in the browser build. ASCII is
 // answered here; other characters ask the engine.
-#include <emscripten.h>
 #include <emscripten/val.h>
 
 #include "text/unicode.h"
@@ -13,14 +12,21 @@ namespace {
 
 using emscripten::val;
 
-EM_JS(int, forge_unicode_test, (int which, unsigned cp), {
-  if (!Module.forgeUnicode) {
-    Module.forgeUnicode = [new RegExp("^\\p{White_Space}$", "u"), new RegExp("^\\p{P}$", "u"),
-                          new RegExp("^[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}]$", "u"),
-                          new RegExp("^\\p{N}$", "u")];
-  }
-  return Module.forgeUnicode[which].test(String.fromCodePoint(cp)) ? 1 : 0;
-});
+// Whether `cp` has property `which` (0 White_Space, 1 P, 2 \w, 3 N), by the
+// engine's Unicode property escapes. The patterns are built from C++ strings:
+// inside EM_JS's text a "\\p" reaches JavaScript as "p", so a literal there
+// would lose its backslash.
+bool forge_unicode_test(int which, unsigned cp) {
+  static const char* const patterns[] = {"^\\p{White_Space}$", "^\\p{P}$",
+                                         "^[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}]$", "^\\p{N}$"};
+  static val regexes = [] {
+    val list = val::array();
+    for (const char* p : patterns) list.call<void>("push", val::global("RegExp").new_(std::string(p), std::string("u")));
+    return list;
+  }();
+  const val ch = val::global("String").call<val>("fromCodePoint", cp);
+  return regexes[which].call<bool>("test", ch);
+}
 
 }  // namespace
 
