@@ -1,7 +1,8 @@
 // The Llama family (Llama with default and llama3 rope, Qwen2 with q/k/v
 // bias, Mistral with a sliding window and an untied head, MLX 8-bit and mixed
-// 4/8-bit checkpoints, and the variants below) against Hugging Face's reference fixtures, on the CPU
-// and on WebGPU, through load_model and the shared generation loop.
+// 4/8-bit checkpoints, and the variants below) against Hugging Face's
+// reference fixtures, on the CPU and on WebGPU, through load_model and the
+// shared generation loop.
 //
 // Tolerances (the issue's): logits within 1e-4 absolute (+1e-4 relative) on
 // the CPU and 1e-3 on WebGPU, loss likewise, hidden states as the logits;

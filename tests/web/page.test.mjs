@@ -19,7 +19,7 @@
 // node tests/web/page.test.mjs (scripts/test-web.sh builds what it needs first).
 // Exits non-zero on the first failed check.
 import {execFileSync} from "node:child_process";
-import {mkdirSync, readFileSync} from "node:fs";
+import {existsSync, mkdirSync, readFileSync} from "node:fs";
 import {join} from "node:path";
 import {fixtures, launch, openPage, root, startServer} from "./harness.mjs";
 
@@ -156,21 +156,12 @@ try {
     if (file === "config.json") return route.fulfill({body: JSON.stringify(bareConfig)});
     return route.fulfill({status: 404, body: "not found"});
   });
-  // Number characters other than 0-9 go through Digits' Unicode test (the
-  // page's property escapes): ids from Hugging Face tokenizers 0.23.2 for the
-  // SmolLM2-style tokenizer (no special tokens to add), decoded to the text.
-  const EXTRA_CASES = {
-    smollm2: [
-      {text: "\u0661\u0662\u0663 \u096a\u096b\u096c \uff17\uff18\uff19 \u216b \u00bd",
-       ids: [149, 94, 149, 95, 149, 96, 220, 24231, 103, 24231, 104, 24231, 105, 220, 171, 120, 245, 171, 120, 246, 171,
-             120, 247, 220, 158, 227, 104, 220, 23141]},
-      {text: "\ufb00 \ufb01 \ufb02 \u3392 \u210c \u2460",
-       ids: [171, 105, 222, 27332, 105, 223, 27332, 105, 224, 220, 159, 236, 240, 2343, 226, 234, 220, 158, 239, 254]},
-    ].map((c) => ({...c, decoded: c.text})),
-  };
   for (const tok of TOKENIZERS) {
+    // cases.json, then cases-extra.json where a fixture has one (SmolLM2's:
+    // number characters other than 0-9, through Digits' Unicode test).
+    const extra = join(fixtures, `tokenizer-${tok}`, "cases-extra.json");
     const cases = JSON.parse(readFileSync(join(fixtures, `tokenizer-${tok}`, "cases.json"), "utf8"))
-                      .concat(EXTRA_CASES[tok] || []);
+                      .concat(existsSync(extra) ? JSON.parse(readFileSync(extra, "utf8")) : []);
     const got = await page.evaluate(async ({tok, cases}) => {
       const m = await window.forge.load(`/models/tok-${tok}/`, {device: "cpu"});
       const out = [];
