@@ -270,68 +270,69 @@ cases = [
                       num_key_value_heads=2, sliding_window=4, tie_word_embeddings=False), 64, 4, {}, seed=13),
 ]
 
+def run_forge(args, as_json=True):
+    """(forge's last stdout line as JSON, or its whole stdout; None) when it succeeds,
+    (None, the last 400 characters of its error) when it fails."""
+    r = subprocess.run([forge] + args, capture_output=True, text=True)
+    if r.returncode:
+        return None, (r.stderr or r.stdout).strip()[-400:]
+    return (json.loads(r.stdout.strip().splitlines()[-1]) if as_json else r.stdout), None
+
+
+def check_eval(row, tag, d, dev, want_logits, want_loss, extra=()):
+    """`forge eval` (with `extra` options) beside HF's logits and loss: the largest
+    differences into row, and whether they are within the device's tolerance."""
+    o = os.path.join(d, f"{tag}-{dev}.safetensors")
+    _, err = run_forge(["eval", "--model", d, *extra, "--input", os.path.join(d, "reference.safetensors"),
+                        "--output", o, "--device", dev], as_json=False)
+    if err:
+        row[f"{tag}_eval_error"] = err
+        return False
+    r = load_file(o)
+    os.remove(o)
+    tol = 1e-4 if dev == "cpu" else 1e-3
+    row[f"{tag}_logits_max_diff"] = float((r["logits"] - want_logits).abs().max())
+    ok = row[f"{tag}_logits_max_diff"] <= tol
+    if want_loss is not None:
+        row[f"{tag}_loss_diff"] = abs(float(r["loss"][0]) - want_loss)
+        ok = ok and row[f"{tag}_loss_diff"] <= tol
+    return ok
+
+
+def check_train(row, tag, d, dev, want_losses, extra):
+    """10 steps of `forge train --fixed-batch` (with `extra` options) beside HF's losses,
+    within the training golden tests' tolerances."""
+    out, err = run_forge(["train", "--model", d, *extra, "--fixed-batch", os.path.join(d, "reference.safetensors"),
+                           "--steps", "10", "--lr", "1e-3", "--json", "--device", dev, "--out", tempfile.mkdtemp()])
+    if err:
+        row[f"{tag}_train_error"] = err
+        return False
+    got = out["losses"]
+    row[f"{tag}_losses_max_diff"] = max(abs(a - b) for a, b in zip(got, want_losses))
+    return len(got) == 10 and row[f"{tag}_losses_max_diff"] <= (2e-3 if dev == "cpu" else 5e-3)
+
+
 failed = 0
 for d, (logits, loss, ids, losses, lora) in cases:
     for dev in devices:
         row = {"model": os.path.basename(d), "device": dev}
-        o = os.path.join(d, f"out-{dev}.safetensors")
-        e = subprocess.run([forge, "eval", "--model", d, "--input", os.path.join(d, "reference.safetensors"),
-                            "--output", o, "--device", dev], capture_output=True, text=True)
-        if e.returncode:
-            row["eval_error"] = (e.stderr or e.stdout).strip()[-400:]
-        else:
-            r = load_file(o)
-            os.remove(o)
-            row["logits_max_diff"] = float((r["logits"] - logits).abs().max())
-            row["loss_diff"] = abs(float(r["loss"][0]) - loss)
+        ok = check_eval(row, "base", d, dev, logits, loss)
         for key, extra in (("ids_match", []), ("ids_match_no_cache", ["--no-cache"])):
-            g = subprocess.run([forge, "generate", "--model", d, "--prompt-ids", ",".join(map(str, PROMPT)), "-n",
-                                "24", "--greedy", "--json", "--device", dev] + extra, capture_output=True, text=True)
-            if g.returncode:
-                row[key.replace("ids_match", "generate_error")] = (g.stderr or g.stdout).strip()[-400:]
-                continue
-            got = json.loads(g.stdout.strip().splitlines()[-1])["ids"]
-            row[key] = got == ids
-            if got != ids:
-                row[key.replace("ids_match", "ids")], row["hf_ids"] = got, ids
-        tol = 1e-4 if dev == "cpu" else 1e-3
-        row["ok"] = (row.get("logits_max_diff", 1) <= tol and row.get("loss_diff", 1) <= tol
-                     and row.get("ids_match", False) and row.get("ids_match_no_cache", False))
+            out, err = run_forge(["generate", "--model", d, "--prompt-ids", ",".join(map(str, PROMPT)), "-n", "24",
+                                  "--greedy", "--json", "--device", dev] + extra)
+            row[key] = err is None and out["ids"] == ids
+            if err:
+                row[key.replace("ids_match", "generate_error")] = err
+            elif not row[key]:
+                row[key.replace("ids_match", "ids")], row["hf_ids"] = out["ids"], ids
+            ok = ok and row[key]
         if losses is not None:  # dense: 10 AdamW steps of full fine-tuning, as the training golden tests
-            t = subprocess.run([forge, "train", "--model", d, "--fixed-batch", os.path.join(d, "reference.safetensors"),
-                                "--steps", "10", "--lr", "1e-3", "--weight-decay", "0.01", "--json", "--device", dev,
-                                "--out", tempfile.mkdtemp()], capture_output=True, text=True)
-            if t.returncode:
-                row["train_error"] = (t.stderr or t.stdout).strip()[-400:]
-                row["ok"] = False
-            else:
-                got = json.loads(t.stdout.strip().splitlines()[-1])["losses"]
-                row["train_losses_max_diff"] = max(abs(a - b) for a, b in zip(got, losses.tolist()))
-                row["ok"] = row["ok"] and len(got) == 10 and row["train_losses_max_diff"] <= (2e-3 if dev == "cpu" else 5e-3)
+            ok = check_train(row, "base", d, dev, losses.tolist(), ["--weight-decay", "0.01"]) and ok
         if lora is not None:  # the adapter applied (eval --adapter), then 10 steps training it alone
             ad, lora_logits, lora_losses = lora
-            o = os.path.join(d, f"lora-{dev}.safetensors")
-            e = subprocess.run([forge, "eval", "--model", d, "--adapter", ad, "--input",
-                                os.path.join(d, "reference.safetensors"), "--output", o, "--device", dev],
-                               capture_output=True, text=True)
-            if e.returncode:
-                row["lora_eval_error"] = (e.stderr or e.stdout).strip()[-400:]
-                row["ok"] = False
-            else:
-                row["lora_logits_max_diff"] = float((load_file(o)["logits"] - lora_logits).abs().max())
-                os.remove(o)
-                row["ok"] = row["ok"] and row["lora_logits_max_diff"] <= tol
-            t = subprocess.run([forge, "train", "--model", d, "--adapter", ad, "--fixed-batch",
-                                os.path.join(d, "reference.safetensors"), "--steps", "10", "--lr", "1e-3",
-                                "--weight-decay", "0", "--json", "--device", dev, "--out", tempfile.mkdtemp()],
-                               capture_output=True, text=True)
-            if t.returncode:
-                row["lora_train_error"] = (t.stderr or t.stdout).strip()[-400:]
-                row["ok"] = False
-            else:
-                got = json.loads(t.stdout.strip().splitlines()[-1])["losses"]
-                row["lora_losses_max_diff"] = max(abs(a - b) for a, b in zip(got, lora_losses))
-                row["ok"] = row["ok"] and len(got) == 10 and row["lora_losses_max_diff"] <= (2e-3 if dev == "cpu" else 5e-3)
-        failed += not row["ok"]
+            ok = check_eval(row, "lora", d, dev, lora_logits, None, ["--adapter", ad]) and ok
+            ok = check_train(row, "lora", d, dev, lora_losses, ["--adapter", ad, "--weight-decay", "0"]) and ok
+        row["ok"] = ok
+        failed += not ok
         print(json.dumps(row), flush=True)
 print(json.dumps({"variants": len(cases), "devices": devices, "failed": failed}))
