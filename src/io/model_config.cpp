@@ -169,6 +169,7 @@ LlamaConfig parse_llama(const json& j, const ConfigReader& r, const std::string&
   }
   c.rope_theta = theta.value_or(c.rope_theta);
   if (c.rope_theta <= 0) throw bad(r, "'rope_theta' must be positive");
+  validate(c, r.source());  // before anything is sized by the layer count
   c.layer_window = parse_layer_windows(j, r, c);
   return c;
 }
@@ -299,7 +300,6 @@ ModelConfig parse_config_json(const json& j, const std::string& source) {
   } else {
     m.arch = Arch::Llama;
     m.params = parse_llama(j, r, *type);
-    validate(std::get<LlamaConfig>(m.params), source);
   }
   m.quantization = parse_quantization(j, source);
   parse_special_tokens(j, r, m);
@@ -322,17 +322,17 @@ namespace {
 
 struct Checker {
   const std::string& source;
+  static std::string said(const char* key, const std::string& v) { return std::string("'") + key + "' = " + v; }
   void positive(const char* key, int64_t v) const {
-    if (v <= 0) fail("'" + std::string(key) + "' = " + std::to_string(v) + " must be positive");
+    if (v <= 0) fail(said(key, std::to_string(v)) + " must be positive");
     // Two sizes multiply into a tensor's element count; keep every product in int64.
-    if (v > INT32_MAX) fail("'" + std::string(key) + "' = " + std::to_string(v) + " is too large");
+    if (v > INT32_MAX) fail(said(key, std::to_string(v)) + " is too large");
   }
   void divides(const char* a, int64_t av, const char* b, int64_t bv) const {
-    if (bv % av != 0)
-      fail("'" + std::string(a) + "' = " + std::to_string(av) + " does not divide '" + b + "' = " + std::to_string(bv));
+    if (bv % av != 0) fail(said(a, std::to_string(av)) + " does not divide " + said(b, std::to_string(bv)));
   }
   void positive(const char* key, double v) const {
-    if (!(v > 0) || !std::isfinite(v)) fail("'" + std::string(key) + "' = " + std::to_string(v) + " must be positive");
+    if (!(v > 0) || !std::isfinite(v)) fail(said(key, std::to_string(v)) + " must be positive");
   }
   // Parameters (embeddings plus layers of about 12 C^2 or 4 H^2 + 3 H I) past 2^48 no
   // machine holds; refusing them keeps every count well inside int64.
@@ -340,6 +340,14 @@ struct Checker {
     if (params > double(int64_t(1) << 48))
       fail("the model would have " + std::to_string(params) + " parameters, more than any device holds");
   }
+  // Per-layer lists (windows, caches, weights) are sized by it; released
+  // models have at most a few hundred layers.
+  void layers(const char* key, int64_t v) const {
+    positive(key, v);
+    if (v > kMaxLayers)
+      fail(said(key, std::to_string(v)) + " is more layers than forge supports (" + std::to_string(kMaxLayers) + ")");
+  }
+  static constexpr int64_t kMaxLayers = 65536;
   [[noreturn]] void fail(const std::string& what) const { throw ValueError("[config] " + what + " in " + source); }
 };
 
@@ -350,7 +358,7 @@ void validate(const Gpt2Config& c, const std::string& source) {
   k.positive("vocab_size", c.vocab_size);
   k.positive("n_positions", c.n_positions);
   k.positive("n_embd", c.n_embd);
-  k.positive("n_layer", c.n_layer);
+  k.layers("n_layer", c.n_layer);
   k.positive("n_head", c.n_head);
   k.positive("n_inner", c.n_inner);
   k.divides("n_head", c.n_head, "n_embd", c.n_embd);
@@ -364,7 +372,7 @@ void validate(const LlamaConfig& c, const std::string& source) {
   k.positive("vocab_size", c.vocab_size);
   k.positive("hidden_size", c.hidden_size);
   k.positive("intermediate_size", c.intermediate_size);
-  k.positive("num_hidden_layers", c.num_hidden_layers);
+  k.layers("num_hidden_layers", c.num_hidden_layers);
   k.positive("num_attention_heads", c.num_attention_heads);
   k.positive("num_key_value_heads", c.num_key_value_heads);
   k.positive("head_dim", c.head_dim);

@@ -100,6 +100,20 @@ TEST(ConfigValidate, HugeSizesAreRefusedBeforeTheyOverflow) {
   g["n_head"] = 1;
   g["n_inner"] = 64;
   expect_error<ValueError>([&] { parse_config(g.dump(), "m/config.json"); }, "parameters");
+  // The layer count sizes per-layer lists as the config is read: 2^31 layers
+  // used to allocate a window for each (minutes, then out of memory).
+  for (const char* name : {"llama-tiny", "mistral-tiny"}) {
+    json l = fixture(name);
+    l["num_hidden_layers"] = int64_t(1) << 31;
+    expect_error<ValueError>([&] { parse_config(l.dump(), "m/config.json"); },
+                             "'num_hidden_layers' = 2147483648 is too large");
+    l["num_hidden_layers"] = 100000;
+    expect_error<ValueError>([&] { parse_config(l.dump(), "m/config.json"); },
+                             "'num_hidden_layers' = 100000 is more layers than forge supports (65536)");
+  }
+  g = fixture("gpt2-tiny");
+  g["n_layer"] = 1 << 20;
+  expect_error<ValueError>([&] { parse_config(g.dump(), "m/config.json"); }, "'n_layer' = 1048576 is more layers");
   // group_size 2^32 + 64 used to wrap to 64 in an int.
   json q = fixture("llama-tiny-mlx8");
   q["quantization"]["group_size"] = (int64_t(1) << 32) + 64;
