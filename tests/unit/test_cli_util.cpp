@@ -39,8 +39,15 @@ TEST(CliUtil, IdListsTakeCommasOrSpaces) {
     EXPECT_NE(m.find("--prompt-ids item '"), std::string::npos) << bad << ": " << m;
     EXPECT_NE(m.find("is not a token id"), std::string::npos) << bad << ": " << m;
   }
-  EXPECT_NE(message_of<UsageError>([] { forge::cli::parse_id_list(" , ", "--ids"); }).find("holds no token ids"),
+  EXPECT_NE(message_of<UsageError>([] { forge::cli::parse_id_list(" \t ", "--ids"); }).find("holds no token ids"),
             std::string::npos);
+  EXPECT_EQ(forge::cli::parse_id_list(" ", "--ids", /*allow_none=*/true), V{});
+  // A comma with no id before it is a typo, not a separator to skip.
+  for (const char* bad : {"1,,2", "1, ,2", ",1", " , "}) {
+    const std::string m = message_of<UsageError>([&] { forge::cli::parse_id_list(bad, "--prompt-ids"); });
+    EXPECT_EQ(m, "--prompt-ids has an empty item between commas in '" + std::string(bad) + "'") << bad;
+  }
+  EXPECT_EQ(message_of<UsageError>([] { forge::cli::parse_id_list("1,2, ", "--ids"); }), "--ids ends with a comma in '1,2, '");
 }
 
 TEST(CliUtil, RangeMessagesAreReadable) {

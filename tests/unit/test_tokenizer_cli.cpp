@@ -36,8 +36,11 @@ TEST(TokenizerCli, DetokenizePrintsTextAndRejectsBadIds) {
             std::string::npos)
       << r.out;
   r = run_forge("detokenize --tokenizer " + kTokenizer + " --ids 1,x2");
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("'x2'"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 2);  // a usage error, as a bad --prompt-ids is
+  EXPECT_NE(r.out.find("--ids item 'x2' is not a token id"), std::string::npos) << r.out;
+  r = run_forge("detokenize --tokenizer " + kTokenizer + " --ids ''");  // no ids: no text
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "\n");
 }
 
 TEST(TokenizerCli, BenchReportsThroughputJson) {

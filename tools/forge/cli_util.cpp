@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <set>
 
 #include "forge/error.h"
 #include "forge/gpt2.h"
@@ -28,20 +29,31 @@ bool whole_number(const std::string& s, T& v) {
 
 }  // namespace
 
-std::vector<uint32_t> parse_id_list(const std::string& text, const std::string& flag) {
+std::vector<uint32_t> parse_id_list(const std::string& text, const std::string& flag, bool allow_none) {
   std::vector<uint32_t> ids;
+  // Commas separate items, whitespace too; a comma with no id before it
+  // ("1,,2", ",1", "1,") is a typo, not a separator to skip.
+  bool comma_needs_id = false;
   size_t pos = 0;
-  while (pos < text.size()) {
+  while (pos <= text.size()) {
     const size_t end = std::min(text.find_first_of(", \t\r\n", pos), text.size());
     const std::string item = text.substr(pos, end - pos);
+    if (!item.empty()) {
+      uint64_t v = 0;
+      if (!whole_number(item, v) || v > 0xFFFFFFFFull)
+        throw UsageError(flag + " item '" + item + "' is not a token id (ids are separated by commas or spaces)");
+      ids.push_back(uint32_t(v));
+      comma_needs_id = false;
+    }
+    if (end < text.size() && text[end] == ',') {
+      if (comma_needs_id || ids.empty())
+        throw UsageError(flag + " has an empty item between commas in '" + text + "'");
+      comma_needs_id = true;
+    }
     pos = end + 1;
-    if (item.empty()) continue;
-    uint64_t v = 0;
-    if (!whole_number(item, v) || v > 0xFFFFFFFFull)
-      throw UsageError(flag + " item '" + item + "' is not a token id (ids are separated by commas or spaces)");
-    ids.push_back(uint32_t(v));
   }
-  if (ids.empty()) throw UsageError(flag + " holds no token ids");
+  if (comma_needs_id) throw UsageError(flag + " ends with a comma in '" + text + "'");
+  if (ids.empty() && !allow_none) throw UsageError(flag + " holds no token ids");
   return ids;
 }
 
@@ -136,6 +148,29 @@ CLI::Option* check_unsigned(CLI::Option* opt) {
         return {};
       },
       ""));  // UINT says it
+}
+
+namespace {
+std::set<const CLI::Option*>& empty_allowed() {
+  static std::set<const CLI::Option*> options;
+  return options;
+}
+}  // namespace
+
+CLI::Option* may_be_empty(CLI::Option* opt) {
+  empty_allowed().insert(opt);
+  return opt;
+}
+
+void refuse_empty_values(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_expected_min() == 0 || empty_allowed().count(opt)) continue;  // a flag, or marked
+    const std::string name = short_name(opt);
+    opt->check(CLI::Validator(
+        [name](std::string& s) -> std::string { return s.empty() ? name + " needs a value, got an empty string" : ""; },
+        ""));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) refuse_empty_values(*sub);
 }
 
 CLI::Option* check_between(CLI::Option* opt, double lo, double hi) {

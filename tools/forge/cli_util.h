@@ -37,8 +37,9 @@ struct ExitCode {
 };
 
 // Token ids separated by commas and/or whitespace. `flag` names the option in
-// the UsageError for an item that is not an id in [0, 2^32).
-std::vector<uint32_t> parse_id_list(const std::string& text, const std::string& flag);
+// the UsageError for an item that is not an id in [0, 2^32), an empty item
+// between commas, or (unless allow_none) no id at all.
+std::vector<uint32_t> parse_id_list(const std::string& text, const std::string& flag, bool allow_none = false);
 
 // input_ids [B, T] (I32 or I64, T >= 2) of a safetensors file as u32, every
 // id checked against the vocabulary: what `eval --input` and `train
@@ -56,6 +57,15 @@ CLI::Option* check_int_in(CLI::Option* opt, const std::vector<int64_t>& allowed)
 // An unsigned 64-bit option (a seed): "-1" is refused, not wrapped around.
 CLI::Option* check_unsigned(CLI::Option* opt);
 CLI::Option* check_between(CLI::Option* opt, double lo, double hi = HUGE_VAL);
+
+// An option given an empty value ("--temperature ''", as a script's unset
+// variable gives) is a usage error, "--temperature needs a value, got an empty
+// string", rather than read as absent or as zero: refuse_empty_values adds
+// that check to every option of `app` and its subcommands that takes a
+// value, except those marked may_be_empty (an empty text to tokenize, an
+// empty system prompt).
+CLI::Option* may_be_empty(CLI::Option* opt);
+void refuse_empty_values(CLI::App& app);
 
 // --preset NAME: a GPT-2 size gpt2_preset knows (a usage error naming the known
 // ones otherwise). `names` may add an alias: "--preset,--init".

@@ -225,7 +225,7 @@ const bool registered = register_command(
            ->required();
        sub.add_option("--adapter", a.adapter, "A LoRA adapter folder (PEFT layout) to apply to the model");
        add_dtype_option(sub, a.dtype);
-       sub.add_option("--system", a.system, "A system prompt that opens the conversation");
+       may_be_empty(sub.add_option("--system", a.system, "A system prompt that opens the conversation"));
        a.sampling.n = 512;
        add_sampling_options(sub, a.sampling, "Most tokens per reply");
        check_at_least(sub.add_option("--context", a.context,

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli_util.h"
 #include "command.h"
 #include "forge/chat_template.h"
 #include "forge/error.h"
@@ -75,8 +76,8 @@ const bool registered = register_command(
            ->required()
            ->check(CLI::ExistingFile);
        sub.add_flag("--add-generation-prompt", a->add_generation_prompt, "End with the assistant turn's header");
-       sub.add_option("--bos-token", a->bos, "bos_token (default: the model folder's, else undefined)");
-       sub.add_option("--eos-token", a->eos, "eos_token (default: the model folder's, else undefined)");
+       may_be_empty(sub.add_option("--bos-token", a->bos, "bos_token (default: the model folder's, else undefined)"));
+       may_be_empty(sub.add_option("--eos-token", a->eos, "eos_token (default: the model folder's, else undefined)"));
        sub.add_option("--define", a->defines, "Extra variable NAME=VALUE (VALUE as JSON when it parses)");
        sub.add_flag("--json", a->json, "Print {\"text\": ...}");
        sub.callback([a, &sub] {

@@ -155,7 +155,7 @@ const bool registered = register_command(
        sub.add_option("--adapter", a.adapter, "A LoRA adapter folder (PEFT layout) to apply to the model");
        add_dtype_option(sub, a.dtype);
        auto* prompt = sub.add_option_group("prompt", "what to continue");
-       prompt->add_option("-p,--prompt", a.prompt, "Prompt text (needs a tokenizer in the model folder)");
+       may_be_empty(prompt->add_option("-p,--prompt", a.prompt, "Prompt text (needs a tokenizer in the model folder)"));
        prompt->add_option("--prompt-file", a.prompt_file, "Read the prompt text from a file (- for stdin)");
        prompt->add_option("--prompt-ids", a.prompt_ids, "Prompt token ids: 1,2,3 or \"1 2 3\"");
        prompt->add_option("--messages", a.messages, "With --chat: a JSON file holding a list of {role, content}");

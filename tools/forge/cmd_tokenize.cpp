@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli_util.h"
 #include "command.h"
 #include "forge/error.h"
 #include "forge/safetensors.h"
@@ -25,30 +26,6 @@ void add_tokenizer_options(CLI::App& sub, std::string& path) {
   group->add_option("--tokenizer", path, "A tokenizer.json file or a folder holding one")
       ->check(CLI::ExistingPath);
   group->require_option(1);
-}
-
-// "1,2,3" or "1 2 3" -> ids.
-std::vector<std::uint32_t> parse_ids(const std::string& text) {
-  std::vector<std::uint32_t> ids;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t end = text.find_first_of(", \t\n", pos);
-    const std::string item = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-    pos = end == std::string::npos ? text.size() : end + 1;
-    if (item.empty()) continue;
-    std::size_t used = 0;
-    unsigned long long v = 0;
-    try {
-      v = std::stoull(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || item[0] == '-' || v > 0xFFFFFFFFull) {
-      throw ValueError("[detokenize] --ids item '" + item + "' is not a token id");
-    }
-    ids.push_back(static_cast<std::uint32_t>(v));
-  }
-  return ids;
 }
 
 struct TokenizeArgs {
@@ -126,7 +103,7 @@ void detokenize(const DetokenizeArgs& a) {
   const Tokenizer tok = Tokenizer::from_path(a.tokenizer);
   std::string joined;
   for (const auto& part : a.ids) joined += part + " ";
-  const std::string text = tok.decode(parse_ids(joined), a.skip_special);
+  const std::string text = tok.decode(parse_id_list(joined, "--ids", /*allow_none=*/true), a.skip_special);
   if (a.json) {
     std::cout << nlohmann::json{{"text", text}}.dump() << "\n";
   } else {
@@ -138,7 +115,7 @@ const bool registered_tokenize = register_command(
     {"tokenize", "Print the token ids of a text", [](CLI::App& sub) {
        auto args = std::make_shared<TokenizeArgs>();
        add_tokenizer_options(sub, args->tokenizer);
-       auto* text = sub.add_option("--text", args->text, "Text to encode");
+       auto* text = may_be_empty(sub.add_option("--text", args->text, "Text to encode"));
        auto* file = sub.add_option("--text-file", args->text_file, "File whose text to encode")
                         ->check(CLI::ExistingFile);
        text->excludes(file);
@@ -158,9 +135,9 @@ const bool registered_detokenize = register_command(
     {"detokenize", "Print the text of token ids", [](CLI::App& sub) {
        auto args = std::make_shared<DetokenizeArgs>();
        add_tokenizer_options(sub, args->tokenizer);
-       sub.add_option("--ids", args->ids, "Token ids, comma or space separated")
-           ->required()
-           ->expected(1, -1);
+       may_be_empty(sub.add_option("--ids", args->ids, "Token ids, comma or space separated")
+                        ->required()
+                        ->expected(1, -1));
        sub.add_flag("--skip-special", args->skip_special, "Leave special tokens out of the text");
        sub.add_flag("--json", args->json, "Print {\"text\": \"...\"}");
        sub.callback([args] { detokenize(*args); });

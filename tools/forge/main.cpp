@@ -55,9 +55,12 @@ std::string parse_error_text(const CLI::ParseError& e, CLI::App& app) {
                                                                                                      : "a number";
     return name + " must be " + what + ", got '" + value + "'";
   }
-  const size_t colon = s.find(": -");
-  if (dynamic_cast<const CLI::ValidationError*>(&e) && colon != std::string::npos && s[0] == '-')
-    s = s.substr(colon + 2);
+  // "--steps: --steps must be >= 1", "path: path needs a value": the message names it already.
+  const size_t colon = s.find(": ");
+  if (dynamic_cast<const CLI::ValidationError*>(&e) && colon != std::string::npos) {
+    const std::string rest = s.substr(colon + 2);
+    if ((s[0] == '-' && rest[0] == '-') || rest.rfind(s.substr(0, colon) + " ", 0) == 0) s = rest;
+  }
   return s;
 }
 
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
     bench->require_subcommand(1);
     for (auto& b : benches()) b.setup(*bench->add_subcommand(b.name, b.help));
   }
+  refuse_empty_values(app);
 
   // `forge` and `forge help [COMMAND [SUBCOMMAND]]` print help.
   const std::vector<std::string> args(argv + 1, argv + argc);
