@@ -14,6 +14,7 @@
 #include "forge/gpt2.h"
 #include "forge/model.h"
 #include "forge/safetensors.h"
+#include "io/model_folder.h"
 
 namespace forge::cli {
 namespace {
@@ -23,19 +24,13 @@ struct InitArgs {
   uint64_t seed = 0;
 };
 
-// config.json as given, and model.safetensors (written whole or not at all).
-void write_config_model(const InitArgs& a) {
+// config.json as given, and model.safetensors, into `out`.
+void write_config_model(const InitArgs& a, const std::filesystem::path& out) {
   const ModelConfig config = load_config(a.config);
   if (config.arch == Arch::Gpt2)
     throw UsageError("--config names a GPT-2: use --arch gpt2 --preset (GPT-2's own initialisation)");
-  // The weights first (the long part, and where a shape too large is
-  // refused), then the folder: an init stopped while it draws them leaves
-  // nothing behind.
   const std::vector<std::byte> weights = random_checkpoint_bytes(config, a.seed);
-  const std::filesystem::path out(a.out);
   std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec) throw IoError("[init] cannot create '" + out.string() + "': " + ec.message());
   const std::filesystem::space_info disk = std::filesystem::space(out, ec);
   if (!ec && disk.available < weights.size())
     throw IoError("[init] model.safetensors takes " + std::to_string(weights.size() / 1000000) + " MB and '" +
@@ -45,33 +40,28 @@ void write_config_model(const InitArgs& a) {
   write_safetensors_bytes(out / "model.safetensors", weights);
 }
 
-void copy_tokenizer(const InitArgs& a) {
-  const std::filesystem::path dest = std::filesystem::path(a.out) / "tokenizer.json";
+void copy_tokenizer(const InitArgs& a, const std::filesystem::path& out) {
+  const std::filesystem::path dest = out / "tokenizer.json";
   std::error_code ec;
   std::filesystem::copy_file(tokenizer_json_path(a.tokenizer), dest, std::filesystem::copy_options::overwrite_existing,
                              ec);
   if (ec) throw IoError("[init] cannot copy tokenizer '" + a.tokenizer + "': " + ec.message());
 }
 
-void write_model(const InitArgs& a) {
+void write_model(const InitArgs& a, const std::filesystem::path& out) {
   if (!a.config.empty()) {
-    if (a.tokenizer == "bytes") throw UsageError("--tokenizer bytes is for GPT-2 models (--arch gpt2)");
-    write_config_model(a);
-    if (!a.tokenizer.empty()) copy_tokenizer(a);
+    write_config_model(a, out);
+    if (!a.tokenizer.empty()) copy_tokenizer(a, out);
     return;
   }
   Gpt2Config config = gpt2_preset(a.preset);
   if (a.tokenizer == "bytes") config.vocab_size = kByteVocabSize;
-  write_gpt2_checkpoint(a.out, config, gpt2_random_tensors(config, a.seed));
-  const std::filesystem::path dest = std::filesystem::path(a.out) / "tokenizer.json";
+  write_gpt2_checkpoint(out, config, gpt2_random_tensors(config, a.seed));
   if (a.tokenizer == "bytes") {
-    std::ofstream f(dest, std::ios::binary);
-    f << byte_tokenizer_json();
-    f.close();
-    if (!f) throw IoError("[init] cannot write '" + dest.string() + "'");
-    set_special_token_ids(a.out, kByteEos);
+    io::write_text_file(out / "tokenizer.json", byte_tokenizer_json());
+    set_special_token_ids(out, kByteEos);
   } else if (!a.tokenizer.empty()) {
-    copy_tokenizer(a);
+    copy_tokenizer(a, out);
   }
 }
 
@@ -82,16 +72,10 @@ void run(const InitArgs& a) {
   } else if (!a.preset.empty()) {
     throw UsageError("--preset and --config exclude each other");
   }
-  const bool fresh = !std::filesystem::exists(a.out);
-  try {
-    write_model(a);
-  } catch (...) {
-    // A new folder goes again (a full disk, say); an existing one keeps its
-    // model.safetensors, which is replaced only once whole.
-    std::error_code ec;
-    if (fresh) std::filesystem::remove_all(a.out, ec);
-    throw;
-  }
+  if (!a.config.empty() && a.tokenizer == "bytes")
+    throw UsageError("--tokenizer bytes is for GPT-2 models (--arch gpt2)");
+  // Whole or not at all: a full disk or a shape too large leaves the folder as it was.
+  io::write_folder(a.out, [&](const std::filesystem::path& tmp) { write_model(a, tmp); });
   std::printf("wrote %s (%s, seed %llu)\n", a.out.c_str(),
               a.config.empty() ? ("gpt2 " + a.preset).c_str() : ("the shape of " + a.config).c_str(),
               (unsigned long long)a.seed);

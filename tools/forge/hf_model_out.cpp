@@ -8,6 +8,7 @@
 #include "forge/dtype.h"
 #include "forge/error.h"
 #include "forge/safetensors.h"
+#include "io/model_folder.h"
 
 namespace forge::cli {
 
@@ -24,7 +25,6 @@ void write_hf_model(const std::filesystem::path& dir, const std::filesystem::pat
   for (const char* key : {"dtype", "torch_dtype"})
     if (config.contains(key)) config[key] = bf16 ? "bfloat16" : "float32";
   for (const char* key : {"quantization", "quantization_config"}) config.erase(key);
-  fs::create_directories(dir);
   std::vector<TensorToWrite> tensors;
   std::vector<std::vector<uint16_t>> rounded(bf16 ? weights.size() : 0);  // bf16 copies, alive until written
   for (size_t i = 0; i < weights.size(); ++i) {
@@ -37,16 +37,11 @@ void write_hf_model(const std::filesystem::path& dir, const std::filesystem::pat
     for (size_t j = 0; j < t.values.size(); ++j) rounded[i][j] = f32_to_bf16(t.values[j]);
     tensors.push_back({t.name, StDType::BF16, t.shape, std::as_bytes(std::span(rounded[i]))});
   }
-  write_safetensors(dir / "model.safetensors", tensors, {{"format", "pt"}});
-  std::ofstream out(dir / "config.json");
-  out << config.dump(1) << "\n";
-  if (!out) throw IoError("[model] cannot write '" + (dir / "config.json").string() + "'");
-  for (const char* f : {"generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                        "vocab.json", "merges.txt", "chat_template.jinja"}) {
-    std::error_code ec;
-    if (fs::is_regular_file(source_dir / f) && !fs::equivalent(source_dir, dir, ec))
-      fs::copy_file(source_dir / f, dir / f, fs::copy_options::overwrite_existing);
-  }
+  io::write_folder(dir, [&](const fs::path& tmp) {
+    write_safetensors(tmp / "model.safetensors", tensors, {{"format", "pt"}});
+    io::write_text_file(tmp / "config.json", config.dump(1) + "\n");
+    io::copy_model_side_files(source_dir, tmp);
+  });
 }
 
 }  // namespace forge::cli

@@ -4,11 +4,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
-#include <unistd.h>
 
 #include "forge/error.h"
 #include "forge/quantize.h"
 #include "forge/safetensors.h"
+#include "io/model_folder.h"
 #include "models/common/owned_tensors.h"
 #include "models/common/weights.h"
 
@@ -96,31 +96,17 @@ uint64_t quantize_model(const fs::path& src, const fs::path& dst, const QuantSpe
     }
   }
 
-  // Everything goes into a temporary folder beside dst, renamed at the end.
-  const fs::path parent = dst.has_parent_path() ? dst.parent_path() : fs::path(".");
-  fs::create_directories(parent);
-  const fs::path tmp = parent / (dst.filename().string() + ".partial-" + std::to_string(::getpid()));
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
-  try {
+  io::write_folder(dst, [&](const fs::path& tmp) {
     write_safetensors(tmp / "model.safetensors", outs.views(), {{"format", "mlx"}});
     nlohmann::json cfg = read_json(src / "config.json");
     nlohmann::json quant = {{"group_size", spec.group_size}, {"bits", spec.bits}};
     for (const auto& [k, v] : overrides.items()) quant[k] = v;
     cfg["quantization"] = quant;
     cfg["quantization_config"] = quant;
-    std::ofstream(tmp / "config.json") << cfg.dump(2) << "\n";
-    for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
-                          "merges.txt", "generation_config.json", "chat_template.jinja", "tokenizer.model"})
-      if (fs::exists(src / f)) fs::copy_file(src / f, tmp / f);
-    if (fs::exists(dst)) fs::remove(dst);  // the empty folder checked above
-    fs::rename(tmp, dst);
-  } catch (...) {
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    throw;
-  }
-  return fs::file_size(dst / "model.safetensors");
+    io::write_text_file(tmp / "config.json", cfg.dump(2) + "\n");
+    io::copy_model_side_files(src, tmp);
+  });
+  return fs::file_size((dst.has_filename() ? dst : dst.parent_path()) / "model.safetensors");
 }
 
 }  // namespace forge

@@ -1,0 +1,58 @@
+// Model folders written whole or not at all (model_folder.h).
+#include "io/model_folder.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "forge/error.h"
+
+namespace forge::io {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& model_side_files() {
+  static const std::vector<std::string> files = {"generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                                                 "special_tokens_map.json", "vocab.json", "merges.txt",
+                                                 "chat_template.jinja", "tokenizer.model"};
+  return files;
+}
+
+void copy_model_side_files(const fs::path& src, const fs::path& dst) {
+  std::error_code ec;
+  if (fs::equivalent(src, dst, ec)) return;
+  for (const std::string& f : model_side_files())
+    if (fs::is_regular_file(src / f)) fs::copy_file(src / f, dst / f, fs::copy_options::overwrite_existing);
+}
+
+void write_text_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.flush();
+  if (!out) throw IoError("cannot write '" + path.string() + "' (disk full or not writable)");
+}
+
+void write_folder(const fs::path& dst_in, const std::function<void(const fs::path& tmp)>& fill) {
+  const fs::path dst = dst_in.has_filename() ? dst_in : dst_in.parent_path();  // "out/" -> "out"
+  const fs::path parent = dst.has_parent_path() ? dst.parent_path() : fs::path(".");
+  fs::create_directories(parent);
+  fs::path tmp = parent / dst.filename();
+  tmp += ".partial-" + std::to_string(::getpid());
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  try {
+    fill(tmp);
+    if (!fs::exists(dst)) {
+      fs::rename(tmp, dst);
+      return;
+    }
+    for (const fs::directory_entry& e : fs::directory_iterator(tmp)) fs::rename(e.path(), dst / e.path().filename());
+    fs::remove(tmp);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
+}  // namespace forge::io
