@@ -102,6 +102,9 @@ if(FORGE_FUZZ)
     forge_fuzz_target(fuzz_train_data ${F}/corpus_train_data ""
                       ${F}/fuzz_train_data.cpp ${CMAKE_SOURCE_DIR}/tools/forge/train_data.cpp ${FORGE_FUZZ_CORE}
                       ${S}/core/tensor.cpp ${S}/core/device.cpp ${S}/core/host_heap.cpp ${FORGE_FUZZ_TEXT})
+    # Request bodies of forge serve's completion endpoints.
+    forge_fuzz_target(fuzz_serve_request ${F}/corpus_serve_request ""
+                      ${F}/fuzz_serve_request.cpp ${S}/serve/request.cpp)
     # tokenizer.json: the loaders and the whole encode / decode pipeline
     # (Oniguruma regexes, ICU normalization). The seeds are released
     # tokenizers cut to a few hundred tokens.

@@ -103,7 +103,8 @@ std::string message_content(const json& m, size_t i) {
   if (!c.is_array()) throw wrong_type(key, "a string or a list of text parts", c);
   std::string text;
   for (const json& part : c) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+    const auto is_text = [&part](const char* key) { return part.contains(key) && part[key].is_string(); };
+    if (!part.is_object() || !is_text("type") || part["type"] != "text" || !is_text("text"))
       throw bad_request("'" + key + "' parts must be {\"type\": \"text\", \"text\": ...}", key);
     text += part["text"].get<std::string>();
   }
@@ -132,7 +133,7 @@ CompletionRequest parse_completion_request(const std::string& text, bool chat) {
   json body;
   try {
     body = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number past double's range (out_of_range)
     throw bad_request(std::string("the body is not valid JSON: ") + e.what());
   }
   if (!body.is_object()) throw bad_request("the body must be a JSON object, got " + std::string(type_name(body)));

@@ -71,6 +71,7 @@ TEST(ServeRequest, EmptyPromptsAreCalledEmpty) {
 TEST(ServeRequest, BadValuesNameTheirParameter) {
   EXPECT_EQ(rejected_param("{"), "(none)");
   EXPECT_EQ(rejected_param("3"), "(none)");
+  EXPECT_EQ(rejected_param(R"({"prompt": "a", "max_tokens": 9e999})"), "(none)");  // past double: not valid JSON
   EXPECT_EQ(rejected_param(R"({})"), "prompt");
   EXPECT_EQ(rejected_param(R"({"prompt": ["a", "b"]})"), "prompt");
   EXPECT_EQ(rejected_param(R"({"prompt": [1, -2]})"), "prompt");
@@ -88,4 +89,10 @@ TEST(ServeRequest, BadValuesNameTheirParameter) {
   EXPECT_EQ(rejected_param(R"({"messages": []})", true), "messages");
   EXPECT_EQ(rejected_param(R"({"messages": [3]})", true), "messages[0]");
   EXPECT_EQ(rejected_param(R"({"messages": [{"role": "user", "content": 3}]})", true), "messages[0].content");
+  // A part whose type is not a string was a JSON library error (a 500).
+  for (const char* part : {R"({"type": 3})", R"({"type": null, "text": "a"})", R"({"type": "text", "text": 3})",
+                           R"({"type": "image_url"})", R"("text")"})
+    EXPECT_EQ(rejected_param(R"({"messages": [{"role": "user", "content": [)" + std::string(part) + "]}]}", true),
+              "messages[0].content")
+        << part;
 }
