@@ -1,4 +1,7 @@
 // Reading files for the tokenizer loaders, with errors that name the file.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -7,9 +10,20 @@
 
 namespace forge::text {
 
-std::string read_text_file(const std::filesystem::path& path) {
+std::string read_text_file(const std::filesystem::path& path, const std::string& component) {
+  std::string who = "[";
+  who.append(component).append("] '").append(path.string()).append("'");
+  std::error_code ec;
+  const auto type = std::filesystem::status(path, ec).type();
+  if (type == std::filesystem::file_type::directory) throw IoError(who + " is a folder, not a file");
+  if (type == std::filesystem::file_type::character || type == std::filesystem::file_type::block) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
+    const bool terminal = fd >= 0 && ::isatty(fd);
+    if (fd >= 0) ::close(fd);
+    if (!terminal) throw IoError(who + " is a device, not a file of text");
+  }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError("[tokenizer] cannot read '" + path.string() + "'");
+  if (!in) throw IoError(who.substr(0, component.size() + 2) + " cannot read '" + path.string() + "'");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

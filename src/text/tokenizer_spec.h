@@ -40,8 +40,10 @@ constexpr std::uint32_t kMaxTokenIds = 1u << 24;
 // silently wrap 2^32 to 0).
 std::uint32_t json_token_id(const nlohmann::json& j, const std::string& source, const std::string& what);
 
-// Whole file; IoError "[tokenizer] cannot read '<path>'".
-std::string read_text_file(const std::filesystem::path& path);
+// Whole file; IoError "[<component>] cannot read '<path>'". A folder, and a
+// device that is neither a terminal nor a pipe (/dev/zero, whose reading
+// never ends), are refused by name.
+std::string read_text_file(const std::filesystem::path& path, const std::string& component = "tokenizer");
 // Parsed JSON; IoError naming the file and the parse error.
 nlohmann::json read_json_file(const std::filesystem::path& path);
 

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "forge/error.h"
+#include "text/tokenizer_spec.h"
 #include "train_data.h"
 
 namespace forge::cli {
@@ -85,9 +86,7 @@ std::vector<uint32_t> chat_stop_ids(const CausalLM& model, const Tokenizer& tok,
 }
 
 ojson read_messages(const std::string& path, const std::string& who) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path)) throw IoError("[" + who + "] cannot read --messages " + path);
-  const ojson m = ojson::parse(in, nullptr, /*allow_exceptions=*/false);
+  const ojson m = ojson::parse(text::read_text_file(path, who), nullptr, /*allow_exceptions=*/false);
   if (m.is_discarded()) throw ValueError("[" + who + "] --messages " + path + " is not valid JSON");
   if (!m.is_array() || m.empty())
     throw ValueError("[" + who + "] --messages " + path + " must hold a non-empty JSON list of {\"role\", \"content\"}");

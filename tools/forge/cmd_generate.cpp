@@ -31,6 +31,7 @@
 #include "forge/model.h"
 #include "forge/tokenizer.h"
 #include "model_arg.h"
+#include "text/tokenizer_spec.h"
 
 namespace forge::cli {
 namespace {
@@ -55,10 +56,7 @@ std::string read_prompt_file(const std::string& path) {
   if (path == "-") {
     text << std::cin.rdbuf();
   } else {
-    if (std::filesystem::is_directory(path)) throw IoError("[generate] --prompt-file " + path + " is a directory");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw IoError("[generate] cannot read --prompt-file " + path);
-    text << in.rdbuf();
+    return text::read_text_file(path, "generate");
   }
   return text.str();
 }
