@@ -105,6 +105,14 @@ TEST(LoraCli, ClearErrors) {
   };
   fails_with(with({"--lora-rank", "0"}), "rank");
   fails_with(with({"--lora-rank", "2", "--lora-targets", "q_proj,wq"}), "unknown target module 'wq'");
+  fails_with(with({"--lora-rank", "2", "--lora-targets", "q_proj,,v_proj"}),
+             "--lora-targets 'q_proj,,v_proj' has an empty item");
+  fails_with(with({"--lora-rank", "2", "--lora-targets", "q_proj,"}), "has an empty item");
+  // Spaces after the commas are fine: the same two modules as without.
+  const CliRun spaced = run_cli(with({"--lora-rank", "2", "--lora-targets", "q_proj, v_proj", "--json"}), dir.path);
+  const CliRun plain = run_cli(with({"--lora-rank", "2", "--lora-targets", "q_proj,v_proj", "--json"}), dir.path);
+  ASSERT_EQ(spaced.code, 0) << spaced.out;
+  EXPECT_EQ(lines_of(spaced.out).back(), lines_of(plain.out).back());
   fails_with(with({"--adapter", (dir.path / "nowhere").string()}), "nowhere");
   fails_with(with({"--adapter", ref.dir, "--lora-rank", "4"}), "--lora-rank");
   fails_with({"eval", "--model", std::string(FORGE_TEST_DATA) + "/gpt2-tiny", "--adapter", ref.dir, "--input", batch,
