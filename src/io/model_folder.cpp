@@ -29,11 +29,12 @@ void write_text_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   out.flush();
-  if (!out) throw IoError("cannot write '" + path.string() + "' (disk full or not writable)");
+  if (!out) throw IoError("[io] cannot write '" + path.string() + "' (disk full or not writable)");
 }
 
 void write_folder(const fs::path& dst_in, const std::function<void(const fs::path& tmp)>& fill) {
   const fs::path dst = dst_in.has_filename() ? dst_in : dst_in.parent_path();  // "out/" -> "out"
+  if (fs::exists(dst) && !fs::is_directory(dst)) throw IoError("[io] '" + dst.string() + "' is a file, not a folder");
   const fs::path parent = dst.has_parent_path() ? dst.parent_path() : fs::path(".");
   fs::create_directories(parent);
   fs::path tmp = parent / dst.filename();

@@ -66,6 +66,20 @@ TEST(ModelWritersCli, FullDiskLeavesNothingBehind) {
   }
 }
 
+TEST(ModelWritersCli, AFileAsTheFolderIsNamed) {
+  ScratchDir dir("writers_file");
+  const fs::path file = dir.path / "a_file";
+  std::ofstream(file) << "mine";
+  for (const auto& args : writers(file)) {
+    SCOPED_TRACE(args[0]);
+    const auto r = run_cli(args, dir.path);
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("'" + file.string() + "'"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("filesystem error"), std::string::npos) << r.out;
+    EXPECT_EQ(read_bytes(file), "mine");
+  }
+}
+
 TEST(ModelWritersCli, TrailingSlashNamesTheSameFolder) {
   ScratchDir dir("writers_slash");
   int i = 0;
