@@ -26,13 +26,24 @@ void copy_model_side_files(const fs::path& src, const fs::path& dst) {
 }
 
 void write_text_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.flush();
-  if (!out) throw IoError("[io] cannot write '" + path.string() + "' (disk full or not writable)");
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw IoError("[io] cannot write '" + path.string() + "' (disk full or not writable)");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw IoError("[io] cannot rename '" + tmp.string() + "' to '" + path.string() + "': " + ec.message());
 }
 
-void write_folder(const fs::path& dst_in, const std::function<void(const fs::path& tmp)>& fill) {
+fs::path write_folder(const fs::path& dst_in, const std::function<void(const fs::path& tmp)>& fill) {
   const fs::path dst = dst_in.has_filename() ? dst_in : dst_in.parent_path();  // "out/" -> "out"
   if (fs::exists(dst) && !fs::is_directory(dst)) throw IoError("[io] '" + dst.string() + "' is a file, not a folder");
   const fs::path parent = dst.has_parent_path() ? dst.parent_path() : fs::path(".");
@@ -45,10 +56,11 @@ void write_folder(const fs::path& dst_in, const std::function<void(const fs::pat
     fill(tmp);
     if (!fs::exists(dst)) {
       fs::rename(tmp, dst);
-      return;
+      return dst;
     }
     for (const fs::directory_entry& e : fs::directory_iterator(tmp)) fs::rename(e.path(), dst / e.path().filename());
     fs::remove(tmp);
+    return dst;
   } catch (...) {
     std::error_code ec;
     fs::remove_all(tmp, ec);

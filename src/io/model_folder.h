@@ -16,13 +16,15 @@ const std::vector<std::string>& model_side_files();
 // Copies those of model_side_files() that `src` holds into `dst`.
 void copy_model_side_files(const std::filesystem::path& src, const std::filesystem::path& dst);
 
-// Writes `text` to `path`, or throws IoError naming the file.
+// Writes `text` to `path` whole or not at all (under a temporary name beside
+// it, renamed over it), or throws IoError naming the file.
 void write_text_file(const std::filesystem::path& path, const std::string& text);
 
 // Runs fill(tmp) on an empty temporary folder beside `dst`, then moves what
 // it wrote into `dst` (created when missing; other files in it stay). When
 // fill throws, the temporary folder is removed and `dst` is as it was.
-// "out/" and "out" name the same folder.
-void write_folder(const std::filesystem::path& dst, const std::function<void(const std::filesystem::path& tmp)>& fill);
+// "out/" and "out" name the same folder; returns it as written ("out").
+std::filesystem::path write_folder(const std::filesystem::path& dst,
+                                   const std::function<void(const std::filesystem::path& tmp)>& fill);
 
 }  // namespace forge::io

@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "forge/gpt2_train.h"
 #include "forge/ops.h"
 #include "forge/safetensors.h"
+#include "io/model_folder.h"
 #include "models/common/weights.h"
 #include "models/gpt2/build.h"
 #include "models/lora_files.h"
@@ -53,24 +53,6 @@ void detach(CausalLM& model) {
   Adaptable a = adaptable(model);
   for (auto& [name, lin] : a.linears) lin->lora = {};
   a.adapter->reset();
-}
-
-void write_text_atomic(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw IoError("[lora] cannot write '" + path.string() + "'");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw IoError("[lora] cannot rename '" + tmp.string() + "' to '" + path.string() + "': " + ec.message());
 }
 
 // Every quantized weight of the model as dense f32 (a merged delta would be
@@ -210,7 +192,7 @@ void save_adapter(const CausalLM& model, const fs::path& dir, const std::string&
                             {"inference_mode", true},
                             {"init_lora_weights", true},
                             {"base_model_name_or_path", base_model}};
-  write_text_atomic(dir / "adapter_config.json", j.dump(2) + "\n");
+  io::write_text_file(dir / "adapter_config.json", j.dump(2) + "\n");
 }
 
 void merge_adapter(CausalLM& model) {

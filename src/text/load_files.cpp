@@ -11,8 +11,8 @@
 namespace forge::text {
 
 std::string read_text_file(const std::filesystem::path& path, const std::string& component) {
-  std::string who = "[";
-  who.append(component).append("] '").append(path.string()).append("'");
+  const std::string tag = std::string("[").append(component).append("]");
+  const std::string who = tag + " '" + path.string() + "'";
   std::error_code ec;
   const auto type = std::filesystem::status(path, ec).type();
   if (type == std::filesystem::file_type::directory) throw IoError(who + " is a folder, not a file");
@@ -23,7 +23,7 @@ std::string read_text_file(const std::filesystem::path& path, const std::string&
     if (!terminal) throw IoError(who + " is a device, not a file of text");
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(who.substr(0, component.size() + 2) + " cannot read '" + path.string() + "'");
+  if (!in) throw IoError(tag + " cannot read '" + path.string() + "'");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

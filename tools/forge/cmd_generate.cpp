@@ -15,7 +15,6 @@
 // the end of the reply.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -52,12 +51,9 @@ bool has_tokenizer(const std::filesystem::path& dir) {
 }
 
 std::string read_prompt_file(const std::string& path) {
+  if (path != "-") return text::read_text_file(path, "generate");
   std::ostringstream text;
-  if (path == "-") {
-    text << std::cin.rdbuf();
-  } else {
-    return text::read_text_file(path, "generate");
-  }
+  text << std::cin.rdbuf();
   return text.str();
 }
 

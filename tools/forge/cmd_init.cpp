@@ -6,7 +6,6 @@
 // --tokenizer bytes gives a GPT-2 the byte tokenizer (and a vocab of 257).
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "byte_tokenizer.h"
 #include "cli_util.h"
@@ -24,22 +23,6 @@ struct InitArgs {
   uint64_t seed = 0;
 };
 
-// config.json as given, and model.safetensors, into `out`.
-void write_config_model(const InitArgs& a, const std::filesystem::path& out) {
-  const ModelConfig config = load_config(a.config);
-  if (config.arch == Arch::Gpt2)
-    throw UsageError("--config names a GPT-2: use --arch gpt2 --preset (GPT-2's own initialisation)");
-  const std::vector<std::byte> weights = random_checkpoint_bytes(config, a.seed);
-  std::error_code ec;
-  const std::filesystem::space_info disk = std::filesystem::space(out, ec);
-  if (!ec && disk.available < weights.size())
-    throw IoError("[init] model.safetensors takes " + std::to_string(weights.size() / 1000000) + " MB and '" +
-                  out.string() + "' has " + std::to_string(disk.available / 1000000) + " MB free");
-  std::filesystem::copy_file(a.config, out / "config.json", std::filesystem::copy_options::overwrite_existing, ec);
-  if (ec) throw IoError("[init] cannot copy '" + a.config + "': " + ec.message());
-  write_safetensors_bytes(out / "model.safetensors", weights);
-}
-
 void copy_tokenizer(const InitArgs& a, const std::filesystem::path& out) {
   const std::filesystem::path dest = out / "tokenizer.json";
   std::error_code ec;
@@ -48,21 +31,38 @@ void copy_tokenizer(const InitArgs& a, const std::filesystem::path& out) {
   if (ec) throw IoError("[init] cannot copy tokenizer '" + a.tokenizer + "': " + ec.message());
 }
 
-void write_model(const InitArgs& a, const std::filesystem::path& out) {
-  if (!a.config.empty()) {
-    write_config_model(a, out);
+// config.json as given, and model.safetensors, into a new folder.
+void write_config_model(const InitArgs& a) {
+  const ModelConfig config = load_config(a.config);
+  if (config.arch == Arch::Gpt2)
+    throw UsageError("--config names a GPT-2: use --arch gpt2 --preset (GPT-2's own initialisation)");
+  const std::vector<std::byte> weights = random_checkpoint_bytes(config, a.seed);
+  io::write_folder(a.out, [&](const std::filesystem::path& out) {
+    std::error_code ec;
+    const std::filesystem::space_info disk = std::filesystem::space(out, ec);
+    if (!ec && disk.available < weights.size())
+      throw IoError("[init] model.safetensors takes " + std::to_string(weights.size() / 1000000) + " MB and '" +
+                    out.string() + "' has " + std::to_string(disk.available / 1000000) + " MB free");
+    std::filesystem::copy_file(a.config, out / "config.json", std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) throw IoError("[init] cannot copy '" + a.config + "': " + ec.message());
+    write_safetensors_bytes(out / "model.safetensors", weights);
     if (!a.tokenizer.empty()) copy_tokenizer(a, out);
-    return;
-  }
+  });
+}
+
+void write_gpt2_model(const InitArgs& a) {
   Gpt2Config config = gpt2_preset(a.preset);
   if (a.tokenizer == "bytes") config.vocab_size = kByteVocabSize;
-  write_gpt2_checkpoint(out, config, gpt2_random_tensors(config, a.seed));
-  if (a.tokenizer == "bytes") {
-    io::write_text_file(out / "tokenizer.json", byte_tokenizer_json());
-    set_special_token_ids(out, kByteEos);
-  } else if (!a.tokenizer.empty()) {
-    copy_tokenizer(a, out);
-  }
+  const std::vector<Gpt2HostTensor> tensors = gpt2_random_tensors(config, a.seed);
+  io::write_folder(a.out, [&](const std::filesystem::path& out) {
+    write_gpt2_checkpoint(out, config, tensors);
+    if (a.tokenizer == "bytes") {
+      io::write_text_file(out / "tokenizer.json", byte_tokenizer_json());
+      set_special_token_ids(out, kByteEos);
+    } else if (!a.tokenizer.empty()) {
+      copy_tokenizer(a, out);
+    }
+  });
 }
 
 void run(const InitArgs& a) {
@@ -74,8 +74,11 @@ void run(const InitArgs& a) {
   }
   if (!a.config.empty() && a.tokenizer == "bytes")
     throw UsageError("--tokenizer bytes is for GPT-2 models (--arch gpt2)");
-  // Whole or not at all: a full disk or a shape too large leaves the folder as it was.
-  io::write_folder(a.out, [&](const std::filesystem::path& tmp) { write_model(a, tmp); });
+  // The weights are drawn first (the long part, and where a shape too large
+  // is refused), then written whole or not at all: an init stopped or failing
+  // at any point leaves --out as it was.
+  if (a.config.empty()) write_gpt2_model(a);
+  else write_config_model(a);
   std::printf("wrote %s (%s, seed %llu)\n", a.out.c_str(),
               a.config.empty() ? ("gpt2 " + a.preset).c_str() : ("the shape of " + a.config).c_str(),
               (unsigned long long)a.seed);

@@ -96,7 +96,7 @@ uint64_t quantize_model(const fs::path& src, const fs::path& dst, const QuantSpe
     }
   }
 
-  io::write_folder(dst, [&](const fs::path& tmp) {
+  const fs::path written = io::write_folder(dst, [&](const fs::path& tmp) {
     write_safetensors(tmp / "model.safetensors", outs.views(), {{"format", "mlx"}});
     nlohmann::json cfg = read_json(src / "config.json");
     nlohmann::json quant = {{"group_size", spec.group_size}, {"bits", spec.bits}};
@@ -106,7 +106,7 @@ uint64_t quantize_model(const fs::path& src, const fs::path& dst, const QuantSpe
     io::write_text_file(tmp / "config.json", cfg.dump(2) + "\n");
     io::copy_model_side_files(src, tmp);
   });
-  return fs::file_size((dst.has_filename() ? dst : dst.parent_path()) / "model.safetensors");
+  return fs::file_size(written / "model.safetensors");
 }
 
 }  // namespace forge
