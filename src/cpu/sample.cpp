@@ -7,6 +7,7 @@
 
 #include "cpu/nn_kernels.h"
 #include "cpu/sample_kernel.h"
+#include "forge/ops/sample.h"
 
 namespace forge::cpu {
 
@@ -37,6 +38,7 @@ uint32_t sample_row(const float* z, const SamplePlan& p, uint32_t row, std::vect
   uint32_t best = 0;
   for (int64_t i = 1; i < v; ++i)
     if (key[size_t(i)] > key[best]) best = uint32_t(i);
+  if (key[best] >= kSampleKeyPosInf) return kSampleNoToken;
   if (p.greedy) return best;
 
   // Top-k: tk is the k-th largest key; ties at tk are kept below index jcut.

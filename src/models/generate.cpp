@@ -20,6 +20,13 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// Why generation stopped at token `index` (0: the one after the prompt).
+std::string no_token_message(const std::string& who, size_t index) {
+  return who + " the logits of generated token " + std::to_string(index) +
+         " are not finite (NaN or +inf): the model's weights hold values that are not finite, or its forward "
+         "pass overflowed";
+}
+
 // The last position's logits [1, V] of the whole sequence, without a cache.
 Tensor last_logits(const CausalLM& model, const std::vector<uint32_t>& seq) {
   const int64_t T = int64_t(seq.size()), V = model.vocab_size();
@@ -115,8 +122,13 @@ std::vector<uint32_t> generate(const CausalLM& model, const std::vector<uint32_t
     if (stats) *stats = st;
     return out;
   }
+  // A row of logits with a NaN or +inf has no token: an error, not an id.
+  auto check_id = [&](uint32_t id, size_t index) {
+    if (id == kSampleNoToken) throw ValueError(no_token_message(who, index));
+  };
   // Records the id; false when generation ends with it.
   auto accept = [&](uint32_t id) {
+    check_id(id, out.size());
     out.push_back(id);
     const bool more = on_token_cb ? on_token_cb(id) : true;
     return more && !stops(o, id);
@@ -167,8 +179,12 @@ std::vector<uint32_t> generate(const CausalLM& model, const std::vector<uint32_t
   st.prefill_tokens = P;
   bool more = accept(id);
   auto td = std::chrono::steady_clock::now();
-  // Token i from token i - 1, which stays on the device.
-  auto step = [&](int64_t i, const Tensor& prev) { return draw(i, model.forward_cached(prev.reshape({1, 1}), cache)); };
+  // Token i from token i - 1, which stays on the device. (On the CPU it is
+  // known already: a missing token is named here, not by the embedding.)
+  auto step = [&](int64_t i, const Tensor& prev) {
+    if (prev.device().is_cpu()) check_id(prev.data<uint32_t>()[0], size_t(i - 1));
+    return draw(i, model.forward_cached(prev.reshape({1, 1}), cache));
+  };
   // The ids in the cache, for a context shift: `window_ids`, then out[fed..]
   // but the newest id (the next step feeds that one).
   std::vector<uint32_t> window_ids = o.context_shift ? prompt : std::vector<uint32_t>{};

@@ -27,7 +27,13 @@ struct PenaltyPlan {
 // A logit of a recent id after the penalty (the same product on every backend).
 inline float repeat_penalized(float z, const PenaltyPlan& p) { return z > 0 ? z * p.down : z < 0 ? z * p.up : z; }
 
-// f32 -> u32 key with the same order as the values (-inf lowest, +inf highest).
-inline uint32_t sample_order_key(uint32_t bits) { return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u); }
+// f32 -> u32 key with the same order as the values (-inf lowest, +inf
+// highest); every NaN takes the largest key, so the argmax of a row finds it.
+inline uint32_t sample_order_key(uint32_t bits) {
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return 0xFFFFFFFFu;
+  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+}
+// The key of +inf: a row whose largest key reaches it is not finite.
+constexpr uint32_t kSampleKeyPosInf = 0xFF800000u;
 
 }  // namespace forge

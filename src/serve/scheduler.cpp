@@ -206,6 +206,11 @@ void Scheduler::step() {
 
 void Scheduler::deliver(int64_t row, uint32_t id) {
   Job& j = *slots_[size_t(row)];
+  if (id == kSampleNoToken)
+    return release(row, "error",
+                   "the logits of generated token " + std::to_string(j.produced_) +
+                       " are not finite (NaN or +inf): the model's weights hold values that are not finite, or its "
+                       "forward pass overflowed");
   const auto now = std::chrono::steady_clock::now();
   if (metrics_) {
     metrics_->tokens(0, 1);

@@ -4,6 +4,7 @@
 // draw follow the documented rule.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "parity/parity.h"
@@ -103,6 +104,34 @@ TEST(SampleParity, GreedyTiesAcrossChunksAndRows) {
   // One row alone (a decode step), its maximum in the last, short chunk.
   const Tensor last = Tensor::from_vector(std::vector<float>(v.begin() + 2 * V, v.begin() + 3 * V), {1, V});
   EXPECT_EQ(run(last.to(gpu_device()), {}), std::vector<uint32_t>{uint32_t(V - 1)});
+}
+
+// A row with a NaN (of either sign) or +inf has no token on either backend,
+// greedy or drawn, whatever its other values; -inf is a masked logit; the
+// other rows of the call keep their ids. V = 5000 takes the chunked greedy
+// kernel on WebGPU, V = 40 the one-workgroup one.
+TEST(SampleParity, NonFiniteRowsHaveNoToken) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t V : {40, 5000}) {
+    for (float bad : {nan, -nan, INFINITY}) {
+      for (int64_t at : {int64_t(0), V / 2, V - 1}) {
+        std::vector<float> v(size_t(3 * V));
+        for (int64_t i = 0; i < 3 * V; ++i) v[size_t(i)] = float((i * 37) % 101) / 10.0f - 5.0f;
+        v[size_t(V + at)] = bad;                  // row 1
+        v[size_t(2 * V + (at + 1) % V)] = -INFINITY;  // row 2: masked, still finite enough
+        const Tensor t = Tensor::from_vector(v, {3, V});
+        for (const SampleOptions& o : {SampleOptions{}, SampleOptions{1.0f, 0, 1.0f, 5, 3},
+                                       SampleOptions{0.8f, 7, 0.9f, 5, 3}}) {
+          const std::vector<uint32_t> cpu = run(t, o), gpu = run(t.to(gpu_device()), o);
+          EXPECT_EQ(cpu, gpu) << "V " << V << " bad " << bad << " at " << at << " t " << o.temperature;
+          ASSERT_EQ(cpu.size(), 3u);
+          EXPECT_EQ(cpu[1], kSampleNoToken) << "V " << V << " bad " << bad << " at " << at;
+          EXPECT_LT(cpu[0], uint32_t(V));
+          EXPECT_LT(cpu[2], uint32_t(V));
+        }
+      }
+    }
+  }
 }
 
 TEST(SampleParity, DrawFollowsTheUniformNumber) {

@@ -30,12 +30,22 @@
 // neighbouring token on the other backend (likewise a weight within rounding
 // of min_p). Greedy, the penalised logits and the kept sets of top-k are exact
 // on both.
+//
+// A row holding a NaN or +inf (weights that are not finite, or a forward pass
+// that overflowed) has no next token: its id is kSampleNoToken, past every
+// vocabulary, so a loop that reads ids back can name the failure, and a step
+// recorded ahead on the device (whose embedding gathers NaN for an id out of
+// range) carries it on instead of computing from a made-up token. -inf is a
+// masked logit and is allowed.
 #pragma once
 #include <cstdint>
 
 #include "forge/ops/core.h"
 
 namespace forge {
+
+// The id of a row whose logits are not finite (see above).
+constexpr uint32_t kSampleNoToken = 0xFFFFFFFFu;
 
 struct SampleOptions {
   float temperature = 0.0f;  // 0: greedy (the other fields are ignored)
@@ -47,7 +57,8 @@ struct SampleOptions {
   float repeat_penalty = 1.0f;  // finite and > 0; 1: off (applies only with a window)
 };
 
-// logits [V] or [B, V] f32 -> ids u32 [1] or [B], on the logits' device.
+// logits [V] or [B, V] f32 -> ids u32 [1] or [B], on the logits' device
+// (kSampleNoToken for a row with a NaN or +inf).
 // ValueError for a negative temperature, top_k < 0, top_p outside (0, 1],
 // min_p outside [0, 1] or a repeat_penalty that is not finite and > 0.
 Tensor sample(const Tensor& logits, const SampleOptions& options = {});

@@ -118,7 +118,7 @@ LlamaModel::Qkv LlamaModel::project(int64_t l, Stream& s, bool packed_ok) const 
         return {Tensor(), Tensor(), Tensor(), joined.reshape({B, T, (nh + 2 * nkv) * hd})};
     qkv = apply_all({&y.q, &y.k, &y.v}, h);
   }
-  return {qkv[0].reshape({B, T, nh, hd}), qkv[1].reshape({B, T, nkv, hd}), qkv[2].reshape({B, T, nkv, hd})};
+  return {qkv[0].reshape({B, T, nh, hd}), qkv[1].reshape({B, T, nkv, hd}), qkv[2].reshape({B, T, nkv, hd}), Tensor()};
 }
 
 void LlamaModel::finish(int64_t l, Stream& s, const Tensor& a) const {

@@ -1,16 +1,20 @@
 // Shared snippet (no entry point) of the sampling kernels (sample.wgsl,
 // sample_greedy.wgsl): the first index of the largest logit over a range,
 // by a workgroup of WG lanes. Logits compare by order_key (an
-// order-preserving u32 of the float); among equal keys the smallest index
-// wins, as the CPU kernel's first-maximum scan does.
+// order-preserving u32 of the float, every NaN largest); among equal keys the
+// smallest index wins, as the CPU kernel's first-maximum scan does.
 const WG: u32 = 256u;
 const SCAN: u32 = 4u;  // the scan's streams a lane
 var<workgroup> redu: array<u32, WG>;
 var<workgroup> redi: array<u32, WG>;
 
+const KEY_POS_INF: u32 = 0xff800000u;  // order_key(+inf): a row whose largest key reaches it is not finite
+const NO_TOKEN: u32 = 0xffffffffu;     // the id of such a row (kSampleNoToken)
+
 fn order_key(x: f32) -> u32 {
   let b = bitcast<u32>(x);
-  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+  let k = select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+  return select(k, 0xffffffffu, (b & 0x7fffffffu) > 0x7f800000u);
 }
 
 // (key, index) of the largest key and, among lanes holding it, the smallest

@@ -50,10 +50,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // The first index of the largest logit.
   z_base = base;
   let lane = lane_first_max(lid, 0u, v);
-  let best = argmax_key(lid, lane.x, lane.y).y;
+  let top = argmax_key(lid, lane.x, lane.y);
+  let best = top.y;
+  // A NaN or +inf: no token (the draw below runs on, its result unused).
+  let finite = top.x < KEY_POS_INF;
   if (p.greedy != 0u) {
     if (live && lid == 0u) {
-      ids[p.row_base + row] = best;
+      ids[p.row_base + row] = select(NO_TOKEN, best, finite);
     }
     return;
   }
@@ -137,6 +140,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
   }
   if (live && lid == 0u) {
-    ids[p.row_base + row] = select(best, j, j < v);
+    ids[p.row_base + row] = select(NO_TOKEN, select(best, j, j < v), finite);
   }
 }

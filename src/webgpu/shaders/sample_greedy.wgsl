@@ -51,6 +51,6 @@ fn finish(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid
   }
   let best = argmax_key(lid, key, index);
   if (lid == 0u) {
-    ids[p.row_base + row] = best.y;
+    ids[p.row_base + row] = select(best.y, NO_TOKEN, best.x >= KEY_POS_INF);
   }
 }

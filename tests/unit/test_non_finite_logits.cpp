@@ -1,0 +1,133 @@
+// Weights that are not finite never turn into made-up tokens: the step whose
+// logits hold a NaN or +inf ends generation with an error naming it, on both
+// backends, with and without the cache (the cached loop records a step
+// ahead before it reads an id), and `forge serve` answers such a request
+// with a 500 that says so and goes on serving.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "forge/error.h"
+#include "forge/generate.h"
+#include "forge/model.h"
+#include "parity/parity.h"
+#include "unit/serve_process.h"
+#include "unit/test_safetensors_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using forge::testing::TempDir;
+using forge::testing::test_devices;
+
+const fs::path kData = FORGE_TEST_DATA;
+
+std::string read_all(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// A copy of fixture `name` in `root` with element `element` of tensor
+// `tensor` set to NaN (f32, bf16 or f16 storage).
+fs::path poisoned_copy(const fs::path& root, const std::string& name, const std::string& tensor, int64_t element) {
+  const fs::path dir = root / name;
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(kData / name)) fs::copy_file(e.path(), dir / e.path().filename());
+  std::string bytes = read_all(dir / "model.safetensors");
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  const json h = json::parse(bytes.substr(8, n));
+  const json& t = h.at(tensor);
+  const std::string dtype = t.at("dtype");
+  const size_t width = dtype == "F32" ? 4 : 2;
+  const size_t at = 8 + n + t.at("data_offsets")[0].get<size_t>() + size_t(element) * width;
+  if (dtype == "F32") std::memcpy(&bytes[at], "\x00\x00\xc0\x7f", 4);
+  else if (dtype == "BF16") std::memcpy(&bytes[at], "\xc0\x7f", 2);
+  else std::memcpy(&bytes[at], "\x00\x7e", 2);  // F16
+  std::ofstream(dir / "model.safetensors", std::ios::binary | std::ios::trunc).write(bytes.data(),
+                                                                                      std::streamsize(bytes.size()));
+  return dir;
+}
+
+// The ValueError message of generate, or "" when it returns.
+std::string generate_error(const forge::CausalLM& m, const std::vector<uint32_t>& prompt, bool use_cache,
+                           float temperature, int64_t n) {
+  forge::GenerateOptions o;
+  o.max_new_tokens = n;
+  o.use_cache = use_cache;
+  o.sample.temperature = temperature;
+  o.sample.seed = 3;
+  try {
+    forge::generate(m, prompt, o);
+  } catch (const forge::ValueError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// A NaN in a layer's weight: the logits after the prompt are NaN already.
+TEST(NonFiniteLogits, PoisonedLayerWeightFailsAtTheFirstToken) {
+  TempDir tmp;
+  const fs::path llama = poisoned_copy(tmp.path(), "llama-tiny", "model.layers.0.mlp.down_proj.weight", 5);
+  const fs::path gpt2 = poisoned_copy(tmp.path(), "gpt2-tiny", "transformer.h.1.mlp.c_fc.weight", 7);
+  for (const fs::path& dir : {llama, gpt2})
+    for (const forge::Device& d : test_devices()) {
+      const auto m = forge::load_model(dir, d);
+      for (bool cache : {true, false})
+        for (float temperature : {0.0f, 0.9f}) {
+          const std::string e = generate_error(*m, {1, 2, 3}, cache, temperature, 6);
+          EXPECT_NE(e.find("the logits of generated token 0 are not finite"), std::string::npos)
+              << dir.filename() << " " << d.name() << " cache " << cache << " t " << temperature << ": " << e;
+        }
+    }
+}
+
+// A NaN in one row of an untied embedding: generation is exact until that
+// token is fed back, and the step it feeds is the one named. mistral-tiny
+// greedily continues 1, 2, 3 with 520, 219, 520, 219, 360, ...
+TEST(NonFiniteLogits, PoisonedEmbeddingRowFailsAtTheStepThatReadsIt) {
+  TempDir tmp;
+  const fs::path clean = kData / "mistral-tiny";
+  const fs::path dir = poisoned_copy(tmp.path(), "mistral-tiny", "model.embed_tokens.weight", 360 * 128 + 3);
+  ASSERT_EQ(json::parse(read_all(clean / "config.json")).at("hidden_size"), 128);
+  for (const forge::Device& d : test_devices()) {
+    forge::GenerateOptions o;
+    o.max_new_tokens = 8;
+    const std::vector<uint32_t> ids = forge::generate(*forge::load_model(clean, d), {1, 2, 3}, o);
+    ASSERT_EQ(std::vector<uint32_t>(ids.begin(), ids.begin() + 5), (std::vector<uint32_t>{520, 219, 520, 219, 360}))
+        << d.name();
+    const auto m = forge::load_model(dir, d);
+    for (bool cache : {true, false}) {
+      const std::string e = generate_error(*m, {1, 2, 3}, cache, 0.0f, 8);
+      EXPECT_NE(e.find("the logits of generated token 5 are not finite"), std::string::npos)
+          << d.name() << " cache " << cache << ": " << e;
+      // Four tokens stop before the poisoned one is fed back: no error.
+      EXPECT_EQ(generate_error(*m, {1, 2, 3}, cache, 0.0f, 5), "") << d.name() << " cache " << cache;
+    }
+  }
+}
+
+// forge serve: the request fails with a 500 naming the cause; the server
+// stays up and a request to the same model after it gets the same answer.
+TEST(NonFiniteLogits, ServeAnswers500AndKeepsServing) {
+  TempDir tmp;
+  const fs::path dir = poisoned_copy(tmp.path(), "gpt2-tiny", "transformer.h.0.attn.c_proj.weight", 1);
+  forge::testing::ServeProcess s(dir, tmp.path(), {"--max-batch", "2"});
+  ASSERT_TRUE(s.up()) << s.output();
+  for (int i = 0; i < 2; ++i) {
+    auto c = s.client();
+    const auto r = c->Post("/v1/completions", json{{"prompt", {1, 2, 3}}, {"max_tokens", 4}}.dump(),
+                           "application/json");
+    ASSERT_TRUE(r) << "request " << i;
+    EXPECT_EQ(r->status, 500) << r->body;
+    EXPECT_NE(r->body.find("not finite"), std::string::npos) << r->body;
+  }
+}
