@@ -74,6 +74,41 @@ TEST(CliUtil, RangeMessagesAreReadable) {
   EXPECT_EQ(p, 0.25);
 }
 
+// List options: commas (spaces after them allowed) or repeated values; an
+// empty item is refused by name (CLI11's own delimiter dropped it, so
+// "--rows 8,,2" meant 8,2), as is an item that is not an integer in range or
+// not one of the allowed names.
+TEST(CliUtil, ListOptionsRefuseEmptyAndBadItems) {
+  CLI::App app;
+  std::vector<int64_t> rows{4};
+  std::vector<std::string> layouts{"nn"};
+  forge::cli::add_int_list_option(app, "--rows", rows, "rows", 1);
+  forge::cli::add_list_option(app, "--layouts", layouts, "layouts", {"nn", "tn", "nt"});
+  auto parse = [&](std::vector<std::string> args) {
+    std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+    app.clear();
+    return message_of<CLI::ParseError>([&] { app.parse(args); });
+  };
+  EXPECT_EQ(parse({}), "");
+  EXPECT_EQ(rows, (std::vector<int64_t>{4}));  // not given: the default stays
+  EXPECT_EQ(parse({"--rows", "8,32", "--layouts", "tn, nt"}), "");
+  EXPECT_EQ(rows, (std::vector<int64_t>{8, 32}));
+  EXPECT_EQ(layouts, (std::vector<std::string>{"tn", "nt"}));
+  EXPECT_EQ(parse({"--rows", "8, 16", "--rows", "2"}), "");
+  EXPECT_EQ(rows, (std::vector<int64_t>{8, 16, 2}));
+  for (const char* bad : {"8,,2", "8,", ",8", "8, ,2"}) {
+    const std::string m = parse({"--rows", bad});
+    EXPECT_NE(m.find("--rows has an empty item in '" + std::string(bad) + "'"), std::string::npos) << bad << ": " << m;
+  }
+  EXPECT_NE(parse({"--rows", "8,0"}).find("--rows must be >= 1, got 0"), std::string::npos);
+  EXPECT_NE(parse({"--rows", "8,x"}).find("--rows must be an integer, got 'x'"), std::string::npos);
+  EXPECT_NE(parse({"--layouts", "nn,tt"}).find("--layouts items must be nn, tn or nt, got 'tt'"), std::string::npos);
+  EXPECT_NE(parse({"--layouts", "nn,,tn"}).find("--layouts has an empty item"), std::string::npos);
+  EXPECT_EQ(forge::cli::split_list("q_proj, v_proj", "--lora-targets"), (std::vector<std::string>{"q_proj", "v_proj"}));
+  EXPECT_EQ(message_of<UsageError>([] { forge::cli::split_list("a,", "--x"); }),
+            "--x has an empty item in 'a,' (items are separated by commas)");
+}
+
 TEST(CliUtil, ModelFolderChecksSayWhatThePathIs) {
   forge::testing::ScratchDir dir("cli_util_model");
   const fs::path model = dir.path / "run" / "checkpoint";

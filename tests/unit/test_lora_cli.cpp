@@ -106,7 +106,7 @@ TEST(LoraCli, ClearErrors) {
   fails_with(with({"--lora-rank", "0"}), "rank");
   fails_with(with({"--lora-rank", "2", "--lora-targets", "q_proj,wq"}), "unknown target module 'wq'");
   fails_with(with({"--lora-rank", "2", "--lora-targets", "q_proj,,v_proj"}),
-             "--lora-targets 'q_proj,,v_proj' has an empty item");
+             "--lora-targets has an empty item in 'q_proj,,v_proj'");
   fails_with(with({"--lora-rank", "2", "--lora-targets", "q_proj,"}), "has an empty item");
   // Spaces after the commas are fine: the same two modules as without.
   const CliRun spaced = run_cli(with({"--lora-rank", "2", "--lora-targets", "q_proj, v_proj", "--json"}), dir.path);

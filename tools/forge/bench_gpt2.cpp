@@ -73,11 +73,10 @@ const bool registered = register_bench({"gpt2", "GPT-2 prefill and decode tokens
                                               ->capture_default_str();
                                           sub.add_option("--decode-tokens", decode_tokens, "Tokens to decode")
                                               ->capture_default_str();
-                                          check_at_least(sub.add_option("--rows", rows,
-                                                                        "Also time this many sequences decoding "
-                                                                        "together (comma-separated, e.g. 8,32)")
-                                                             ->delimiter(','),
-                                                         1);
+                                          add_int_list_option(sub, "--rows", rows,
+                                                              "Also time this many sequences decoding together "
+                                                              "(comma-separated, e.g. 8,32)",
+                                                              1);
                                           sub.add_flag("--json", json, "Print JSON");
                                           add_profile_flag(sub);
                                           sub.callback([] { run(device, preset, decode_tokens, rows, json); });

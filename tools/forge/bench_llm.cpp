@@ -101,10 +101,8 @@ const bool registered = register_bench(
                           ->capture_default_str(),
                       0);
        check_at_least(sub.add_option("--decode-tokens", decode_tokens, "Tokens to decode")->capture_default_str(), 1);
-       check_at_least(
-           sub.add_option("--rows", rows, "Also time this many sequences decoding together (comma-separated, e.g. 8,32)")
-               ->delimiter(','),
-           1);
+       add_int_list_option(sub, "--rows", rows,
+                           "Also time this many sequences decoding together (comma-separated, e.g. 8,32)", 1);
        sub.add_flag("--json", json, "Print JSON");
        add_profile_flag(sub);
        sub.callback([] { run(device, model, arch, dtype, prefill, decode_tokens, rows, json); });

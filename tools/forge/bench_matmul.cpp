@@ -8,6 +8,7 @@
 #include <random>
 
 #include "bench_util.h"
+#include "cli_util.h"
 #include "command.h"
 #include "devices.h"
 #include "forge/ops.h"
@@ -78,14 +79,14 @@ const bool registered = register_bench({"matmul", "GFLOP/s of f32 matmuls by sha
                                           static std::vector<std::string> layouts{"nn"};
                                           static bool json = false;
                                           add_device_option(sub, device, true);
-                                          sub.add_option("--sizes", sizes, "Square matrix sizes")->delimiter(',');
-                                          sub.add_option("--shapes", shapes,
-                                                         "Products MxKxN (A [M, K] @ B [K, N]); replace --sizes")
-                                              ->delimiter(',');
-                                          sub.add_option("--layouts", layouts,
-                                                         "Operand layouts: nn, tn, nt, tt (t: stored transposed)")
-                                              ->delimiter(',')
-                                              ->check(CLI::IsMember({"nn", "tn", "nt", "tt"}));
+                                          add_int_list_option(sub, "--sizes", sizes, "Square matrix sizes", 1)
+                                              ->default_str("256,512,1024,2048");
+                                          add_list_option(sub, "--shapes", shapes,
+                                                          "Products MxKxN (A [M, K] @ B [K, N]); replace --sizes");
+                                          add_list_option(sub, "--layouts", layouts,
+                                                          "Operand layouts: nn, tn, nt, tt (t: stored transposed)",
+                                                          {"nn", "tn", "nt", "tt"})
+                                              ->default_str("nn");
                                           sub.add_flag("--json", json, "Print JSON");
                                           sub.callback([] { run(device, sizes, shapes, layouts, json); });
                                         }});

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -109,19 +110,102 @@ CLI::Option* check_at_least(CLI::Option* opt, int64_t min) {
   return check_int_between(opt, min, std::numeric_limits<int64_t>::max());
 }
 
+namespace {
+
+// ">= 1" or "in [0, 8]".
+std::string int_range(int64_t lo, int64_t hi) {
+  return hi == std::numeric_limits<int64_t>::max() ? ">= " + std::to_string(lo)
+                                                   : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+}
+
+// Why s is not an integer in [lo, hi] for option `name`, or "".
+std::string int_error(const std::string& name, const std::string& s, int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  if (!whole_number(s, v)) return name + " must be an integer, got '" + s + "'";
+  if (v < lo || v > hi) return name + " must be " + int_range(lo, hi) + ", got " + s;
+  return {};
+}
+
+}  // namespace
+
 CLI::Option* check_int_between(CLI::Option* opt, int64_t lo, int64_t hi) {
   const std::string name = short_name(opt);
-  const std::string range = hi == std::numeric_limits<int64_t>::max()
-                                ? ">= " + std::to_string(lo)
-                                : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return opt->check(
+      CLI::Validator([name, lo, hi](std::string& s) { return int_error(name, s, lo, hi); }, int_range(lo, hi)));
+}
+
+std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
+  std::vector<std::string> items;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    std::string item = text.substr(at, comma - at);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item.empty()) throw UsageError(flag + " has an empty item in '" + text + "' (items are separated by commas)");
+    items.push_back(item);
+    at = comma + 1;
+  }
+  return items;
+}
+
+namespace {
+
+// A list option whose items (every comma-separated value given) each pass
+// check_item (an error text, or "") and are handed to store together.
+CLI::Option* list_option(CLI::App& app, const std::string& name, const std::string& help,
+                         std::function<std::string(const std::string&)> check_item,
+                         std::function<void(const std::vector<std::string>&)> store) {
+  const std::string flag = name;
+  CLI::Option* opt = app.add_option_function<std::vector<std::string>>(
+      name,
+      [flag, store](const std::vector<std::string>& values) {
+        std::vector<std::string> items;
+        for (const std::string& v : values)
+          for (std::string& item : split_list(v, flag)) items.push_back(std::move(item));
+        store(items);
+      },
+      help);
   return opt->check(CLI::Validator(
-      [name, lo, hi, range](std::string& s) -> std::string {
-        int64_t v = 0;
-        if (!whole_number(s, v)) return name + " must be an integer, got '" + s + "'";
-        if (v < lo || v > hi) return name + " must be " + range + ", got " + s;
+      [flag, check_item](std::string& s) -> std::string {
+        try {
+          for (const std::string& item : split_list(s, flag))
+            if (std::string e = check_item(item); !e.empty()) return e;
+        } catch (const UsageError& e) {
+          return e.what();
+        }
         return {};
       },
-      range));
+      ""));
+}
+
+}  // namespace
+
+CLI::Option* add_list_option(CLI::App& app, const std::string& name, std::vector<std::string>& out,
+                             const std::string& help, const std::vector<std::string>& allowed) {
+  std::string list;  // "nn, tn or nt"
+  for (size_t i = 0; i < allowed.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + allowed[i];
+  return list_option(
+      app, name, help,
+      [name, allowed, list](const std::string& item) -> std::string {
+        if (allowed.empty() || std::find(allowed.begin(), allowed.end(), item) != allowed.end()) return {};
+        return name + " items must be " + list + ", got '" + item + "'";
+      },
+      [&out](const std::vector<std::string>& items) { out = items; });
+}
+
+CLI::Option* add_int_list_option(CLI::App& app, const std::string& name, std::vector<int64_t>& out,
+                                 const std::string& help, int64_t at_least) {
+  return list_option(
+      app, name, help,
+      [name, at_least](const std::string& item) {
+        return int_error(name, item, at_least, std::numeric_limits<int64_t>::max());
+      },
+      [&out](const std::vector<std::string>& items) {
+        out.clear();
+        for (const std::string& item : items) out.push_back(std::stoll(item));
+      });
 }
 
 CLI::Option* check_int_in(CLI::Option* opt, const std::vector<int64_t>& allowed) {

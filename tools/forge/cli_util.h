@@ -8,6 +8,7 @@
 //   short forms  -m --model, -p --prompt, -n (a count, such as --max-new-tokens)
 //   --preset     124M, 355M, 774M, 1.5B or tiny (add_preset_option)
 //   id lists     "1,2,3", "1 2 3" or "1, 2, 3" (what `forge tokenize` prints)
+//   other lists  "8,32" or "8, 32"; no empty items (add_list_option, add_int_list_option)
 //   ranges       "--steps must be >= 1, got -5" (check_at_least, check_int_between, check_between)
 //   --tokenizer  a tokenizer.json, a folder holding one, or 'bytes' where allowed
 //   --model      a model folder; check_model_dir says what else the path is
@@ -52,6 +53,18 @@ forge::Tensor read_input_ids(const std::string& path, int64_t vocab, const std::
 // check_between for real ones (no upper bound when hi is infinite).
 CLI::Option* check_at_least(CLI::Option* opt, int64_t min);
 CLI::Option* check_int_between(CLI::Option* opt, int64_t lo, int64_t hi);
+// Lists: items separated by commas, spaces around them allowed, in one value
+// or several ("--rows 8,32", "--rows 8, 32", "--rows 8 --rows 32"). An empty
+// item ("8,,2", ",8", "8,") is a usage error naming the flag, where CLI11's
+// own delimiter would drop it. split_list throws UsageError; the options
+// below check every item while parsing (an integer >= at_least, or one of
+// `allowed` when that is not empty) and then fill `out` with the items given.
+std::vector<std::string> split_list(const std::string& text, const std::string& flag);
+CLI::Option* add_list_option(CLI::App& app, const std::string& name, std::vector<std::string>& out,
+                             const std::string& help, const std::vector<std::string>& allowed = {});
+CLI::Option* add_int_list_option(CLI::App& app, const std::string& name, std::vector<int64_t>& out,
+                                 const std::string& help, int64_t at_least);
+
 // One of a few integers: "--bits must be 2, 4 or 8, got 3".
 CLI::Option* check_int_in(CLI::Option* opt, const std::vector<int64_t>& allowed);
 // An unsigned 64-bit option (a seed): "-1" is refused, not wrapped around.

@@ -35,19 +35,7 @@ void attach_lora(const TrainArgs& a, CausalLM& model) {
   // GPT-2's modules have other names: PEFT's default for it is c_attn.
   const std::string targets =
       !a.given.count("--lora-targets") && model.info().family == "gpt2" ? std::string("c_attn") : a.lora_targets;
-  // "q_proj,v_proj" or "q_proj, v_proj"; an empty item ("q_proj,,v_proj") is a typo.
-  size_t at = 0;
-  while (at <= targets.size()) {
-    const size_t comma = std::min(targets.find(',', at), targets.size());
-    std::string t = targets.substr(at, comma - at);
-    t.erase(0, t.find_first_not_of(" \t"));
-    t.erase(t.find_last_not_of(" \t") + 1);
-    if (t.empty())
-      throw UsageError("--lora-targets '" + targets + "' has an empty item (modules are separated by commas: "
-                       "q_proj,k_proj,v_proj,o_proj,...)");
-    c.targets.push_back(t);
-    at = comma + 1;
-  }
+  c.targets = split_list(targets, "--lora-targets");  // "q_proj,v_proj" or "q_proj, v_proj"
   attach_new_adapter(model, c, a.seed);
 }
 
