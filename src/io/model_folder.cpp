@@ -43,9 +43,25 @@ void write_text_file(const fs::path& path, const std::string& text) {
   if (ec) throw IoError("[io] cannot rename '" + tmp.string() + "' to '" + path.string() + "': " + ec.message());
 }
 
+void check_folder_destination(const fs::path& dst) {
+  std::error_code ec;
+  const fs::path full = fs::absolute(dst, ec).lexically_normal();
+  for (fs::path p = full; !ec && p.has_relative_path(); p = p.parent_path()) {
+    const fs::file_status st = fs::status(p, ec);
+    if (st.type() == fs::file_type::not_found) {  // "a/b" under a file "a" reads so too (ENOTDIR)
+      ec.clear();
+      continue;
+    }
+    if (!ec && !fs::is_directory(st))
+      throw IoError("[io] '" + p.string() + "' is a file, not a folder" +
+                    (p == full ? std::string() : " (in the output path '" + dst.string() + "')"));
+    return;  // a folder (or a path the writer will report on)
+  }
+}
+
 fs::path write_folder(const fs::path& dst_in, const std::function<void(const fs::path& tmp)>& fill) {
   const fs::path dst = dst_in.has_filename() ? dst_in : dst_in.parent_path();  // "out/" -> "out"
-  if (fs::exists(dst) && !fs::is_directory(dst)) throw IoError("[io] '" + dst.string() + "' is a file, not a folder");
+  check_folder_destination(dst);
   const fs::path parent = dst.has_parent_path() ? dst.parent_path() : fs::path(".");
   fs::create_directories(parent);
   fs::path tmp = parent / dst.filename();

@@ -20,9 +20,15 @@ void copy_model_side_files(const std::filesystem::path& src, const std::filesyst
 // it, renamed over it), or throws IoError naming the file.
 void write_text_file(const std::filesystem::path& path, const std::string& text);
 
+// Throws IoError naming the path when `dst` cannot be a folder: it, or the
+// nearest of its parents that exists, is a file. Commands that write a folder
+// call it before their work, so that a wrong --out fails at once.
+void check_folder_destination(const std::filesystem::path& dst);
+
 // Runs fill(tmp) on an empty temporary folder beside `dst`, then moves what
 // it wrote into `dst` (created when missing; other files in it stay). When
 // fill throws, the temporary folder is removed and `dst` is as it was.
+// check_folder_destination(dst) runs first.
 // "out/" and "out" name the same folder; returns it as written ("out").
 std::filesystem::path write_folder(const std::filesystem::path& dst,
                                    const std::function<void(const std::filesystem::path& tmp)>& fill);

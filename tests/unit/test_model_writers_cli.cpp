@@ -1,7 +1,8 @@
 // The commands that write a model folder (quantize, merge, init, train
 // --fixed-batch --out) write it whole or not at all: a full disk
 // (RLIMIT_FSIZE) leaves neither the folder nor a temporary one, an existing
-// folder keeps its files, and "out/" names the same folder as "out".
+// folder keeps its files, "out/" names the same folder as "out", and a file
+// in the way is named before the work.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -66,17 +67,25 @@ TEST(ModelWritersCli, FullDiskLeavesNothingBehind) {
   }
 }
 
-TEST(ModelWritersCli, AFileAsTheFolderIsNamed) {
+// A file as --out, or as a folder on the way to it, is named before any
+// work: train --fixed-batch prints no training step, init draws nothing.
+TEST(ModelWritersCli, AFileAsTheFolderIsNamedBeforeTheWork) {
   ScratchDir dir("writers_file");
   const fs::path file = dir.path / "a_file";
   std::ofstream(file) << "mine";
-  for (const auto& args : writers(file)) {
-    SCOPED_TRACE(args[0]);
-    const auto r = run_cli(args, dir.path);
-    EXPECT_EQ(r.code, 1) << r.out;
-    EXPECT_NE(r.out.find("'" + file.string() + "'"), std::string::npos) << r.out;
-    EXPECT_EQ(r.out.find("filesystem error"), std::string::npos) << r.out;
-    EXPECT_EQ(read_bytes(file), "mine");
+  for (const fs::path& out : {file, file / "sub" / "model"}) {
+    auto cases = writers(out);
+    cases.push_back({"train", "--data", kData + "/heldout-fortunes.txt", "--preset", "tiny", "--tokenizer", "bytes",
+                     "--steps", "1", "--batch", "2", "--seq", "16", "--device", "cpu", "--out", out.string()});
+    for (const auto& args : cases) {
+      SCOPED_TRACE(args[0] + " --out " + out.string());
+      const auto r = run_cli(args, dir.path);
+      EXPECT_EQ(r.code, 1) << r.out;
+      EXPECT_NE(r.out.find("'" + file.string() + "' is a file, not a folder"), std::string::npos) << r.out;
+      EXPECT_EQ(r.out.find("filesystem error"), std::string::npos) << r.out;
+      EXPECT_EQ(r.out.find("loss"), std::string::npos) << "trained before refusing --out: " << r.out;
+      EXPECT_EQ(read_bytes(file), "mine");
+    }
   }
 }
 

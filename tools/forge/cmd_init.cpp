@@ -74,6 +74,7 @@ void run(const InitArgs& a) {
   }
   if (!a.config.empty() && a.tokenizer == "bytes")
     throw UsageError("--tokenizer bytes is for GPT-2 models (--arch gpt2)");
+  io::check_folder_destination(a.out);  // before drawing the weights
   // The weights are drawn first (the long part, and where a shape too large
   // is refused), then written whole or not at all: an init stopped or failing
   // at any point leaves --out as it was.

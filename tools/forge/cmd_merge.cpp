@@ -12,6 +12,7 @@
 #include "forge/lora.h"
 #include "forge/model.h"
 #include "hf_model_out.h"
+#include "io/model_folder.h"
 #include "model_arg.h"
 
 namespace forge::cli {
@@ -23,6 +24,7 @@ struct MergeArgs {
 
 void run(const MergeArgs& a) {
   const std::filesystem::path dir = model_folder(a.model);
+  io::check_folder_destination(a.out);
   if (std::filesystem::exists(std::filesystem::path(a.out) / "model.safetensors") ||
       std::filesystem::exists(std::filesystem::path(a.out) / "config.json"))
     throw UsageError("--out '" + a.out + "' holds a model already; pass a new folder");

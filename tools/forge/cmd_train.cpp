@@ -44,6 +44,7 @@
 #include "forge/lora.h"
 #include "profile.h"
 #include "interrupt.h"
+#include "io/model_folder.h"
 #include "train_checkpoint.h"
 #include "train_data.h"
 #include "train_lora.h"
@@ -208,6 +209,7 @@ void run(TrainArgs a) {
   if (a.resume && a.overwrite) throw UsageError("--resume and --overwrite exclude each other");
   StopSignals signals;
   const fs::path out = a.out, ckpt = out / "checkpoint";
+  io::check_folder_destination(out);
 
   std::optional<FoundCheckpoint> found;
   if (a.resume) {

@@ -20,6 +20,7 @@
 #include "forge/train.h"
 #include "forge/train_fixed.h"
 #include "hf_model_out.h"
+#include "io/model_folder.h"
 #include "train_checkpoint.h"
 #include "train_lora.h"
 #include "train_settings.h"
@@ -28,6 +29,7 @@ namespace forge::cli {
 
 void run_fixed_batch(const TrainArgs& a) {
   if (a.model.empty()) throw UsageError("--fixed-batch needs --model DIR");
+  if (!a.out.empty()) io::check_folder_destination(a.out);  // before the training, not after it
   const Device dev = resolve_devices(a.device)[0];
   const bool lora = wants_lora(a);
   auto model = load_model(check_model_dir(a.model), dev, train_weights_dtype(a));

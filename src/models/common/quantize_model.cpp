@@ -57,6 +57,7 @@ uint64_t quantize_model(const fs::path& src, const fs::path& dst, const QuantSpe
   if (spec.group_size != 32 && spec.group_size != 64 && spec.group_size != 128)
     throw ValueError("[quantize] --group-size must be 32, 64 or 128, got " + std::to_string(spec.group_size));
   if (!fs::is_directory(src)) throw IoError("[quantize] model directory '" + src.string() + "' does not exist");
+  io::check_folder_destination(dst);
   if (fs::exists(dst) && !(fs::is_directory(dst) && fs::is_empty(dst)))
     throw IoError("[quantize] output '" + dst.string() + "' already exists and is not an empty folder");
   ModelConfig mc = load_config(src);
