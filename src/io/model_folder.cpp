@@ -59,6 +59,15 @@ void check_folder_destination(const fs::path& dst) {
   }
 }
 
+void check_file_destination(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw IoError("[io] '" + path.string() + "' is a folder; give a file name");
+  const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  check_folder_destination(parent);
+  if (!fs::is_directory(parent, ec))
+    throw IoError("[io] the folder '" + parent.string() + "' of '" + path.string() + "' does not exist");
+}
+
 fs::path write_folder(const fs::path& dst_in, const std::function<void(const fs::path& tmp)>& fill) {
   const fs::path dst = dst_in.has_filename() ? dst_in : dst_in.parent_path();  // "out/" -> "out"
   check_folder_destination(dst);

@@ -25,6 +25,11 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
 // call it before their work, so that a wrong --out fails at once.
 void check_folder_destination(const std::filesystem::path& dst);
 
+// Throws IoError naming the path when a file cannot be written at `path`: it
+// is a folder, or its folder is missing or is a file. For --output files,
+// checked before the work that fills them.
+void check_file_destination(const std::filesystem::path& path);
+
 // Runs fill(tmp) on an empty temporary folder beside `dst`, then moves what
 // it wrote into `dst` (created when missing; other files in it stay). When
 // fill throws, the temporary folder is removed and `dst` is as it was.

@@ -19,6 +19,7 @@
 #include "forge/perplexity.h"
 #include "forge/safetensors.h"
 #include "forge/tokenizer.h"
+#include "io/model_folder.h"
 #include "model_arg.h"
 #include "text/tokenizer_spec.h"
 
@@ -35,6 +36,7 @@ struct EvalArgs {
 
 void eval_input(const EvalArgs& a, const CausalLM& model, const Device& dev) {
   Tensor ids = read_input_ids(a.input, model.vocab_size(), "eval");
+  if (!a.output.empty()) io::check_file_destination(a.output);  // before the forward pass
   Tensor logits = model.forward(ids);
   const float loss = causal_lm_loss(logits, ids);
   if (!a.output.empty()) {
