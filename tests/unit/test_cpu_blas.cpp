@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -30,6 +31,33 @@ TEST(CpuBlas, NamesTheKernelsThatRun) {
   }
 #else
   EXPECT_EQ(blas, "none (portable loops)");
+#endif
+}
+
+// OpenBLAS falls back to its SSE3 "Prescott" kernels on a CPU its detection
+// does not know (Debian 12's on recent Intel Xeons: 5x slower products).
+// forge, with no OPENBLAS_CORETYPE given, then runs again with kernels the
+// CPU can run; a user's OPENBLAS_CORETYPE stands, Prescott included.
+TEST(CpuBlas, CliNeverRunsGenericKernelsOnAnAvx2Cpu) {
+#if FORGE_HAVE_OPENBLAS && defined(__x86_64__)
+  auto info = [](const std::string& env) {
+    const std::string cmd = "env " + env + " " + std::string(FORGE_CLI) + " info 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    while (p && std::fgets(buf, sizeof buf, p)) out += buf;
+    if (p) pclose(p);
+    return out;
+  };
+  const std::string chosen = info("-u OPENBLAS_CORETYPE");
+  ASSERT_NE(chosen.find("blas openblas ("), std::string::npos) << chosen;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    EXPECT_EQ(chosen.find("(Prescott kernels)"), std::string::npos) << chosen;
+  const std::string forced = info("OPENBLAS_CORETYPE=Prescott");
+  EXPECT_NE(forced.find("(Prescott kernels)"), std::string::npos) << forced;
+#else
+  GTEST_SKIP() << "no OpenBLAS on x86-64 in this build";
 #endif
 }
 

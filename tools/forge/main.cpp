@@ -8,6 +8,7 @@
 
 #include "cli_util.h"
 #include "command.h"
+#include "cpu/blas_setup.h"
 #include "forge/error.h"
 
 namespace forge::cli {
@@ -79,6 +80,8 @@ std::string selected_path(CLI::App& app) {
 
 int main(int argc, char** argv) {
   using namespace forge::cli;
+  // OpenBLAS with generic kernels on a CPU it does not know: once more with the right ones.
+  forge::cpu::restart_with_blas_kernels(argv);
   // A file reaching RLIMIT_FSIZE fails its write (EFBIG) with a clear error
   // instead of killing the process.
   std::signal(SIGXFSZ, SIG_IGN);
