@@ -2,7 +2,8 @@
 // logits hold a NaN or +inf ends generation with an error naming it, on both
 // backends, with and without the cache (the cached loop records a step
 // ahead before it reads an id), and `forge serve` answers such a request
-// with a 500 that says so and goes on serving.
+// with a 500 that says so and goes on serving. eval refuses such a loss
+// instead of printing "nan" (null in JSON) with exit code 0.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "forge/generate.h"
 #include "forge/model.h"
 #include "parity/parity.h"
+#include "unit/cli_process.h"
 #include "unit/serve_process.h"
 #include "unit/test_safetensors_util.h"
 
@@ -33,25 +35,34 @@ std::string read_all(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-// A copy of fixture `name` in `root` with element `element` of tensor
-// `tensor` set to NaN (f32, bf16 or f16 storage).
-fs::path poisoned_copy(const fs::path& root, const std::string& name, const std::string& tensor, int64_t element) {
-  const fs::path dir = root / name;
-  fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(kData / name)) fs::copy_file(e.path(), dir / e.path().filename());
+// Sets element `element` of the first tensor whose name holds `tensor` in
+// DIR/model.safetensors to NaN (f32, bf16 or f16 storage).
+void poison(const fs::path& dir, const std::string& tensor, int64_t element) {
   std::string bytes = read_all(dir / "model.safetensors");
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
   const json h = json::parse(bytes.substr(8, n));
-  const json& t = h.at(tensor);
-  const std::string dtype = t.at("dtype");
-  const size_t width = dtype == "F32" ? 4 : 2;
-  const size_t at = 8 + n + t.at("data_offsets")[0].get<size_t>() + size_t(element) * width;
-  if (dtype == "F32") std::memcpy(&bytes[at], "\x00\x00\xc0\x7f", 4);
-  else if (dtype == "BF16") std::memcpy(&bytes[at], "\xc0\x7f", 2);
-  else std::memcpy(&bytes[at], "\x00\x7e", 2);  // F16
-  std::ofstream(dir / "model.safetensors", std::ios::binary | std::ios::trunc).write(bytes.data(),
-                                                                                      std::streamsize(bytes.size()));
+  for (const auto& [name, t] : h.items()) {
+    if (name.find(tensor) == std::string::npos) continue;
+    const std::string dtype = t.at("dtype");
+    const size_t width = dtype == "F32" ? 4 : 2;
+    const size_t at = 8 + n + t.at("data_offsets")[0].get<size_t>() + size_t(element) * width;
+    if (dtype == "F32") std::memcpy(&bytes[at], "\x00\x00\xc0\x7f", 4);
+    else if (dtype == "BF16") std::memcpy(&bytes[at], "\xc0\x7f", 2);
+    else std::memcpy(&bytes[at], "\x00\x7e", 2);  // F16
+    std::ofstream(dir / "model.safetensors", std::ios::binary | std::ios::trunc)
+        .write(bytes.data(), std::streamsize(bytes.size()));
+    return;
+  }
+  FAIL() << "no tensor named like " << tensor << " in " << dir;
+}
+
+// A copy of fixture `name` in `root` with one element of `tensor` NaN.
+fs::path poisoned_copy(const fs::path& root, const std::string& name, const std::string& tensor, int64_t element) {
+  const fs::path dir = root / name;
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(kData / name)) fs::copy_file(e.path(), dir / e.path().filename());
+  poison(dir, tensor, element);
   return dir;
 }
 
@@ -130,4 +141,34 @@ TEST(NonFiniteLogits, ServeAnswers500AndKeepsServing) {
     EXPECT_EQ(r->status, 500) << r->body;
     EXPECT_NE(r->body.find("not finite"), std::string::npos) << r->body;
   }
+}
+
+// eval --input and --text-file: exit 1 naming the cause, no --output file.
+TEST(NonFiniteLogits, EvalRefusesALossThatIsNotFinite) {
+  TempDir tmp;
+  const fs::path llama = poisoned_copy(tmp.path(), "llama-tiny", "model.layers.1.self_attn.o_proj.weight", 9);
+  const fs::path out = tmp / "out.safetensors";
+  const auto r = forge::testing::run_cli({"eval", "-m", llama.string(), "--input",
+                                          (kData / "llama-tiny" / "reference.safetensors").string(), "--output",
+                                          out.string(), "--device", "cpu", "--json"},
+                                         tmp.path());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("[eval] the loss is NaN: the model's logits hold values that are not finite"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(out));
+  // A byte-level GPT-2 (its tokenizer in the folder) for a text.
+  const fs::path gpt2 = tmp / "bytes";
+  ASSERT_EQ(forge::testing::run_cli({"init", "--preset", "tiny", "--tokenizer", "bytes", "--out", gpt2.string()},
+                                    tmp.path())
+                .code,
+            0);
+  std::ofstream(tmp / "text.txt") << "forge evaluates this text with a model whose weights hold a NaN.";
+  const std::vector<std::string> text_eval = {"eval", "-m", gpt2.string(), "--text-file",
+                                              (tmp / "text.txt").string(), "--device", "cpu"};
+  ASSERT_EQ(forge::testing::run_cli(text_eval, tmp.path()).code, 0);
+  poison(gpt2, "mlp.c_proj.weight", 4);
+  const auto t = forge::testing::run_cli(text_eval, tmp.path());
+  EXPECT_EQ(t.code, 1) << t.out;
+  EXPECT_NE(t.out.find("the loss is NaN"), std::string::npos) << t.out;
 }

@@ -34,11 +34,21 @@ struct EvalArgs {
   std::string dtype = "f32";  // --dtype: dense weights on the device
 };
 
+// A loss that is not finite comes from logits that are not: an error that
+// says so, not "loss nan" (or null in JSON) with exit code 0.
+void check_finite_loss(double loss) {
+  if (std::isfinite(loss)) return;
+  throw ValueError(std::string("[eval] the loss is ") + (std::isnan(loss) ? "NaN" : "infinite") +
+                   ": the model's logits hold values that are not finite (weights that are not finite, or a "
+                   "forward pass that overflowed)");
+}
+
 void eval_input(const EvalArgs& a, const CausalLM& model, const Device& dev) {
   Tensor ids = read_input_ids(a.input, model.vocab_size(), "eval");
   if (!a.output.empty()) io::check_file_destination(a.output);  // before the forward pass
   Tensor logits = model.forward(ids);
   const float loss = causal_lm_loss(logits, ids);
+  check_finite_loss(loss);  // before --output is written
   if (!a.output.empty()) {
     std::vector<float> host = logits.to_vector<float>();
     write_safetensors(a.output,
@@ -66,6 +76,7 @@ void eval_text(const EvalArgs& a, const CausalLM& model, const std::filesystem::
     throw ValueError("[eval] --text-file " + a.text_file + " holds " + std::to_string(ids.size()) +
                      " token(s); a loss needs at least 2");
   const PerplexityResult r = perplexity(model, ids, {a.ctx, a.stride});
+  check_finite_loss(r.loss());
   if (a.json)
     std::printf("%s\n", nlohmann::json{{"loss", r.loss()},
                                        {"perplexity", r.perplexity()},
