@@ -172,3 +172,20 @@ TEST(NonFiniteLogits, EvalRefusesALossThatIsNotFinite) {
   EXPECT_EQ(t.code, 1) << t.out;
   EXPECT_NE(t.out.find("the loss is NaN"), std::string::npos) << t.out;
 }
+
+// Training from such weights stops at its first step naming them, not the
+// learning rate (no update has happened yet).
+TEST(NonFiniteLogits, TrainingNamesTheLoadedWeightsAtTheFirstStep) {
+  TempDir tmp;
+  const fs::path llama = poisoned_copy(tmp.path(), "llama-tiny", "model.layers.0.self_attn.q_proj.weight", 2);
+  const auto r = forge::testing::run_cli({"train", "-m", llama.string(), "--fixed-batch",
+                                          (kData / "llama-tiny" / "reference.safetensors").string(), "--steps", "3",
+                                          "--device", "cpu", "--out", (tmp / "tuned").string()},
+                                         tmp.path());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("is not finite before any update: the weights as loaded hold values that are not finite"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("--lr"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(tmp / "tuned"));
+}

@@ -374,7 +374,8 @@ void run(TrainArgs a) {
       if (tty) std::fprintf(stderr, "\n");
       stop_diverged(step + 1, r.loss, r.grad_norm,
                          saved >= 0 ? "the checkpoint in " + ckpt.string() + " keeps step " + std::to_string(saved)
-                                    : std::string("nothing was saved"));
+                                    : std::string("nothing was saved"),
+                    step == first);
     }
     const bool last = step + 1 == a.steps || step + 1 == a.stop_at;
     const int sig = signals.received();

@@ -47,7 +47,8 @@ void run_fixed_batch(const TrainArgs& a) {
     losses.push_back(r.loss);
     std::fprintf(stderr, "step %lld loss %.6f grad_norm %.6f\n", (long long)s, r.loss, r.grad_norm);
     if (diverged(r.loss, r.grad_norm))
-      stop_diverged(s, r.loss, r.grad_norm, a.out.empty() ? "no --out to write" : "nothing was written to " + a.out);
+      stop_diverged(s, r.loss, r.grad_norm, a.out.empty() ? "no --out to write" : "nothing was written to " + a.out,
+                    s == 0);
   }
   if (!a.out.empty() && lora)
     save_adapter(*model, a.out, a.model);

@@ -144,7 +144,11 @@ TrainConfig make_llama_train_config(const TrainArgs& a) {
 
 bool diverged(double loss, double grad_norm) { return !std::isfinite(loss) || !std::isfinite(grad_norm); }
 
-void stop_diverged(int64_t step, double loss, double grad_norm, const std::string& kept) {
+void stop_diverged(int64_t step, double loss, double grad_norm, const std::string& kept, bool first_step) {
+  if (first_step)
+    throw ValueError("[train] the first step's loss " + std::to_string(loss) + " or grad_norm " +
+                     std::to_string(grad_norm) + " is not finite before any update: the weights as loaded hold "
+                     "values that are not finite, or the forward pass overflows; " + kept);
   throw ValueError("[train] training diverged at step " + std::to_string(step) + " (loss " + std::to_string(loss) +
                    ", grad_norm " + std::to_string(grad_norm) + "); " + kept +
                    ". Try a lower --lr, more --warmup or --grad-clip");

@@ -60,8 +60,11 @@ DType train_weights_dtype(const TrainArgs& a);
 // every weight NaN (AdamW spreads it), so the run stops before anything
 // writes them, with stop_diverged's ValueError "[train] training diverged at
 // step N (...); " + `kept` (what stays on disk) and the flags to change.
+// At the first step of a run (first_step) no update has happened yet, so
+// the weights as loaded (or the data) are named instead of the learning rate.
 bool diverged(double loss, double grad_norm);
-[[noreturn]] void stop_diverged(int64_t step, double loss, double grad_norm, const std::string& kept);
+[[noreturn]] void stop_diverged(int64_t step, double loss, double grad_norm, const std::string& kept,
+                                bool first_step);
 
 // --fixed-batch: trains on one batch and prints the losses (train_fixed.cpp).
 void run_fixed_batch(const TrainArgs& a);
