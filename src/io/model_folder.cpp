@@ -53,8 +53,9 @@ void check_folder_destination(const fs::path& dst) {
       continue;
     }
     if (!ec && !fs::is_directory(st))
-      throw IoError("[io] '" + p.string() + "' is a file, not a folder" +
-                    (p == full ? std::string() : " (in the output path '" + dst.string() + "')"));
+      throw IoError(p == full ? "[io] '" + dst.string() + "' is a file, not a folder"
+                              : "[io] '" + p.string() + "' is a file, not a folder (in the output path '" +
+                                    dst.string() + "')");
     return;  // a folder (or a path the writer will report on)
   }
 }
