@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "forge/model.h"
@@ -42,6 +43,10 @@ struct GenerateOptions {
   std::vector<uint32_t> cached_ids;
 };
 
+// Why generation stops at generated token `index` (0: the one after the
+// prompt) whose logits hold a NaN or +inf: shared by every decode loop.
+std::string non_finite_logits_message(int64_t index);
+
 struct GenerateStats {
   int64_t prefill_tokens = 0, decode_tokens = 0;
   double prefill_s = 0, decode_s = 0;  // wall time, device work included
@@ -56,6 +61,8 @@ using TokenCallback = std::function<bool(uint32_t)>;
 // an empty prompt, an id >= V, prompt + max_new_tokens beyond the context
 // length without context_shift, a prompt that fills the context with it, a
 // keep that leaves nothing to drop, or context_shift with a given cache.
+// ValueError (non_finite_logits_message) when a sampled row of logits is not
+// finite (kSampleNoToken, forge/ops/sample.h).
 std::vector<uint32_t> generate(const CausalLM& model, const std::vector<uint32_t>& prompt,
                                const GenerateOptions& options, const TokenCallback& on_token = {},
                                GenerateStats* stats = nullptr);

@@ -20,13 +20,6 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Why generation stopped at token `index` (0: the one after the prompt).
-std::string no_token_message(const std::string& who, size_t index) {
-  return who + " the logits of generated token " + std::to_string(index) +
-         " are not finite (NaN or +inf): the model's weights hold values that are not finite, or its forward "
-         "pass overflowed";
-}
-
 // The last position's logits [1, V] of the whole sequence, without a cache.
 Tensor last_logits(const CausalLM& model, const std::vector<uint32_t>& seq) {
   const int64_t T = int64_t(seq.size()), V = model.vocab_size();
@@ -90,6 +83,12 @@ Tensor last_ids(const std::vector<uint32_t>& seq, int64_t n, const Device& dev) 
 
 }  // namespace
 
+std::string non_finite_logits_message(int64_t index) {
+  return "the logits of generated token " + std::to_string(index) +
+         " are not finite (NaN or +inf): the model's weights hold values that are not finite, or its forward "
+         "pass overflowed";
+}
+
 std::vector<uint32_t> generate(const CausalLM& model, const std::vector<uint32_t>& prompt, const GenerateOptions& o,
                                const TokenCallback& on_token_cb, GenerateStats* stats) {
   const std::string who = "[" + model.info().family + "]";
@@ -124,7 +123,7 @@ std::vector<uint32_t> generate(const CausalLM& model, const std::vector<uint32_t
   }
   // A row of logits with a NaN or +inf has no token: an error, not an id.
   auto check_id = [&](uint32_t id, size_t index) {
-    if (id == kSampleNoToken) throw ValueError(no_token_message(who, index));
+    if (id == kSampleNoToken) throw ValueError(who + " " + non_finite_logits_message(int64_t(index)));
   };
   // Records the id; false when generation ends with it.
   auto accept = [&](uint32_t id) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "forge/generate.h"
 #include "forge/ops.h"
 #include "serve/api_error.h"
 
@@ -206,11 +207,7 @@ void Scheduler::step() {
 
 void Scheduler::deliver(int64_t row, uint32_t id) {
   Job& j = *slots_[size_t(row)];
-  if (id == kSampleNoToken)
-    return release(row, "error",
-                   "the logits of generated token " + std::to_string(j.produced_) +
-                       " are not finite (NaN or +inf): the model's weights hold values that are not finite, or its "
-                       "forward pass overflowed");
+  if (id == kSampleNoToken) return release(row, "error", non_finite_logits_message(j.produced_));
   const auto now = std::chrono::steady_clock::now();
   if (metrics_) {
     metrics_->tokens(0, 1);

@@ -112,6 +112,13 @@ CLI::Option* check_at_least(CLI::Option* opt, int64_t min) {
 
 namespace {
 
+// "2, 4 or 8".
+std::string spoken_list(const std::vector<std::string>& items) {
+  std::string list;
+  for (size_t i = 0; i < items.size(); ++i) list += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
+  return list;
+}
+
 // ">= 1" or "in [0, 8]".
 std::string int_range(int64_t lo, int64_t hi) {
   return hi == std::numeric_limits<int64_t>::max() ? ">= " + std::to_string(lo)
@@ -156,20 +163,19 @@ namespace {
 CLI::Option* list_option(CLI::App& app, const std::string& name, const std::string& help,
                          std::function<std::string(const std::string&)> check_item,
                          std::function<void(const std::vector<std::string>&)> store) {
-  const std::string flag = name;
   CLI::Option* opt = app.add_option_function<std::vector<std::string>>(
       name,
-      [flag, store](const std::vector<std::string>& values) {
+      [name, store](const std::vector<std::string>& values) {
         std::vector<std::string> items;
         for (const std::string& v : values)
-          for (std::string& item : split_list(v, flag)) items.push_back(std::move(item));
+          for (std::string& item : split_list(v, name)) items.push_back(std::move(item));
         store(items);
       },
       help);
   return opt->check(CLI::Validator(
-      [flag, check_item](std::string& s) -> std::string {
+      [name, check_item](std::string& s) -> std::string {
         try {
-          for (const std::string& item : split_list(s, flag))
+          for (const std::string& item : split_list(s, name))
             if (std::string e = check_item(item); !e.empty()) return e;
         } catch (const UsageError& e) {
           return e.what();
@@ -183,9 +189,7 @@ CLI::Option* list_option(CLI::App& app, const std::string& name, const std::stri
 
 CLI::Option* add_list_option(CLI::App& app, const std::string& name, std::vector<std::string>& out,
                              const std::string& help, const std::vector<std::string>& allowed) {
-  std::string list;  // "nn, tn or nt"
-  for (size_t i = 0; i < allowed.size(); ++i)
-    list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + allowed[i];
+  const std::string list = spoken_list(allowed);  // "nn, tn or nt"
   return list_option(
       app, name, help,
       [name, allowed, list](const std::string& item) -> std::string {
@@ -210,9 +214,9 @@ CLI::Option* add_int_list_option(CLI::App& app, const std::string& name, std::ve
 
 CLI::Option* check_int_in(CLI::Option* opt, const std::vector<int64_t>& allowed) {
   const std::string name = short_name(opt);
-  std::string list;  // "2, 4 or 8"
-  for (size_t i = 0; i < allowed.size(); ++i)
-    list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + std::to_string(allowed[i]);
+  std::vector<std::string> names;
+  for (int64_t v : allowed) names.push_back(std::to_string(v));
+  const std::string list = spoken_list(names);  // "2, 4 or 8"
   return opt->check(CLI::Validator(
       [name, allowed, list](std::string& s) -> std::string {
         int64_t v = 0;
