@@ -3,7 +3,8 @@
 // Reuse: a forward or training step frees and re-allocates the same large
 // activations every time; glibc would hand each one back to the kernel
 // (mmap / heap trimming) and take it again, and every fresh page then faults
-// and is zeroed (~15% of a CPU training step).
+// and is zeroed (~15% of a CPU training step). Blocks of 2 MiB and more are
+// also kept by size for the next request of that size (see host_heap.cpp).
 //
 // Huge pages: decode streams every weight once a token, so it is bound by
 // memory bandwidth, and with 4 KiB pages by the TLB misses of that stream.
@@ -26,8 +27,10 @@ void keep_freed_host_memory();
 double host_memory_available();
 
 // `bytes` (> 0) of host memory, 64-byte aligned, on huge pages where the
-// block is large and the system has them; nullptr when out of memory.
-// Release with std::free.
+// block is large and the system has them; nullptr when out of memory. A
+// large block may be one freed before (release_host_bytes keeps them for
+// reuse). Release with release_host_bytes and the same `bytes`.
 std::byte* allocate_host_bytes(size_t bytes);
+void release_host_bytes(std::byte* p, size_t bytes);
 
 }  // namespace forge

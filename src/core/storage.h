@@ -11,6 +11,9 @@ namespace forge {
 
 struct HostBytes {
   struct Free {
+    Free() noexcept : bytes(0) {}
+    explicit Free(size_t n) noexcept : bytes(n) {}
+    size_t bytes;  // as allocated (allocate_host_bytes)
     void operator()(std::byte* p) const;
   };
   std::unique_ptr<std::byte[], Free> bytes;  // 64-byte aligned
