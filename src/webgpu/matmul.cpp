@@ -26,17 +26,25 @@ const ComposedKernel kMatmul{"matmul", {shaders::matmul_params, shaders::matmul_
 // bf16 widened as it is fetched. `scalar_a`: the same tiles with A read as
 // scalars, for an A whose row stride is not a multiple of 4 (the LM head's
 // logit gradient, row stride the vocabulary).
+// `pieces_a` / `pieces_sa`: the same tiles, the last wave's split over k
+// (matmul_pieces.wgsl).
 struct TileKernels {
-  ComposedKernel vec4_a, scalar_a;
+  ComposedKernel vec4_a, scalar_a, pieces_a, pieces_sa;
   TileKernels(std::string_view name, std::string_view name_sa, std::string_view weights)
       : vec4_a{name, {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_vec4, shaders::gelu, weights,
                       shaders::matmul_vec4}},
         scalar_a{name_sa, {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_scalar, shaders::gelu,
-                           weights, shaders::matmul_vec4}} {}
+                           weights, shaders::matmul_vec4}},
+        pieces_a{name, {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_vec4, shaders::gelu, weights,
+                        shaders::matmul_vec4, shaders::matmul_pieces}, "main_pieces"},
+        pieces_sa{name_sa, {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_scalar, shaders::gelu,
+                            weights, shaders::matmul_vec4, shaders::matmul_pieces},
+                  "main_pieces"} {}
 };
 const TileKernels kTilesF32{"matmul_vec4", "matmul_vec4_sa", shaders::weights_f32};
 const TileKernels kTilesBf16{"matmul_vec4_bf16", "matmul_vec4_bf16_sa", shaders::weights_bf16};
 const ComposedKernel kSplitKReduce{"matmul_split_k", {shaders::gelu, shaders::matmul_split_k}};
+const ComposedKernel kPiecesFixup{"matmul_pieces_fixup", {shaders::gelu, shaders::matmul_pieces_fixup}};
 // The matrix-vector kernels come in two sizes of MAX_ROWS (rows a workgroup
 // computes, prepended as a constant): 4 for one sequence's decode step, whose
 // registers and workgroup memory stay as small as they were tuned, and 8 for
@@ -84,7 +92,8 @@ struct MatmulParams {
   uint32_t a_offset;  // elements of A before its first element
   // Batch items as (outer, head) pairs (MatmulPlan::heads).
   uint32_t heads, b_group, b_head_stride, c_batch_stride, c_head_stride;
-  uint32_t pad[3];
+  uint32_t split_from, pieces;  // matmul_pieces.wgsl's split tiles
+  uint32_t pad;
 };
 static_assert(sizeof(MatmulParams) == 80);
 
@@ -328,6 +337,77 @@ struct SplitKParams {
 };
 static_assert(sizeof(SplitKParams) == 32);
 
+// matmul_pieces_fixup.wgsl's parameter block.
+struct PiecesFixupParams {
+  uint32_t m, n, split_from, pieces;
+  float alpha;
+  uint32_t has_bias, ldc, c_offset;
+};
+static_assert(sizeof(PiecesFixupParams) == 32);
+
+// The last wave of a grid of 128x128 tiles in pieces (matmul_pieces.wgsl):
+// the GPU holds kTileSlots of these tiles a core, so a grid of w full waves
+// and rem < slots tiles more takes w + 1 waves' time. The whole waves stay
+// tiles; each of the rem tiles is summed in `pieces` k-ranges, as many as
+// fill the last wave best (fewest waves of pieces for their size, at least
+// kMinPieceSlices slices of k each). Taken where that beats the last wave
+// of whole tiles: rem tiles alone take about kLoneWave of a full wave's time
+// when they are at most one a core (nothing shares their cores), a whole
+// wave's otherwise; the pieces cost their waves plus kPieceCost (their
+// partial sums' stores and the fixup pass). pieces = 1: none.
+// On the H200 (`forge bench matmul --shapes`, ms, whole tiles / last wave
+// in pieces, one command): SmolLM2-360M's gate/up at a 1024-token prefill,
+// 1024x960x5120 nt (56 tiles past a wave) 0.315 / 0.286; GPT-2's training
+// products 8192x768x2304 nn 0.810 / 0.684, 8192x768x768 nn 0.335 / 0.260,
+// 8192x768x3072 nn 0.976 / 0.924; an 8192 square nn 24.26 / 23.00 (47.8
+// TFLOP/s). With B stored [n, k] and a last wave of 96 to 216 tiles they
+// lost (8192x768x768 nt 0.263 / 0.281, x2304 0.689 / 0.745, x3072 0.906 /
+// 1.008), so that layout takes pieces only for a last wave of at most half
+// the cores.
+// FORGE_MATMUL_PIECES=0 turns it off, =N forces N pieces wherever the plan
+// allows (measurement).
+// Measured and rejected first: stream-K, G = 264 workgroups looping over
+// equal shares of every tile's k-slices. Its loop's bookkeeping, live
+// across the sums, cost the register room for a second workgroup a core:
+// on the H200 an 8192 square took 35.8 ms against 24.2 in whole tiles,
+// 1024x960x5120 nt 0.359 against 0.313 (with the run's place kept in
+// workgroup memory; 41.1 and 0.420 before), though the deep-k weight
+// gradients gained (768x8192x3072 tn 0.921 against 1.142).
+constexpr int64_t kTileSlots = 2;  // 128x128 tiles a core holds
+constexpr int64_t kMinPieceSlices = 16;
+constexpr int64_t kMaxPieces = 8;
+constexpr double kLoneWave = 0.64, kPieceCost = 0.08;
+struct TilePieces {
+  int64_t split_from = 0, pieces = 1;
+};
+TilePieces tile_pieces(const MatmulPlan& p, uint64_t binding_limit) {
+  const int64_t forced = env_int("FORGE_MATMUL_PIECES", -1);
+  if (forced == 0 || forced == 1 || p.batch != 1 || triangles(p) || p.m <= 64) return {};
+  const int64_t tiles = ceil_div(p.m, 128) * ceil_div(p.n, 128), cores = device_cores(), slots = kTileSlots * cores;
+  const int64_t split_from = tiles / slots * slots, rem = tiles - split_from;
+  const int64_t slices = ceil_div(p.k, slice_depth_bk(128, 128, p.k));
+  if (rem == 0) return {};
+  auto fits = [&](int64_t s) { return uint64_t(rem * s) * 128 * 128 * 4 <= binding_limit && slices >= s; };
+  if (forced >= 2) return fits(forced) ? TilePieces{split_from, forced} : TilePieces{};
+  // Past one whole wave, and only where whole 128x128 tiles would be taken
+  // (the narrower tiles and the k-slices above have their own measured
+  // cases).
+  if (split_from == 0) return {};
+  // B stored [n, k] only where the last wave is at most half the cores:
+  // there whole tiles alone on their cores ran faster than with B stored
+  // [k, n], and pieces lost (see above).
+  if (p.trans_b && rem * 2 > cores) return {};
+  const Tiles whole = vec4_tiles(p, tile_edge(p, binding_limit));
+  if (whole.rows != 128 || whole.cols != 128 || split_k(p, 128, 128, binding_limit) != 1) return {};
+  int64_t best = 1;
+  double best_cost = rem <= cores ? kLoneWave : 1.0;
+  for (int64_t s = 2; s <= kMaxPieces && slices / s >= kMinPieceSlices && fits(s); ++s) {
+    const double cost = double(ceil_div(rem * s, slots)) / double(s) + kPieceCost;
+    if (cost < best_cost) best = s, best_cost = cost;
+  }
+  return best == 1 ? TilePieces{} : TilePieces{split_from, best};
+}
+
 // Row counts the 32-lane matrix-vector kernels take past main_serial's k:
 // one sequence's decode step, or a batch's against B [n, k] (the Llama
 // family's weights, read as rows). A batch against B [k, n] (GPT-2's Conv1D
@@ -439,6 +519,12 @@ bool tile_fusable(const MatmulPlan& plan, const MatvecFusion& f) {
 
 std::string matmul_tiling(const MatmulPlan& plan, const Device& dev) {
   const uint64_t limit = dev.runtime().binding_limit();
+  if (b_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR")) {
+    const TilePieces pieces = tile_pieces(plan, limit);
+    if (pieces.pieces > 1)
+      return "128x128, " + std::to_string(ceil_div(plan.m, 128) * ceil_div(plan.n, 128) - pieces.split_from) +
+             " tiles in " + std::to_string(pieces.pieces) + " pieces";
+  }
   const Tiles t = vec4_tiles(plan, tile_edge(plan, limit));
   const int64_t splits = split_k(plan, t.rows, t.cols, limit);
   const std::string tiles = std::to_string(t.rows) + "x" + std::to_string(t.cols);
@@ -494,7 +580,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
                  uint32_t(plan.a_batch_stride), uint32_t(plan.b_batch_stride), plan.alpha,
                  bias ? 1u : 0u, uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(plan.a_offset),
                  uint32_t(plan.heads), uint32_t(plan.b_group), uint32_t(plan.b_head_stride),
-                 uint32_t(c_batch_stride), uint32_t(c_head_stride), {}};
+                 uint32_t(c_batch_stride), uint32_t(c_head_stride), 0, 1, 0};
   const bool bf16 = b.dtype() == DType::BF16;
   const bool vec4_rows = !plan.trans_a && plan.trans_b && vec4_aligned(plan);
   const bool serial = serial_rows(plan);
@@ -591,16 +677,39 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   // reduction's.
   const bool gelu = fuse && fuse->gelu;
   const gpu::Arg residual_arg = residual ? arg(*residual) : arg(filler);
-  // The kernel's overrides for a dispatch over depth k (a split's slices and
-  // its short last one each take the slice depth that suits them).
-  auto tile_constants = [&](int64_t k, bool epilogues) {
-    const int64_t bk = slice_depth_bk(vt.rows, vt.cols, k);
+  // The kernel's overrides for tiles of `rows` x `cols` over depth k (a
+  // split's slices and its short last one each take the slice depth that
+  // suits them).
+  auto tile_constants_of = [&](int64_t rows, int64_t cols, int64_t k, bool epilogues) {
+    const int64_t bk = slice_depth_bk(rows, cols, k);
     return std::array<gpu::Constant, 10>{
-        trans_a, trans_b, gpu::Constant{"T", double(vt.rows / 16)}, gpu::Constant{"TN", double(vt.cols / 16)}, tri,
+        trans_a, trans_b, gpu::Constant{"T", double(rows / 16)}, gpu::Constant{"TN", double(cols / 16)}, tri,
         tri_c, gpu::Constant{"BK", double(bk)}, gpu::Constant{"K_WHOLE", k % bk == 0 ? 1.0 : 0.0},
         gpu::Constant{"GELU", epilogues && gelu ? 1.0 : 0.0},
         gpu::Constant{"RESIDUAL", epilogues && residual ? 1.0 : 0.0}};
   };
+  auto tile_constants = [&](int64_t k, bool epilogues) { return tile_constants_of(vt.rows, vt.cols, k, epilogues); };
+  if (const TilePieces pieces = tile_pieces(plan, rt.binding_limit()); pieces.pieces > 1) {
+    // The whole waves as tiles, the last in pieces, then the fixup of the
+    // split tiles.
+    const int64_t split = ceil_div(plan.m, 128) * ceil_div(plan.n, 128) - pieces.split_from;
+    const auto constants = tile_constants_of(128, 128, plan.k, true);
+    MatmulParams pp = p;
+    pp.split_from = uint32_t(pieces.split_from);
+    pp.pieces = uint32_t(pieces.pieces);
+    Tensor part = Tensor::empty({split * pieces.pieces, 128 * 128}, DType::F32, out.device());  // [pieces][128][128]
+    const std::array<gpu::Arg, 6> piece_args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out), residual_arg,
+                                             arg(part)};
+    launch(out.device(), "matmul", a_aligned(plan) ? tk.pieces_a.kernel() : tk.pieces_sa.kernel(), pp, piece_args,
+           grid_1d(uint64_t(pieces.split_from + split * pieces.pieces), limits), constants);
+    const PiecesFixupParams fp{uint32_t(plan.m), uint32_t(plan.n), uint32_t(pieces.split_from),
+                               uint32_t(pieces.pieces), plan.alpha, bias ? 1u : 0u, uint32_t(ldc),
+                               uint32_t(plan.c_offset)};
+    launch(out.device(), "matmul", kPiecesFixup.kernel(), fp,
+           {arg(part), bias ? arg(*bias) : arg(part), arg(out), residual_arg}, grid_1d(uint64_t(split * 8), limits),
+           {{"T", 8.0}, {"TN", 8.0}, {"GELU", gelu ? 1.0 : 0.0}, {"RESIDUAL", residual ? 1.0 : 0.0}});
+    return;
+  }
   const std::array<uint32_t, 3> tiles_grid{uint32_t(ceil_div(plan.n, vt.cols)), uint32_t(ceil_div(plan.m, vt.rows)), 1};
   const KSlices slicing = k_slices(plan, vt, out.device().runtime().binding_limit());
   if (slicing.splits == 1) {

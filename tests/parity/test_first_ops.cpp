@@ -212,9 +212,15 @@ TEST(Parity, MatmulNarrowTiles) {
     EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 960, 2560, false, false), gpu), "128x64");
     EXPECT_EQ(webgpu::matmul_tiling(plan(5120, 2048, 960, true, false), gpu), "128x64");
     EXPECT_EQ(webgpu::matmul_tiling(plan(960, 2048, 2560, true, false), gpu), "128x64 in 2 slices");
-    EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 960, 5120, false, false), gpu), "128x128");  // 4.8 waves
+    // 4.8 waves of two a core: the last (112 tiles) in pieces, with B stored [k, n].
+    EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 960, 5120, false, false), gpu), "128x128, 112 tiles in 7 pieces");
+    // B [n, k]: whole tiles where the last wave passes half the cores.
+    EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 960, 5120, false, true), gpu), "128x128");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(8192, 768, 768, false, true), gpu), "128x128");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(8192, 768, 768, false, false), gpu), "128x128, 120 tiles in 2 pieces");
     EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 1600, 960, false, false), gpu), "128x128");  // 0.97 of one
-    EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 960, 2560, false, true), gpu), "128x128");   // B [n, k]
+    // B [n, k]: 1.2 waves of two a core, the last (56 tiles, under half the cores) in pieces.
+    EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 960, 2560, false, true), gpu), "128x128, 56 tiles in 4 pieces");
     EXPECT_EQ(webgpu::matmul_tiling(plan(3072, 8192, 768, true, false), gpu), "128x128 in 4 slices");  // deep k
     EXPECT_EQ(webgpu::matmul_tiling(plan(1024, 960, 960, false, true), gpu), "128x128 in 2 slices");   // half a wave
   }
@@ -229,6 +235,39 @@ TEST(Parity, MatmulNarrowTiles) {
   ScopedEnv four_cores("FORGE_MATMUL_CORES", "4");
   EXPECT_EQ(webgpu::matmul_tiling(plan(384, 2048, 128, true, false), gpu), "128x64 in 2 slices");
   check_matmul({{2048, 384}, {2048, 128}, true, false, true, -1}, seed += 3);
+}
+
+// The last wave in pieces (matmul_pieces.wgsl and its fixup), forced, on a
+// GPU of 2 cores (4 tiles a wave): whole tiles beside tiles split over k,
+// every layout, a k that slices of 8 do not divide (slices of 16, the last
+// short) and an A read as scalars (odd row stride).
+TEST(Parity, MatmulLastWaveInPieces) {
+  auto plan = [](int64_t m, int64_t k, int64_t n, bool ta, bool tb) {
+    MatmulPlan p;
+    p.m = m, p.k = k, p.n = n, p.trans_a = ta, p.trans_b = tb;
+    p.lda = ta ? m : k, p.ldb = tb ? k : n;
+    return p;
+  };
+  const Device gpu = gpu_device();
+  ScopedEnv cores("FORGE_MATMUL_CORES", "2");
+  uint32_t seed = 1400;
+  {
+    ScopedEnv pieces("FORGE_MATMUL_PIECES", "3");
+    // 9 tiles: 8 whole, the ninth in 3 pieces of its 25 slices.
+    EXPECT_EQ(webgpu::matmul_tiling(plan(300, 200, 260, false, false), gpu), "128x128, 1 tiles in 3 pieces");
+    check_matmul({{300, 200}, {200, 260}, false, false, true, -1}, seed += 3);
+    check_matmul({{200, 300}, {200, 260}, true, false, false, -1}, seed += 3);
+    check_matmul({{300, 200}, {260, 200}, false, true, true, -1}, seed += 3);
+    // k = 203: slices of 16, the 13th short; A's rows 203 apart (scalar loads).
+    check_matmul({{300, 203}, {260, 203}, false, true, true, -1}, seed += 3);
+    // 2 tiles (no whole wave), each in 3 pieces of 125 slices.
+    EXPECT_EQ(webgpu::matmul_tiling(plan(130, 1000, 72, false, false), gpu), "128x128, 2 tiles in 3 pieces");
+    check_matmul({{130, 1000}, {1000, 72}, false, false, true, -1}, seed += 3);
+  }
+  // Unforced: 5 tiles, one past a whole wave, alone on its core: in 4 pieces
+  // (a wave of pieces, a quarter of one of tiles).
+  EXPECT_EQ(webgpu::matmul_tiling(plan(640, 512, 128, false, true), gpu), "128x128, 1 tiles in 4 pieces");
+  check_matmul({{640, 512}, {128, 512}, false, true, true, -1}, seed += 3);
 }
 
 TEST(Values, MatmulSmallExact) {

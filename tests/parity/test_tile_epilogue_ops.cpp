@@ -30,10 +30,8 @@ MatmulPlan plan_of(const EpilogueCase& c, bool transpose_b) {
   return p;
 }
 
-TEST(TileEpilogueParity, GeluAndResidualEqualThePlainOps) {
-  ScopedEnv cores("FORGE_MATMUL_CORES", "2");
-  uint32_t seed = 1700;
-  for (const EpilogueCase& c : kCases) {
+void check_epilogues(const std::vector<EpilogueCase>& cases, uint32_t seed) {
+  for (const EpilogueCase& c : cases) {
     for (bool transpose_b : {false, true}) {
       for (DType dt : {DType::F32, DType::BF16}) {
         if (dt == DType::BF16 && !transpose_b) continue;  // bf16 weights are [n, k] rows
@@ -68,6 +66,21 @@ TEST(TileEpilogueParity, GeluAndResidualEqualThePlainOps) {
       }
     }
   }
+}
+
+TEST(TileEpilogueParity, GeluAndResidualEqualThePlainOps) {
+  ScopedEnv cores("FORGE_MATMUL_CORES", "2");
+  check_epilogues(kCases, 1700);
+}
+
+// The last wave in pieces, forced (2 cores: 4 tiles a wave): the
+// epilogues in the store of the whole tiles and in the fixup of the split
+// ones.
+TEST(TileEpilogueParity, PiecesEpiloguesEqualThePlainOps) {
+  ScopedEnv cores("FORGE_MATMUL_CORES", "2");
+  ScopedEnv pieces("FORGE_MATMUL_PIECES", "3");
+  check_epilogues({{300, 200, 260, "128x128, 1 tiles in 3 pieces"}, {70, 1024, 20, "128x128, 1 tiles in 3 pieces"}},
+                  1750);
 }
 
 }  // namespace

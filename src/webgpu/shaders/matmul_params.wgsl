@@ -23,9 +23,11 @@ struct Params {
   b_head_stride: u32,
   c_batch_stride: u32,
   c_head_stride: u32,
+  // matmul_pieces.wgsl: the tiles from split_from on are summed in `pieces`
+  // k-ranges each.
+  split_from: u32,
+  pieces: u32,
   _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
 }
 
 // The first element of batch item z's B and C.

@@ -12,6 +12,8 @@
 // bound by its registers: at 128 a thread or fewer a core holds two
 // workgroups, so bounds are clamped rather than branched on where that is
 // exact (see load_b) and k is checked only where needed.
+// tile_sums and store_tile are also the body of matmul_pieces.wgsl's entry
+// point (appended after this file), which sums a grid's last wave in pieces.
 // Preceded by matmul_params.wgsl, matmul_triangle.wgsl (an A read as a
 // triangle sums only its part of k), one of matmul_a_vec4.wgsl /
 // matmul_a_scalar.wgsl (the binding of A and its loader), gelu.wgsl and one
@@ -105,19 +107,15 @@ fn stage(into_b: bool, across: bool, idx: u32, v: vec4<f32>) {
   }
 }
 
-@compute @workgroup_size(16, 16)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
-  let batch = wg.z;
-  let row0 = wg.y * 16u * T;
-  let col0 = wg.x * 16u * TN;
-  let tid = lid.y * 16u + lid.x;
+// Adds op(A) @ op(B) over k in [k_begin, k_end) to `acc`, for the tile of
+// batch item `batch` at (row0, col0): slices of BK from k_begin (a k-range
+// of a stream-K share starts at a multiple of BK), the next fetched from
+// global memory into registers while the current one is multiplied. Called
+// in uniform control flow (it holds the workgroup's barriers).
+fn tile_sums(batch: u32, row0: u32, col0: u32, k_begin: u32, k_end: u32, tid: u32, lid: vec3u,
+             acc: ptr<function, array<vec4<f32>, 16>>) {
   let a_base = p.a_offset + batch * p.a_batch_stride;
   let b_base = b_item(batch);
-
-  // The k this tile sums: all of it, its rows' part of a triangular A, or
-  // none for a tile outside C's triangle.
-  let k_begin = tri_k_begin(row0);
-  let k_end = select(tri_k_end(row0, 16u * T), k_begin, tri_c_skips(row0, col0, 16u * T, 16u * TN));
 
   // Slice [t, t + BK) of the tiles, LOADS_A / LOADS_B vec4s of each per
   // thread (the last round partial where a slice has fewer than 256 x LOADS
@@ -143,7 +141,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     }
   }
 
-  var acc: array<vec4<f32>, 16>;  // [4 * i + r][j]: row 4 (lid.y + 16 i) + r, columns of block j
   for (var t = k_begin; t < k_end; t += BK) {
     workgroupBarrier();  // the previous slice is no longer being read
     for (var l = 0u; l < LOADS_A; l++) {
@@ -188,13 +185,17 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
         for (var r = 0u; r < 4u; r++) {
           for (var j = 0u; j < TN4; j++) {
             let s = (4u * i + r) * MAX_T4 + j;
-            acc[s] = fma(vec4<f32>(av[i][r]), bv[j], acc[s]);
+            (*acc)[s] = fma(vec4<f32>(av[i][r]), bv[j], (*acc)[s]);
           }
         }
       }
     }
   }
+}
 
+// Stores the tile's sums into C with the epilogues: alpha, the bias, GELU,
+// the residual, and C's triangle.
+fn store_tile(batch: u32, row0: u32, col0: u32, lid: vec3u, acc: ptr<function, array<vec4<f32>, 16>>) {
   let c_base = c_item(batch);
   for (var i = 0u; i < TM4; i++) {
     for (var r = 0u; r < 4u; r++) {
@@ -204,7 +205,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
       }
       for (var j = 0u; j < TN4; j++) {
         let col = col0 + 4u * (lid.x + 16u * j);
-        let v = acc[(4u * i + r) * MAX_T4 + j];
+        let v = (*acc)[(4u * i + r) * MAX_T4 + j];
         for (var e = 0u; e < 4u; e++) {
           if (col + e < p.n) {
             var o = p.alpha * v[e];
@@ -226,4 +227,17 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
       }
     }
   }
+}
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  let row0 = wg.y * 16u * T;
+  let col0 = wg.x * 16u * TN;
+  // The k this tile sums: all of it, its rows' part of a triangular A, or
+  // none for a tile outside C's triangle.
+  let k_begin = tri_k_begin(row0);
+  let k_end = select(tri_k_end(row0, 16u * T), k_begin, tri_c_skips(row0, col0, 16u * T, 16u * TN));
+  var acc: array<vec4<f32>, 16>;  // [4 * i + r][j]: row 4 (lid.y + 16 i) + r, columns of block j
+  tile_sums(wg.z, row0, col0, k_begin, k_end, lid.y * 16u + lid.x, lid, &acc);
+  store_tile(wg.z, row0, col0, lid, &acc);
 }
