@@ -66,7 +66,10 @@ class BlockCache {
   void give(std::byte* p, size_t bytes) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (limit_ == 0) limit_ = std::min<double>(double(size_t(4) << 30), host_memory_available() / 4);
+      if (!limit_known_) {  // 0 where the available memory is unknown: nothing kept
+        limit_ = size_t(std::min<double>(double(size_t(4) << 30), host_memory_available() / 4));
+        limit_known_ = true;
+      }
       if (cached_ + bytes <= limit_) {
         free_.emplace(bytes, p);
         cached_ += bytes;
@@ -86,6 +89,7 @@ class BlockCache {
   std::mutex mu_;
   std::multimap<size_t, std::byte*> free_;
   size_t cached_ = 0, limit_ = 0;
+  bool limit_known_ = false;
 };
 
 BlockCache& block_cache() {
