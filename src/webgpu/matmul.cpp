@@ -31,20 +31,25 @@ const ComposedKernel kMatmul{"matmul", {shaders::matmul_params, shaders::matmul_
 struct TileKernels {
   ComposedKernel vec4_a, scalar_a, pieces_a, pieces_sa;
   TileKernels(std::string_view name, std::string_view name_sa, std::string_view weights)
-      : vec4_a{name, {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_vec4, shaders::gelu, weights,
-                      shaders::matmul_vec4}},
+      : vec4_a{name, {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_vec4, shaders::gelu,
+                      shaders::matmul_epilogue, weights, shaders::matmul_vec4}},
         scalar_a{name_sa, {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_scalar, shaders::gelu,
-                           weights, shaders::matmul_vec4}},
-        pieces_a{name, {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_vec4, shaders::gelu, weights,
-                        shaders::matmul_vec4, shaders::matmul_pieces}, "main_pieces"},
+                           shaders::matmul_epilogue, weights, shaders::matmul_vec4}},
+        pieces_a{name,
+                 {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_vec4, shaders::gelu,
+                  shaders::matmul_epilogue, weights, shaders::matmul_vec4, shaders::matmul_pieces},
+                 "main_pieces"},
         pieces_sa{name_sa, {shaders::matmul_params, shaders::matmul_triangle, shaders::matmul_a_scalar, shaders::gelu,
-                            weights, shaders::matmul_vec4, shaders::matmul_pieces},
+                            shaders::matmul_epilogue, weights, shaders::matmul_vec4, shaders::matmul_pieces},
                   "main_pieces"} {}
 };
 const TileKernels kTilesF32{"matmul_vec4", "matmul_vec4_sa", shaders::weights_f32};
 const TileKernels kTilesBf16{"matmul_vec4_bf16", "matmul_vec4_bf16_sa", shaders::weights_bf16};
-const ComposedKernel kSplitKReduce{"matmul_split_k", {shaders::gelu, shaders::matmul_split_k}};
-const ComposedKernel kPiecesFixup{"matmul_pieces_fixup", {shaders::gelu, shaders::matmul_pieces_fixup}};
+const ComposedKernel kSplitKReduce{"matmul_split_k", {shaders::gelu, shaders::matmul_epilogue,
+                                                       shaders::matmul_partials, shaders::matmul_split_k}};
+const ComposedKernel kPiecesFixup{"matmul_pieces_fixup",
+                                  {shaders::gelu, shaders::matmul_epilogue, shaders::matmul_partials,
+                                   shaders::matmul_pieces_fixup}};
 // The matrix-vector kernels come in two sizes of MAX_ROWS (rows a workgroup
 // computes, prepended as a constant): 4 for one sequence's decode step, whose
 // registers and workgroup memory stay as small as they were tuned, and 8 for
@@ -332,18 +337,12 @@ int64_t slice_depth(int64_t k, int64_t splits) {
   return ceil_div(ceil_div(k, splits), 64) * 64;
 }
 
-struct SplitKParams {
-  uint32_t m, n, splits, has_bias, ldc, c_offset, pad0, pad1;
+// matmul_partials.wgsl's parameter block (the split-K reduction's and the
+// pieces' fixup's).
+struct PartialsParams {
+  uint32_t m, n, splits, has_bias, ldc, c_offset, split_from, pad;
 };
-static_assert(sizeof(SplitKParams) == 32);
-
-// matmul_pieces_fixup.wgsl's parameter block.
-struct PiecesFixupParams {
-  uint32_t m, n, split_from, pieces;
-  float alpha;
-  uint32_t has_bias, ldc, c_offset;
-};
-static_assert(sizeof(PiecesFixupParams) == 32);
+static_assert(sizeof(PartialsParams) == 32);
 
 // The last wave of a grid of 128x128 tiles in pieces (matmul_pieces.wgsl):
 // the GPU holds kTileSlots of these tiles a core, so a grid of w full waves
@@ -702,9 +701,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
                                              arg(part)};
     launch(out.device(), "matmul", a_aligned(plan) ? tk.pieces_a.kernel() : tk.pieces_sa.kernel(), pp, piece_args,
            grid_1d(uint64_t(pieces.split_from + split * pieces.pieces), limits), constants);
-    const PiecesFixupParams fp{uint32_t(plan.m), uint32_t(plan.n), uint32_t(pieces.split_from),
-                               uint32_t(pieces.pieces), plan.alpha, bias ? 1u : 0u, uint32_t(ldc),
-                               uint32_t(plan.c_offset)};
+    const PartialsParams fp{uint32_t(plan.m), uint32_t(plan.n), uint32_t(pieces.pieces), bias ? 1u : 0u,
+                            uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(pieces.split_from), 0};
     launch(out.device(), "matmul", kPiecesFixup.kernel(), fp,
            {arg(part), bias ? arg(*bias) : arg(part), arg(out), residual_arg}, grid_1d(uint64_t(split * 8), limits),
            {{"T", 8.0}, {"TN", 8.0}, {"GELU", gelu ? 1.0 : 0.0}, {"RESIDUAL", residual ? 1.0 : 0.0}});
@@ -750,7 +748,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
                                             arg(filler)};
     launch(out.device(), "matmul", tiles, pt, tail_args, tiles_grid, tile_constants(tail, false));
   }
-  SplitKParams r{uint32_t(plan.m), uint32_t(plan.n), uint32_t(slices), bias ? 1u : 0u, uint32_t(ldc),
+  PartialsParams r{uint32_t(plan.m), uint32_t(plan.n), uint32_t(slices), bias ? 1u : 0u, uint32_t(ldc),
                  uint32_t(plan.c_offset), 0, 0};
   launch(out.device(), "matmul", kSplitKReduce.kernel(), r,
          {arg(part), bias ? arg(*bias) : arg(part), arg(out), residual_arg},

@@ -195,17 +195,19 @@ TEST(Parity, MatmulSplitK) {
   check_matmul(square, seed += 3);
 }
 
+// The plan of A [m, k] @ B [k, n] with A or B stored transposed, dense.
+MatmulPlan plan(int64_t m, int64_t k, int64_t n, bool ta, bool tb) {
+  MatmulPlan p;
+  p.m = m, p.k = k, p.n = n, p.trans_a = ta, p.trans_b = tb;
+  p.lda = ta ? m : k, p.ldb = tb ? k : n;
+  return p;
+}
+
 // 128 x 64 tiles where B is stored [k, n] and 128 x 128 tiles would leave
 // their last wave under 85% full (at one tile a core): the choice by shape
 // and layout, then parity in that tiling, with a k no slice depth divides
 // and, over two k-slices, a deep one.
 TEST(Parity, MatmulNarrowTiles) {
-  auto plan = [](int64_t m, int64_t k, int64_t n, bool ta, bool tb) {
-    MatmulPlan p;
-    p.m = m, p.k = k, p.n = n, p.trans_a = ta, p.trans_b = tb;
-    p.lda = ta ? m : k, p.ldb = tb ? k : n;
-    return p;
-  };
   const Device gpu = gpu_device();
   {
     // 132 cores (the default): SmolLM2-360M's training products.
@@ -242,12 +244,6 @@ TEST(Parity, MatmulNarrowTiles) {
 // every layout, a k that slices of 8 do not divide (slices of 16, the last
 // short) and an A read as scalars (odd row stride).
 TEST(Parity, MatmulLastWaveInPieces) {
-  auto plan = [](int64_t m, int64_t k, int64_t n, bool ta, bool tb) {
-    MatmulPlan p;
-    p.m = m, p.k = k, p.n = n, p.trans_a = ta, p.trans_b = tb;
-    p.lda = ta ? m : k, p.ldb = tb ? k : n;
-    return p;
-  };
   const Device gpu = gpu_device();
   ScopedEnv cores("FORGE_MATMUL_CORES", "2");
   uint32_t seed = 1400;

@@ -40,13 +40,13 @@ fn main_pieces(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: v
     store_tile(0u, row0, col0, lid, &acc);
     return;
   }
-  // Piece (index - split_from) of the split tiles, unscaled, as rows of BN4 vec4s.
+  // Piece (index - split_from) of the split tiles, times alpha, as rows of BN4 vec4s.
   let base = (index - p.split_from) * 16u * T * BN4;
   for (var i = 0u; i < TM4; i++) {
     for (var r = 0u; r < 4u; r++) {
       let row = 4u * (lid.y + 16u * i) + r;
       for (var j = 0u; j < TN4; j++) {
-        part[base + row * BN4 + lid.x + 16u * j] = acc[(4u * i + r) * MAX_T4 + j];
+        part[base + row * BN4 + lid.x + 16u * j] = p.alpha * acc[(4u * i + r) * MAX_T4 + j];
       }
     }
   }

@@ -1,29 +1,13 @@
 // The second pass of matmul_pieces.wgsl, over its split tiles in bands of 16
-// rows: a tile's pieces added in k order, scaled by alpha, and stored with
-// the epilogues of matmul_vec4.wgsl (bias, GELU, the residual). Preceded by
-// gelu.wgsl; T and TN as the product's.
+// rows: a tile's pieces (p.splits of them, alpha applied) added in k order
+// and stored with the epilogues of matmul_vec4.wgsl (bias, GELU, the
+// residual). Preceded by gelu.wgsl, matmul_epilogue.wgsl and
+// matmul_partials.wgsl; T and TN as the product's.
 override T: u32 = 8u;
 override TN: u32 = T;
-override GELU: bool = false;
-override RESIDUAL: bool = false;
 override BN4: u32 = 4u * TN;
 
-struct Params {
-  m: u32,
-  n: u32,
-  split_from: u32,  // the first split tile
-  pieces: u32,      // k-ranges a split tile
-  alpha: f32,
-  has_bias: u32,
-  ldc: u32,
-  c_offset: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> C: array<f32>;
-@group(0) @binding(4) var<storage, read> R: array<f32>;  // C's shape (RESIDUAL), else unused
+@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;  // [split tiles][pieces][16 T][BN4]
 
 // One workgroup for each 16 rows of a split tile: grid = split tiles x T.
 @compute @workgroup_size(256)
@@ -46,24 +30,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     if (row >= p.m) {
       break;
     }
-    var s = part[split * p.pieces * slot_size + idx];
-    for (var j = 1u; j < p.pieces; j++) {
-      s += part[(split * p.pieces + j) * slot_size + idx];
+    var s = part[split * p.splits * slot_size + idx];
+    for (var j = 1u; j < p.splits; j++) {
+      s += part[(split * p.splits + j) * slot_size + idx];
     }
     let col = col0 + 4u * (idx % BN4);
     for (var e = 0u; e < 4u; e++) {
       if (col + e < p.n) {
-        var o = p.alpha * s[e];
-        if (p.has_bias != 0u) {
-          o += bias[col + e];
-        }
-        if (GELU) {
-          o = gelu_tanh(o);
-        }
-        if (RESIDUAL) {
-          o = R[row * p.n + col + e] + o;
-        }
-        C[p.c_offset + row * p.ldc + col + e] = o;
+        C[p.c_offset + row * p.ldc + col + e] = epilogue(s[e], row, col + e);
       }
     }
   }

@@ -4,25 +4,9 @@
 // [S, m, n] (alpha already applied) of k-slices computed by matmul_vec4.wgsl
 // as a batch; C is written with its row stride and offset (a column block of
 // a wider result). GELU and RESIDUAL as matmul_vec4.wgsl's epilogues (C
-// dense); preceded by gelu.wgsl.
-override GELU: bool = false;
-override RESIDUAL: bool = false;
-struct Params {
-  m: u32,
-  n: u32,
-  splits: u32,
-  has_bias: u32,
-  ldc: u32,
-  c_offset: u32,
-  _pad0: u32,
-  _pad1: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
+// dense); preceded by gelu.wgsl, matmul_epilogue.wgsl and
+// matmul_partials.wgsl.
 @group(0) @binding(1) var<storage, read> part: array<f32>;
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> C: array<f32>;
-@group(0) @binding(4) var<storage, read> R: array<f32>;  // C's shape (RESIDUAL), else unused
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -38,14 +22,5 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   let row = i / p.n;
   let col = i % p.n;
-  if (p.has_bias != 0u) {
-    s += bias[col];
-  }
-  if (GELU) {
-    s = gelu_tanh(s);
-  }
-  if (RESIDUAL) {
-    s = R[i] + s;
-  }
-  C[p.c_offset + row * p.ldc + col] = s;
+  C[p.c_offset + row * p.ldc + col] = epilogue(s, row, col);
 }

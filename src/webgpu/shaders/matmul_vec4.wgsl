@@ -16,7 +16,8 @@
 // point (appended after this file), which sums a grid's last wave in pieces.
 // Preceded by matmul_params.wgsl, matmul_triangle.wgsl (an A read as a
 // triangle sums only its part of k), one of matmul_a_vec4.wgsl /
-// matmul_a_scalar.wgsl (the binding of A and its loader), gelu.wgsl and one
+// matmul_a_scalar.wgsl (the binding of A and its loader), gelu.wgsl,
+// matmul_epilogue.wgsl and one
 // of weights_f32.wgsl / weights_bf16.wgsl (B's values: a bf16 B is widened
 // as it is staged, so workgroup memory and the sums stay f32).
 override TRANS_A: bool = false;  // A stored [k, m] (row stride lda)
@@ -208,16 +209,7 @@ fn store_tile(batch: u32, row0: u32, col0: u32, lid: vec3u, acc: ptr<function, a
         let v = (*acc)[(4u * i + r) * MAX_T4 + j];
         for (var e = 0u; e < 4u; e++) {
           if (col + e < p.n) {
-            var o = p.alpha * v[e];
-            if (p.has_bias != 0u) {
-              o += bias[col + e];
-            }
-            if (GELU) {
-              o = gelu_tanh(o);
-            }
-            if (RESIDUAL) {
-              o = R[row * p.n + col + e] + o;
-            }
+            var o = epilogue(p.alpha * v[e], row, col + e);
             if (!in_triangle(TRI_C, row, col + e)) {
               o = 0.0;
             }
