@@ -1,7 +1,7 @@
 #include "core/host_heap.h"
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>

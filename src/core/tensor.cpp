@@ -13,8 +13,8 @@ std::shared_ptr<Storage> Storage::allocate(const Device& device, size_t bytes) {
   if (device.is_cpu()) {
     auto* p = allocate_host_bytes(bytes);
     if (!p) throw Error("[tensor] out of host memory allocating " + std::to_string(bytes) + " bytes");
-    return std::make_shared<Storage>(
-        Storage{device, HostBytes{std::unique_ptr<std::byte[], HostBytes::Free>(p, HostBytes::Free{bytes}), bytes}, bytes, nullptr, 0});
+    HostBytes host{std::unique_ptr<std::byte[], HostBytes::Free>(p, HostBytes::Free{bytes}), bytes};
+    return std::make_shared<Storage>(Storage{device, std::move(host), bytes, nullptr, 0});
   }
   // GPU buffers are padded to 4 bytes: copies and uploads move whole words.
   auto buf = device.runtime().allocate(std::max<uint64_t>(4, (bytes + 3) / 4 * 4));

@@ -378,6 +378,7 @@ constexpr int64_t kMaxPieces = 8;
 constexpr double kLoneWave = 0.64, kPieceCost = 0.08;
 struct TilePieces {
   int64_t split_from = 0, pieces = 1;
+  int64_t split = 0;  // tiles from split_from on, each in `pieces`
 };
 TilePieces tile_pieces(const MatmulPlan& p, uint64_t binding_limit) {
   const int64_t forced = env_int("FORGE_MATMUL_PIECES", -1);
@@ -387,7 +388,7 @@ TilePieces tile_pieces(const MatmulPlan& p, uint64_t binding_limit) {
   const int64_t slices = ceil_div(p.k, slice_depth_bk(128, 128, p.k));
   if (rem == 0) return {};
   auto fits = [&](int64_t s) { return uint64_t(rem * s) * 128 * 128 * 4 <= binding_limit && slices >= s; };
-  if (forced >= 2) return fits(forced) ? TilePieces{split_from, forced} : TilePieces{};
+  if (forced >= 2) return fits(forced) ? TilePieces{split_from, forced, rem} : TilePieces{};
   // Past one whole wave, and only where whole 128x128 tiles would be taken
   // (the narrower tiles and the k-slices above have their own measured
   // cases).
@@ -404,7 +405,7 @@ TilePieces tile_pieces(const MatmulPlan& p, uint64_t binding_limit) {
     const double cost = double(ceil_div(rem * s, slots)) / double(s) + kPieceCost;
     if (cost < best_cost) best = s, best_cost = cost;
   }
-  return best == 1 ? TilePieces{} : TilePieces{split_from, best};
+  return best == 1 ? TilePieces{} : TilePieces{split_from, best, rem};
 }
 
 // Row counts the 32-lane matrix-vector kernels take past main_serial's k:
@@ -521,8 +522,7 @@ std::string matmul_tiling(const MatmulPlan& plan, const Device& dev) {
   if (b_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR")) {
     const TilePieces pieces = tile_pieces(plan, limit);
     if (pieces.pieces > 1)
-      return "128x128, " + std::to_string(ceil_div(plan.m, 128) * ceil_div(plan.n, 128) - pieces.split_from) +
-             " tiles in " + std::to_string(pieces.pieces) + " pieces";
+      return "128x128, " + std::to_string(pieces.split) + " tiles in " + std::to_string(pieces.pieces) + " pieces";
   }
   const Tiles t = vec4_tiles(plan, tile_edge(plan, limit));
   const int64_t splits = split_k(plan, t.rows, t.cols, limit);
@@ -691,20 +691,21 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   if (const TilePieces pieces = tile_pieces(plan, rt.binding_limit()); pieces.pieces > 1) {
     // The whole waves as tiles, the last in pieces, then the fixup of the
     // split tiles.
-    const int64_t split = ceil_div(plan.m, 128) * ceil_div(plan.n, 128) - pieces.split_from;
     const auto constants = tile_constants_of(128, 128, plan.k, true);
     MatmulParams pp = p;
     pp.split_from = uint32_t(pieces.split_from);
     pp.pieces = uint32_t(pieces.pieces);
-    Tensor part = Tensor::empty({split * pieces.pieces, 128 * 128}, DType::F32, out.device());  // [pieces][128][128]
+    // [split tiles x pieces][128][128]
+    Tensor part = Tensor::empty({pieces.split * pieces.pieces, 128 * 128}, DType::F32, out.device());
     const std::array<gpu::Arg, 6> piece_args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out), residual_arg,
                                              arg(part)};
     launch(out.device(), "matmul", a_aligned(plan) ? tk.pieces_a.kernel() : tk.pieces_sa.kernel(), pp, piece_args,
-           grid_1d(uint64_t(pieces.split_from + split * pieces.pieces), limits), constants);
+           grid_1d(uint64_t(pieces.split_from + pieces.split * pieces.pieces), limits), constants);
     const PartialsParams fp{uint32_t(plan.m), uint32_t(plan.n), uint32_t(pieces.pieces), bias ? 1u : 0u,
                             uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(pieces.split_from), 0};
     launch(out.device(), "matmul", kPiecesFixup.kernel(), fp,
-           {arg(part), bias ? arg(*bias) : arg(part), arg(out), residual_arg}, grid_1d(uint64_t(split * 8), limits),
+           {arg(part), bias ? arg(*bias) : arg(part), arg(out), residual_arg},
+           grid_1d(uint64_t(pieces.split * 8), limits),  // bands of 16 rows
            {{"T", 8.0}, {"TN", 8.0}, {"GELU", gelu ? 1.0 : 0.0}, {"RESIDUAL", residual ? 1.0 : 0.0}});
     return;
   }
