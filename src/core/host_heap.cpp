@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -55,8 +56,11 @@ class BlockCache {
  public:
   std::byte* take(size_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = free_.find(bytes);
-    if (it == free_.end()) return nullptr;
+    // The block of this size freed last: its pages are the likeliest to be
+    // in the caches and the TLB.
+    const auto [first, end] = free_.equal_range(bytes);
+    if (first == end) return nullptr;
+    const auto it = std::prev(end);
     std::byte* p = it->second;
     free_.erase(it);
     cached_ -= bytes;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "cpu/isa_clones.h"
 #include "cpu/nn_kernels.h"
 #include "cpu/parallel.h"
 
@@ -26,11 +27,13 @@ namespace {
 
 // Elements per partial sum of sumsq, and the interleaved accumulators within
 // one: fixed, so the result is the same on any thread count and ISA, and
-// enough lanes that the adds vectorize instead of waiting on each other.
+// enough lanes that the adds vectorize instead of waiting on each other. The
+// lanes are the same on every ISA (wider vectors only hold more of them at
+// once), so each clone sums in one order.
 constexpr int64_t kSumsqChunk = int64_t(1) << 14;
 constexpr int kSumsqLanes = 8;
 
-double sumsq_chunk(const float* x, int64_t n) {
+FORGE_ISA_CLONES double sumsq_chunk(const float* x, int64_t n) {
   double lane[kSumsqLanes] = {};
   int64_t i = 0;
   for (; i + kSumsqLanes <= n; i += kSumsqLanes)
