@@ -90,6 +90,10 @@ class AdamW {
   // parameter when one does not fit).
   const std::vector<Tensor>& first_moments() const { return m_; }
   const std::vector<Tensor>& second_moments() const { return v_; }
+  // The flat gradients per parameter (views shaped as the parameters): a
+  // backward pass may write each gradient there (GradTargets), and step()
+  // then reads it in place instead of copying it in.
+  const std::vector<Tensor>& gradient_views() const;
   void restore(int64_t steps, const std::vector<Tensor>& m, const std::vector<Tensor>& v);
   const std::vector<NamedTensor>& params() const { return params_; }
 

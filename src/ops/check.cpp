@@ -1,5 +1,7 @@
 #include "ops/check.h"
 
+#include "gpu/runtime.h"
+
 namespace forge::check {
 
 std::string operands(std::initializer_list<std::pair<const char*, const Tensor*>> ts) {
@@ -53,6 +55,20 @@ void row_norm(const char* op, const Tensor& x, const RowNorm& n) {
   if (n.bias->rank() != 1 || n.bias->dim(0) != x.dim(-1))
     throw ShapeError(std::string("[") + op + "] norm bias " + n.bias->describe() + " must be [" +
                      std::to_string(x.dim(-1)) + "] for x " + x.describe());
+}
+
+void output(const char* op, const Tensor& out, const Shape& want, std::initializer_list<const Tensor*> inputs) {
+  const std::string at = std::string("[") + op + "] out " + out.describe();
+  for (const Tensor* t : inputs) {
+    if (!t || !t->defined()) continue;
+    same_device(op, {t, &out});
+    if (t->storage_id() == out.storage_id()) throw ValueError(at + " shares its storage with an input");
+  }
+  dtype(op, "out", out, DType::F32);
+  if (out.shape() != want) throw ShapeError(at + " must be " + shape_str(want));
+  if (out.device().is_webgpu() && out.byte_offset() % out.device().runtime().limits().storage_offset_alignment != 0)
+    throw DeviceError(at + " starts at byte " + std::to_string(out.byte_offset()) +
+                      ", not a multiple of the device's storage offset alignment");
 }
 
 }  // namespace forge::check

@@ -20,6 +20,10 @@ void rank(const char* op, const char* name, const Tensor& t, int lo, int hi);
 void same_shape(const char* op, const Tensor& a, const Tensor& b);
 // A row norm for x [.., K]: a weight (and bias, LayerNorm only) f32 [K] on x's device.
 void row_norm(const char* op, const Tensor& x, const RowNorm& n);
+// An op's output given by the caller (written IN PLACE): f32 of shape `want`
+// on the device of `inputs`, its storage apart from every input's, and on
+// WebGPU at the device's storage offset alignment.
+void output(const char* op, const Tensor& out, const Shape& want, std::initializer_list<const Tensor*> inputs);
 // "a f32[2, 3] on cpu, b f32[4] on cpu"
 std::string operands(std::initializer_list<std::pair<const char*, const Tensor*>> ts);
 

@@ -154,7 +154,8 @@ void run_matmul(const Tensor& a, const Tensor& b, const MatmulPlan& p, Tensor& o
 }  // namespace
 
 ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tensor& a,
-                                                  const std::vector<Tensor>& chunks, float alpha) {
+                                                  const std::vector<Tensor>& chunks, float alpha,
+                                                  const std::vector<Tensor>* dchunks_into) {
   const char* op = "matmul_chunked_transb_backward";
   const int64_t n_total = check_chunked_transb(op, a, chunks);
   check::same_device(op, {&a, &dout});
@@ -165,6 +166,9 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
   if (dout.shape() != want)
     throw ShapeError("[matmul_chunked_transb_backward] dout " + dout.describe() + " must be " + shape_str(want) +
                      " for a " + shape_str(a.shape()));
+  if (dchunks_into && dchunks_into->size() != chunks.size())
+    throw ShapeError("[matmul_chunked_transb_backward] " + S(int64_t(dchunks_into->size())) + " tensors to write " +
+                     S(int64_t(chunks.size())) + " chunks' gradients into");
   ChunkedTransbGrads g;
   g.da = Tensor::zeros(a.shape(), DType::F32, a.device());
   if (m == 0 || k == 0) {
@@ -174,7 +178,8 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
   const Tensor a2 = a.reshape({m, k}), dout2 = dout.reshape({m, n_total});
   Tensor da2 = g.da.reshape({m, k});
   int64_t col = 0;
-  for (const Tensor& w : chunks) {
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const Tensor& w = chunks[c];
     const int64_t n = w.dim(0);
     // dchunk [n, k] = alpha * (dout2 columns [col, col + n))^T @ a2.
     MatmulPlan pw;
@@ -182,7 +187,9 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
     pw.trans_a = true;
     pw.alpha = alpha;
     pw.lda = n_total, pw.ldb = k, pw.a_offset = col;
-    Tensor dw = Tensor::empty(w.shape(), DType::F32, w.device());
+    const Tensor* into = dchunks_into && (*dchunks_into)[c].defined() ? &(*dchunks_into)[c] : nullptr;
+    if (into) check::output(op, *into, w.shape(), {&dout, &a, &w});
+    Tensor dw = into ? *into : Tensor::empty(w.shape(), DType::F32, w.device());
     run_matmul(dout2, a2, pw, dw);
     g.dchunks.push_back(dw);
     // da2 += alpha * (dout2 columns [col, col + n)) @ chunk [n, k].

@@ -19,6 +19,8 @@ Tensor row_norm(const Tensor& x, const RowNorm& n) {
 
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   const char* op = "matmul";
+  if (o.out && (o.norm || o.residual || o.gelu))
+    throw ValueError("[matmul] an out tensor is not taken with a row norm, gelu or residual");
   if (o.norm || o.residual || o.gelu) {
     if (o.transpose_a || a.rank() != 2)
       throw ShapeError("[matmul] a row norm, gelu or residual takes a rank-2 a, not transposed: a " + a.describe());
@@ -95,7 +97,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
     if (o.gelu) y = gelu(y);
     return o.residual ? add(*o.residual, y) : y;
   }
-  Tensor out = Tensor::empty(out_shape, DType::F32, a.device());
+  if (o.out) check::output(op, *o.out, out_shape, {&a, &b, o.bias});
+  Tensor out = o.out ? *o.out : Tensor::empty(out_shape, DType::F32, a.device());
   if (a.device().is_cpu()) cpu::matmul(a, b, o.bias, p, out);
   else webgpu::matmul(a, b, o.bias, p, out);
   return out;

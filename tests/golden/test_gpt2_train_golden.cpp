@@ -88,6 +88,13 @@ void check_first_step(const Device& dev, const Tol& tol) {
   EXPECT_NEAR(r.grad_norm, norm, tol.grad_rel * norm) << dev.name();
 
   Gpt2Grads grads = trainer.last_grads();
+  // The products wrote the weight matrices' gradients straight into the
+  // optimizer's flat gradient page (one storage), not into fresh tensors.
+  const void* page = grads.g.h.front().c_attn.w.storage_id();
+  for (const Gpt2Block& b : grads.g.h)
+    for (const Tensor* t : {&b.c_attn.w, &b.attn_proj.w, &b.fc.w, &b.mlp_proj.w})
+      EXPECT_EQ(t->storage_id(), page) << dev.name();
+  EXPECT_EQ(grads.g.wte.front().storage_id(), page) << dev.name();
   const std::vector<Gpt2HostTensor> after = trainer.host_weights();
   size_t i = 0;
   for (auto& [name, t] : gpt2_named_params(grads.g)) {

@@ -61,13 +61,20 @@ struct MatmulOptions {
   const RowNorm* norm = nullptr;
   bool gelu = false;
   const Tensor* residual = nullptr;
+  // Write the product IN PLACE into *out (f32, the product's shape, on the
+  // operands' device, its storage apart from theirs; a view into a larger
+  // storage is fine, on WebGPU at the device's storage offset alignment)
+  // instead of into a new tensor: a weight's gradient straight into the
+  // optimizer's flat gradient pages. Not with norm, gelu or residual.
+  Tensor* out = nullptr;
 };
 
 // A [m, k] or [batch, m, k], B [k, n] or [batch, k, n] (stored transposed
 // when asked) -> [m, n] or [batch, m, n]. A rank-2 operand is broadcast across
 // the other's batch. A is f32; B is f32 or bf16 (a dense weight kept in 16
 // bits: its values widen exactly and the products are f32; few rows against
-// B [n, k] with transpose_b read the 16-bit values directly).
+// B [n, k] with transpose_b read the 16-bit values directly). Returns the
+// product (*options.out when given).
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
 
 // ---- bf16 ------------------------------------------------------------------

@@ -29,6 +29,8 @@ AdamW::AdamW(std::vector<NamedTensor> params, AdamWConfig config)
 
 size_t AdamW::pages() const { return flat_->pages.size(); }
 
+const std::vector<Tensor>& AdamW::gradient_views() const { return flat_->g; }
+
 void AdamW::restore(int64_t steps, const std::vector<Tensor>& m, const std::vector<Tensor>& v) {
   if (m.size() != params_.size() || v.size() != params_.size())
     throw ShapeError("[adamw] " + std::to_string(m.size()) + " saved moments for " + std::to_string(params_.size()) +

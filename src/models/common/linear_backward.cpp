@@ -11,7 +11,12 @@ Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Lin
   if (!lora_only) {
     if (lin.quant) throw ValueError("[linear] a quantized weight has no gradient (train a LoRA adapter over it)");
     // dW = dy^T x as [out, in]; x^T dy as Conv1D's [in, out].
-    accumulate_grad(g.w, conv1d ? matmul_tn(x, dy) : matmul_tn(dy, x));
+    accumulate_product(g.w, [&](Tensor* into) {
+      MatmulOptions o;
+      o.transpose_a = true;
+      o.out = into;
+      return conv1d ? matmul(x, dy, o) : matmul(dy, x, o);
+    });
     if (lin.bias.defined()) accumulate_grad(g.bias, sum_rows(dy));
   }
   Tensor dx = conv1d ? matmul_nt(dy, lin.w) : matmul_nn(dy, lin.dense_weight());  // [N, in]
@@ -57,7 +62,19 @@ Tensor joined_linears_backward(const std::vector<const Linear*>& ls, const Tenso
   // weights are), and dx = dy W_joined.
   if (!lora_only) {
     if (joined.dtype() != DType::F32) throw ValueError("[linear] a 16-bit weight has no gradient (train in f32)");
-    const Tensor dw = matmul_tn(dy, x);
+    // Into the slots' targets at once where they lie back to back, as the
+    // weights do (the optimizer's pages keep the weights' layout).
+    std::vector<Tensor> targets;
+    for (const Linear* g : gs) {
+      const Tensor* t = g->w.defined() ? nullptr : GradTargets::find(g->w);
+      if (!t) break;
+      targets.push_back(*t);
+    }
+    Tensor joined_target = targets.size() == gs.size() ? Tensor::joined_rows(targets) : Tensor();
+    MatmulOptions o;
+    o.transpose_a = true;
+    if (joined_target.defined()) o.out = &joined_target;
+    const Tensor dw = matmul(dy, x, o);
     int64_t at = 0;
     for (size_t i = 0; i < ls.size(); ++i) {
       accumulate_grad(gs[i]->w, dw.slice_rows(at, at + ls[i]->w.dim(0)));

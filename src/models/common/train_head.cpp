@@ -26,11 +26,6 @@ int64_t head_block_rows(const Device& dev, int64_t rows, int64_t V, int64_t aske
 
 }  // namespace
 
-void accumulate_grad(Tensor& slot, const Tensor& g) {
-  if (!slot.defined()) slot = g;
-  else gradient_accumulate(slot, g);
-}
-
 Tensor lm_head_nll(const std::vector<Tensor>& table, int64_t V, const Tensor& x_all,
                    const std::vector<int32_t>& targets, float grad_scale, std::vector<Tensor>* dtable, Tensor* dx_out,
                    int64_t head_rows, const std::string& who) {
@@ -58,6 +53,7 @@ Tensor lm_head_nll(const std::vector<Tensor>& table, int64_t V, const Tensor& x_
   const int64_t blk = std::min(R, head_block_rows(dev, R, V, head_rows));
   Tensor loss, dsel;
   if (dx_out && blk < R) dsel = Tensor::zeros({R, C}, DType::F32, dev);
+  if (dx_out && dtable) dtable->resize(table.size());
   for (int64_t r0 = 0; r0 < R; r0 += blk) {
     const int64_t r1 = std::min(R, r0 + blk), n = r1 - r0;
     Tensor x = blk < R ? sel.slice_rows(r0, r1) : sel;  // [n, C]
@@ -67,11 +63,13 @@ Tensor lm_head_nll(const std::vector<Tensor>& table, int64_t V, const Tensor& x_
     loss = loss.defined() ? add(loss, s) : s;
     if (!dx_out) continue;
     Tensor dlogits = ce_bwd(probs, t, grad_scale);  // [n, V]
-    ChunkedTransbGrads hg = matmul_chunked_transb_backward(dlogits, x, table);
-    if (dtable) {
-      dtable->resize(table.size());
+    // The first block's table gradient straight into the slots' targets.
+    std::vector<Tensor> into(table.size());
+    for (size_t c = 0; dtable && c < table.size(); ++c)
+      if (const Tensor* t = (*dtable)[c].defined() ? nullptr : GradTargets::find((*dtable)[c])) into[c] = *t;
+    ChunkedTransbGrads hg = matmul_chunked_transb_backward(dlogits, x, table, 1.0f, &into);
+    if (dtable)
       for (size_t c = 0; c < table.size(); ++c) accumulate_grad((*dtable)[c], hg.dchunks[c]);  // [rows_c, C]
-    }
     if (blk < R) copy_tensor(hg.da, dsel, r0 * C);
     else dsel = hg.da;
   }

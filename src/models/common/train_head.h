@@ -7,11 +7,9 @@
 #include <vector>
 
 #include "forge/ops.h"
+#include "models/common/grad_targets.h"
 
 namespace forge::models {
-
-// slot += g, or slot = g when slot holds no gradient yet.
-void accumulate_grad(Tensor& slot, const Tensor& g);
 
 // The LM head and cross-entropy over the rows of x [N, C] that have a target
 // (targets [N], -1: none) against the output table given as row chunks of

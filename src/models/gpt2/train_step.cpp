@@ -3,8 +3,10 @@
 // the parameter list by Hugging Face name.
 #include <cmath>
 #include <numbers>
+#include <optional>
 
 #include "forge/gpt2_train.h"
+#include "models/common/grad_targets.h"
 #include "models/gpt2/build.h"
 #include "models/gpt2/train_util.h"
 
@@ -111,6 +113,16 @@ Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
 
   grads_.clear();
   grads_.lora_only = lora_;
+  // Full training writes each gradient where AdamW reads it (no copy into
+  // its pages): the slots, sized as the weights, keyed to its views.
+  std::optional<models::GradTargets> into_pages;
+  if (!lora_) {
+    grads_.g.h.resize(model_.weights().h.size());
+    grads_.g.wte.resize(model_.weights().wte.size());
+    std::vector<Tensor*> slots;
+    for (auto& [name, t] : named(grads_.g)) slots.push_back(t);
+    into_pages.emplace(slots, opt_.gradient_views());
+  }
   Tensor loss_sum;
   for (size_t i = 0; i < micro.size(); ++i) {
     const uint64_t key = gpt2::derive_key(config_.seed, kDropout, uint64_t(opt_.steps_done()), uint64_t(i));
@@ -122,6 +134,7 @@ Gpt2StepResult Gpt2Trainer::step(const std::vector<Gpt2MicroBatch>& micro) {
     loss_sum = loss_sum.defined() ? add(loss_sum, loss) : loss;
   }
 
+  into_pages.reset();
   std::vector<Tensor> g;
   for (auto& [name, t] : named(grads_.g)) g.push_back(*t);
   const AdamW::Update u = opt_.step(g);  // g itself stays unclipped

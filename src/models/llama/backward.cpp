@@ -77,11 +77,9 @@ Tensor llama_backward(const LlamaModel& model, const LlamaActs& a, const std::ve
 
   // Embedding: x0 = embed[ids].
   const Embedding& e = model.embed();
-  if (g.embed.size() != e.chunks.size()) {
-    g.embed.resize(e.chunks.size());
-    for (size_t i = 0; i < e.chunks.size(); ++i)
-      if (!g.embed[i].defined()) g.embed[i] = Tensor::zeros(e.chunks[i].shape(), DType::F32, model.device());
-  }
+  g.embed.resize(e.chunks.size());  // untied: no gradient yet (the trainer may have sized the list)
+  for (size_t i = 0; i < e.chunks.size(); ++i)
+    if (!g.embed[i].defined()) g.embed[i] = Tensor::zeros(e.chunks[i].shape(), DType::F32, model.device());
   scatter_add_rows_chunked(g.embed, e.chunk_rows, a.ids, dx);  // dx [B, T, H]
   return loss;
 }

@@ -5,10 +5,12 @@
 #include <charconv>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "forge/ops.h"
 #include "forge/safetensors.h"
 #include "forge/train.h"
+#include "models/common/grad_targets.h"
 #include "models/common/keys.h"
 #include "models/llama/train.h"
 
@@ -75,6 +77,17 @@ TrainStepResult LlamaTrainer::step(const std::vector<TrainBatch>& micro) {
 
   LlamaParams grads;
   grads.lora_only = impl_->lora;
+  // Full training writes each gradient where AdamW reads it (no copy into
+  // its pages): the slots, sized as the weights, keyed to its views.
+  std::optional<models::GradTargets> into_pages;
+  if (!impl_->lora) {
+    grads.embed.resize(model.embed().chunks.size());
+    grads.layers.resize(model.layers().size());
+    if (!model.tied()) grads.lm_head.resize(model.lm_head().chunks.size());
+    std::vector<Tensor*> slots;
+    for (auto& [name, t] : models::llama_named(grads, model.config(), model.tied())) slots.push_back(t);
+    into_pages.emplace(slots, impl_->opt.gradient_views());
+  }
   Tensor loss_sum;
   const uint64_t step = uint64_t(impl_->opt.steps_done());
   for (size_t i = 0; i < micro.size(); ++i) {
@@ -89,6 +102,7 @@ TrainStepResult LlamaTrainer::step(const std::vector<TrainBatch>& micro) {
     }  // activations freed before the next micro-batch
     loss_sum = loss_sum.defined() ? add(loss_sum, loss) : loss;
   }
+  into_pages.reset();
   std::vector<Tensor> g;
   if (impl_->lora) {
     for (auto& [name, t] : models::llama_lora_named(grads.layers)) g.push_back(*t);
