@@ -9,12 +9,11 @@
 #include "models/common/grad_targets.h"
 #include "models/common/weights.h"
 #include "parity/parity.h"
+#include "unit/dense_linear.h"
 
 using namespace forge;
 using namespace forge::models;
-using forge::testing::all_close;
-using forge::testing::random_tensor;
-using forge::testing::test_devices;
+using namespace forge::testing;
 
 namespace {
 
@@ -25,14 +24,6 @@ Tensor view_at(const Tensor& page, int64_t at, const Shape& shape) {
 
 bool lies_at(const Tensor& t, const Tensor& view) {
   return t.storage_id() == view.storage_id() && t.byte_offset() == view.byte_offset();
-}
-
-Linear dense(const Tensor& w) {
-  Linear l;
-  l.w = w;
-  l.out = w.dim(0);
-  l.in = w.dim(1);
-  return l;
 }
 
 }  // namespace
@@ -96,9 +87,9 @@ TEST(GradTargets, FirstGradientsLandInTheirViewsAndLaterOnesAddThere) {
     const Tensor x = random_tensor({N, K}, seed++).to(dev);
     // Three linears with weights joined in one storage (q/k/v), and one alone.
     std::vector<Linear> joint;
-    for (int64_t out : {32, 16, 16}) joint.push_back(dense(random_tensor({out, K}, seed++).to(dev)));
+    for (int64_t out : {32, 16, 16}) joint.push_back(dense_linear(random_tensor({out, K}, seed++).to(dev)));
     join_weights({&joint[0], &joint[1], &joint[2]});
-    const Linear alone = dense(random_tensor({24, K}, seed++).to(dev));
+    const Linear alone = dense_linear(random_tensor({24, K}, seed++).to(dev));
     std::vector<Tensor> dys;
     for (const Linear& l : joint) dys.push_back(random_tensor({N, l.out}, seed++).to(dev));
     const Tensor dy_alone = random_tensor({N, 24}, seed++).to(dev);

@@ -9,24 +9,14 @@
 #include "models/common/weights.h"
 #include "models/llama/llama.h"
 #include "parity/parity.h"
+#include "unit/dense_linear.h"
 
 using namespace forge;
 using namespace forge::models;
 using forge::testing::all_close;
+using forge::testing::dense_linear;
 using forge::testing::random_tensor;
 using forge::testing::test_devices;
-
-namespace {
-
-Linear dense(const Tensor& w) {
-  Linear l;
-  l.w = w;
-  l.out = w.dim(0);
-  l.in = w.dim(1);
-  return l;
-}
-
-}  // namespace
 
 TEST(JoinedLinears, ForwardAndBackwardEqualOneLinearAtATime) {
   const int64_t N = 19, K = 64;
@@ -35,8 +25,8 @@ TEST(JoinedLinears, ForwardAndBackwardEqualOneLinearAtATime) {
     SCOPED_TRACE(dev.name());
     const Tensor x = random_tensor({N, K}, seed++).to(dev);
     std::vector<Linear> sep, joint;
-    for (int64_t out : {32, 16, 16}) sep.push_back(dense(random_tensor({out, K}, seed++).to(dev)));
-    for (const Linear& l : sep) joint.push_back(dense(l.w.clone()));
+    for (int64_t out : {32, 16, 16}) sep.push_back(dense_linear(random_tensor({out, K}, seed++).to(dev)));
+    for (const Linear& l : sep) joint.push_back(dense_linear(l.w.clone()));
     join_weights({&joint[0], &joint[1], &joint[2]});
     ASSERT_TRUE(Tensor::joined_rows({joint[0].w, joint[1].w, joint[2].w}).defined());
     for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(all_close(joint[i].w, sep[i].w, 0, 0)) << "weights kept, " << i;
@@ -68,11 +58,11 @@ TEST(JoinedLinears, ForwardAndBackwardEqualOneLinearAtATime) {
 
 TEST(JoinedLinears, LeftSeparateWhereAViewCouldNotBeBound) {
   // 3 x 5 f32 is 60 bytes: a view after it would not start on a 256-byte boundary.
-  Linear a = dense(random_tensor({3, 5}, 1)), b = dense(random_tensor({4, 5}, 2));
+  Linear a = dense_linear(random_tensor({3, 5}, 1)), b = dense_linear(random_tensor({4, 5}, 2));
   join_weights({&a, &b});
   EXPECT_FALSE(Tensor::joined_rows({a.w, b.w}).defined());
   // Different widths: left alone.
-  Linear c = dense(random_tensor({64, 64}, 3)), d = dense(random_tensor({64, 32}, 4));
+  Linear c = dense_linear(random_tensor({64, 64}, 3)), d = dense_linear(random_tensor({64, 32}, 4));
   join_weights({&c, &d});
   EXPECT_FALSE(Tensor::joined_rows({c.w, d.w}).defined());
 }
