@@ -76,8 +76,9 @@ class AdamW {
     double lr = 0;
   };
   // One update from `grads` (aligned with the parameters, not changed):
-  // copied into the flat gradients, clipped there when configured, then
-  // every parameter updated in place.
+  // copied into the flat gradients (unless already there, as
+  // gradient_views() lets a backward pass write them), clipped there when
+  // configured, then every parameter updated in place.
   Update step(std::vector<Tensor>& grads);
   // Flat buffers the last step's norm and update ran over (one per
   // binding-limit page).

@@ -4,8 +4,10 @@
 //
 // The parameters' storages move into the pages (Tensor::move_storage_into):
 // every handle to them, the model's included, then reads and writes there, so
-// the models need no change. Gradients are produced as before and copied into
-// the flat gradient pages once per step (a device copy, not a dispatch).
+// the models need no change. The trainers' backward passes write the
+// gradients into the flat gradient pages (models/common/grad_targets.h); a
+// gradient made elsewhere is copied in once per step (a device copy, not a
+// dispatch).
 #pragma once
 #include <string>
 #include <vector>
