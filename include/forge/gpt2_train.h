@@ -150,7 +150,10 @@ class Gpt2Trainer {
   int64_t steps_done() const { return opt_.steps_done(); }
   const Gpt2TrainConfig& config() const { return config_; }
   const Gpt2Grads& last_grads() const { return grads_; }
-  bool keep_grads = false;  // keep the last step's (unclipped) gradients for inspection
+  // Keep the last step's (unclipped) gradients for inspection. With full
+  // training they are views of the optimizer's flat gradient pages, which
+  // the next step overwrites: copy (clone) what must outlive it.
+  bool keep_grads = false;
 
   // The model's weights as host tensors (for write_gpt2_checkpoint).
   std::vector<Gpt2HostTensor> host_weights() const;
