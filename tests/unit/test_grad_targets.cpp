@@ -22,10 +22,6 @@ Tensor view_at(const Tensor& page, int64_t at, const Shape& shape) {
   return page.slice_rows(at, at + numel(shape)).reshape(shape);
 }
 
-bool lies_at(const Tensor& t, const Tensor& view) {
-  return t.storage_id() == view.storage_id() && t.byte_offset() == view.byte_offset();
-}
-
 }  // namespace
 
 TEST(GradTargets, MatmulWritesIntoAViewOfALargerStorage) {
@@ -40,7 +36,7 @@ TEST(GradTargets, MatmulWritesIntoAViewOfALargerStorage) {
     Tensor into = view_at(page, 64, {24, 20});
     tn.out = &into;
     const Tensor got = matmul(a, b, tn);
-    EXPECT_TRUE(lies_at(got, into));
+    EXPECT_TRUE(same_place(got, into));
     EXPECT_TRUE(all_close(into, want, 1e-5, 1e-5));
     // Nothing around the view is touched.
     const std::vector<float> all = page.to_vector<float>();
@@ -70,7 +66,7 @@ TEST(GradTargets, ChunkedHeadGradientsGoIntoTheirViews) {
     Tensor page = Tensor::zeros({64 + 12 * 16 + 64}, DType::F32, dev);
     const std::vector<Tensor> into = {view_at(page, 64, {12, 16}), Tensor()};  // the second: a new tensor
     const ChunkedTransbGrads got = matmul_chunked_transb_backward(dout, x, chunks, 1.0f, &into);
-    EXPECT_TRUE(lies_at(got.dchunks[0], into[0]));
+    EXPECT_TRUE(same_place(got.dchunks[0], into[0]));
     EXPECT_FALSE(got.dchunks[1].storage_id() == page.storage_id());
     for (size_t c = 0; c < 2; ++c) EXPECT_TRUE(all_close(got.dchunks[c], want.dchunks[c], 1e-5, 1e-5)) << c;
     EXPECT_TRUE(all_close(got.da, want.da, 1e-5, 1e-5));
@@ -119,10 +115,10 @@ TEST(GradTargets, FirstGradientsLandInTheirViewsAndLaterOnesAddThere) {
     }
     EXPECT_EQ(GradTargets::find(gs[0].w), nullptr) << "the scope has ended";
     for (size_t i = 0; i < 3; ++i) {
-      EXPECT_TRUE(lies_at(gs[i].w, views[i])) << i;
+      EXPECT_TRUE(same_place(gs[i].w, views[i])) << i;
       EXPECT_TRUE(all_close(gs[i].w, scale(ref[i].w, 2.0f), 1e-5, 1e-5)) << i;
     }
-    EXPECT_TRUE(lies_at(g_alone.w, views[3]));
+    EXPECT_TRUE(same_place(g_alone.w, views[3]));
     EXPECT_TRUE(all_close(g_alone.w, scale(ref_alone.w, 2.0f), 1e-5, 1e-5));
     EXPECT_NE(bias_slot.storage_id(), page.storage_id());
     EXPECT_TRUE(all_close(bias_slot, scale(sum_rows(dy_alone), 2.0f), 1e-5, 1e-5));
@@ -137,7 +133,7 @@ TEST(GradTargets, APlainGradientIsCopiedIntoItsViewAndAMismatchIsAnError) {
   const Tensor g = random_tensor({4, 8}, 3);
   GradTargets scope({&slot, &other}, {view_at(page, 0, {4, 8}), view_at(page, 64, {2, 8})});
   accumulate_grad(slot, g);
-  EXPECT_TRUE(lies_at(slot, page));
+  EXPECT_TRUE(same_place(slot, page));
   EXPECT_TRUE(all_close(slot, g, 0, 0));
   EXPECT_THROW(accumulate_grad(other, g), ShapeError);
   Tensor a, b;

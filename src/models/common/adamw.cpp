@@ -5,6 +5,7 @@
 #include "forge/ops.h"
 #include "forge/train.h"
 #include "models/common/flat_params.h"
+#include "models/common/grad_targets.h"
 
 namespace forge {
 
@@ -60,7 +61,7 @@ AdamW::Update AdamW::step(std::vector<Tensor>& grads) {
   // Into the flat gradients (device copies; a gradient already there stays).
   for (size_t i = 0; i < grads.size(); ++i) {
     Tensor& dst = flat_->g[i];
-    if (grads[i].storage_id() == dst.storage_id() && grads[i].byte_offset() == dst.byte_offset()) continue;
+    if (models::same_place(grads[i], dst)) continue;
     dst.copy_from(grads[i]);
   }
   std::vector<Tensor> flat_g;

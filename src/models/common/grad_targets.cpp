@@ -25,11 +25,11 @@ const Tensor* GradTargets::find(const Tensor& slot) {
   return it == current->views_.end() ? nullptr : &it->second;
 }
 
-namespace {
-
 bool same_place(const Tensor& a, const Tensor& b) {
   return a.storage_id() == b.storage_id() && a.byte_offset() == b.byte_offset();
 }
+
+namespace {
 
 // The empty slot's first gradient g, moved into `target` unless written there.
 void first_gradient(Tensor& slot, const Tensor* target, const Tensor& g) {

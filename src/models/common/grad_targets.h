@@ -34,6 +34,10 @@ class GradTargets {
   GradTargets* outer_;
 };
 
+// Whether a and b start at the same byte of one storage (a gradient already
+// in its view).
+bool same_place(const Tensor& a, const Tensor& b);
+
 // slot += g, or slot = g when slot holds no gradient yet (copied into its
 // target view where GradTargets gives one).
 void accumulate_grad(Tensor& slot, const Tensor& g);
