@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "cpu/attention_kernels.h"
-#include "cpu/nn_kernels.h"
 #include "cpu/parallel.h"
+#include "cpu/philox.h"
 #include "cpu/vec_math.h"
 
 namespace forge::cpu {

@@ -35,8 +35,4 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWP
 void adamw_flat(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const Tensor& segments,
                 const AdamWPlan& plan, float clip);
 
-// Word 0 of Philox4x32-10 for counter (lo, hi, 0, 0) and key (k0, k1): the
-// dropout random stream (mirrored by shaders/dropout.wgsl).
-uint32_t philox_word0(uint32_t lo, uint32_t hi, uint32_t k0, uint32_t k1);
-
 }  // namespace forge::cpu

@@ -2,39 +2,32 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu/isa_clones.h"
 #include "cpu/nn_kernels.h"
 #include "cpu/parallel.h"
+#include "cpu/philox.h"
 
 namespace forge::cpu {
 
-uint32_t philox_word0(uint32_t lo, uint32_t hi, uint32_t k0, uint32_t k1) {
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;  // round multipliers
-  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;  // key schedule increments
-  uint32_t c0 = lo, c1 = hi, c2 = 0, c3 = 0;
-  for (int round = 0; round < 10; ++round) {
-    uint64_t p0 = uint64_t(kM0) * c0;
-    uint64_t p1 = uint64_t(kM1) * c2;
-    uint32_t n0 = uint32_t(p1 >> 32) ^ c1 ^ k0;
-    uint32_t n1 = uint32_t(p1);
-    uint32_t n2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
-    uint32_t n3 = uint32_t(p0);
-    c0 = n0, c1 = n1, c2 = n2, c3 = n3;
-    k0 += kW0;
-    k1 += kW1;
+namespace {
+
+// y[i] = x[i] * scale where element i's word is >= threshold, else 0, for i
+// in [lo, hi): the Philox rounds vectorize (about 10 vector operations a
+// round for 8 or 16 elements).
+FORGE_ISA_CLONES void dropout_range(const float* x, float* y, int64_t lo, int64_t hi, DropoutPlan plan) {
+  const uint32_t k0 = uint32_t(plan.seed), k1 = uint32_t(plan.seed >> 32);
+  for (int64_t i = lo; i < hi; ++i) {
+    const uint32_t r = philox_word0(uint32_t(uint64_t(i)), uint32_t(uint64_t(i) >> 32), k0, k1);
+    y[i] = r >= plan.threshold ? x[i] * plan.scale : 0.0f;
   }
-  return c0;
 }
+
+}  // namespace
 
 void dropout(const Tensor& x, const DropoutPlan& plan, Tensor& y) {
   const float* px = x.data<float>();
   float* py = y.data<float>();
-  uint32_t k0 = uint32_t(plan.seed), k1 = uint32_t(plan.seed >> 32);
-  parallel_for(x.numel(), 16, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      uint32_t r = philox_word0(uint32_t(uint64_t(i)), uint32_t(uint64_t(i) >> 32), k0, k1);
-      py[i] = r >= plan.threshold ? px[i] * plan.scale : 0.0f;
-    }
-  });
+  parallel_for(x.numel(), 16, [&](int64_t lo, int64_t hi) { dropout_range(px, py, lo, hi, plan); });
 }
 
 namespace {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu/nn_kernels.h"
+#include "cpu/philox.h"
 #include "cpu/sample_kernel.h"
 #include "forge/ops/sample.h"
 

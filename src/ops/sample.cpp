@@ -2,7 +2,7 @@
 // src/webgpu/sample.cpp).
 #include <cmath>
 
-#include "cpu/nn_kernels.h"
+#include "cpu/philox.h"
 #include "forge/ops/sample.h"
 #include "cpu/sample_kernel.h"
 #include "ops/check.h"

@@ -1,6 +1,6 @@
 // Shared snippet (no entry point): the counter-based random stream of dropout.
 // Prepended as text to the kernels that draw from it (webgpu/composed_kernel.h); the
-// CPU twin is cpu::philox_word0 (src/cpu/nn_train.cpp). u32 arithmetic only,
+// CPU twin is cpu::philox_word0 (src/cpu/philox.h). u32 arithmetic only,
 // so both produce the same bits.
 
 // High 32 bits of the 64-bit product a * b, from 16-bit halves.
