@@ -1,11 +1,14 @@
-// Flash attention on the CPU: the reference loops. Each (batch, head, query)
-// row computes its visible scores in double, the softmax in double and the
-// dropout decisions from the same Philox stream as forge::dropout.
+// Flash attention on the CPU. Each (batch, head, query) row takes its softmax
+// in double and its dropout decisions from the same Philox stream as
+// forge::dropout. Its scores are dot products in double where there are few
+// queries (decode) and in the backward; the forward of longer query runs
+// (prefill, training) takes Q K^T and P V as sgemms by blocks of queries.
 #include <cmath>
 #include <vector>
 
 #include "cpu/attention_kernels.h"
 #include "cpu/isa_clones.h"
+#include "cpu/kernels.h"
 #include "cpu/lanes.h"
 #include "cpu/parallel.h"
 #include "cpu/philox.h"
@@ -33,7 +36,12 @@ struct Rows {
     const float* kr = krow(k, b, j, h / p.group());
     // Lanes: independent chains the compiler can pipeline (a decode step
     // scores every cached key of every head here).
-    double s = double(p.scale) * lane_sum(p.head_dim, [&](int64_t d) { return double(qr[d]) * double(kr[d]); });
+    return masked(b, h, i, j, lane_sum(p.head_dim, [&](int64_t d) { return double(qr[d]) * double(kr[d]); }));
+  }
+  // The score of (b, h, i, j) from its dot product q . k: scaled, the mask
+  // added, -inf when masked out.
+  double masked(int64_t b, int64_t h, int64_t i, int64_t j, double dot) const {
+    double s = double(p.scale) * dot;
     if (mask) s += double(mask[b * p.mask_sb + h * p.mask_sh + i * p.mask_si + j * p.mask_sj]);
     return s > double(kAttentionMaskedScore) ? s : -INFINITY;
   }
@@ -77,6 +85,66 @@ FORGE_ISA_CLONES void forward_pairs(const Rows& r, float* po, float* pl, int64_t
       for (int64_t d = 0; d < D; ++d) orow[d] = float(acc[size_t(d)]);
       l = float(m + std::log(sum));
     }
+  }
+}
+
+// Query rows a block of forward_blocks takes; from kBlockedMinQueries
+// queries on the forward goes by blocks (a decode step's one query stays with
+// forward_pairs, whose sgemv-free dots read each key once).
+constexpr int64_t kQueryBlock = 64;
+constexpr int64_t kBlockedMinQueries = 16;
+
+// The forward by blocks of query rows, for prefill and training shapes where
+// forward_pairs's one dot product a score runs about 20x below the sgemm's
+// speed: per (batch, head, block of queries), S = Q K^T over the block's key
+// range and O = P V, each one sgemm on this thread (row strides of the
+// token-major operands, no copies); between them each row's softmax in
+// double as forward_pairs takes it (scale, mask, max, exp, sum, dropout), P
+// rounded to f32 for the second product.
+FORGE_ISA_CLONES void forward_blocks(const Rows& r, float* po, float* pl, int64_t lo_item, int64_t hi_item) {
+  const AttentionPlan& p = r.p;
+  const int64_t D = p.head_dim, blocks = (p.seq_q + kQueryBlock - 1) / kQueryBlock;
+  std::vector<float> probs;   // [rows, n]: S, then P
+  std::vector<double> score;  // [n]: one row's scores, then exps
+  for (int64_t item = lo_item; item < hi_item; ++item) {
+    const int64_t bh = item / blocks, b = bh / p.heads, h = bh % p.heads, g = h / p.group();
+    const int64_t i0 = item % blocks * kQueryBlock, i1 = std::min(p.seq_q, i0 + kQueryBlock), rows = i1 - i0;
+    // Keys visible to some row of the block: key_lo and key_hi grow with i.
+    const int64_t klo = p.key_lo(i0), n = std::max<int64_t>(0, p.key_hi(i1 - 1) - klo);
+    float* out_rows = po + ((b * p.seq_q + i0) * p.heads + h) * D;  // row stride heads * D
+    if (n == 0) {
+      for (int64_t i = i0; i < i1; ++i) {
+        std::fill(out_rows + (i - i0) * p.heads * D, out_rows + (i - i0) * p.heads * D + D, 0.0f);
+        pl[(b * p.heads + h) * p.seq_q + i] = -INFINITY;
+      }
+      continue;
+    }
+    probs.resize(size_t(rows * n));
+    score.resize(size_t(n));
+    MatmulPlan qk;  // [rows, D] x [n, D]^T
+    qk.m = rows, qk.n = n, qk.k = D, qk.trans_b = true, qk.lda = p.heads * D, qk.ldb = p.kv_heads * D;
+    gemm_on_thread(qk, r.qrow(b, i0, h), r.krow(r.k, b, klo, g), probs.data(), n);
+    for (int64_t i = i0; i < i1; ++i) {
+      float* row = probs.data() + (i - i0) * n;  // keys klo + [0, n)
+      const int64_t lo = p.key_lo(i) - klo, hi = p.key_hi(i) - klo;
+      double m = -INFINITY;
+      for (int64_t j = lo; j < hi; ++j) m = std::max(m, score[size_t(j)] = r.masked(b, h, i, klo + j, row[j]));
+      float& l = pl[(b * p.heads + h) * p.seq_q + i];
+      if (m == -INFINITY) {  // nothing visible: a zero row of P gives zeros
+        std::fill(row, row + n, 0.0f);
+        l = -INFINITY;
+        continue;
+      }
+      for (int64_t j = lo; j < hi; ++j) score[size_t(j)] = vm::exp(score[size_t(j)] - m);
+      const double sum = lane_sum(hi - lo, [&](int64_t j) { return score[size_t(lo + j)]; });
+      std::fill(row, row + lo, 0.0f);
+      for (int64_t j = lo; j < hi; ++j) row[j] = float(score[size_t(j)] / sum * r.keep(b, h, i, klo + j));
+      std::fill(row + hi, row + n, 0.0f);
+      l = float(m + std::log(sum));
+    }
+    MatmulPlan pv;  // [rows, n] x [n, D]
+    pv.m = rows, pv.n = D, pv.k = n, pv.lda = n, pv.ldb = p.kv_heads * D;
+    gemm_on_thread(pv, probs.data(), r.krow(r.v, b, klo, g), out_rows, p.heads * D);
   }
 }
 
@@ -128,7 +196,13 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
   const Rows r{p, q.data<float>(), k.data<float>(), v.data<float>(), mask ? mask->data<float>() : nullptr};
   float* po = out.data<float>();
   float* pl = lse.data<float>();
-  // (batch, head) pairs write disjoint rows of out and lse: split over threads.
+  // Items write disjoint rows of out and lse: split over threads.
+  if (p.seq_q >= kBlockedMinQueries) {
+    const int64_t blocks = (p.seq_q + kQueryBlock - 1) / kQueryBlock;
+    parallel_for(p.batch * p.heads * blocks, kQueryBlock * p.seq_k * p.head_dim,
+                 [&](int64_t lo, int64_t hi) { forward_blocks(r, po, pl, lo, hi); });
+    return;
+  }
   parallel_for(p.batch * p.heads, p.seq_q * p.seq_k * p.head_dim,
                [&](int64_t lo_bh, int64_t hi_bh) { forward_pairs(r, po, pl, lo_bh, hi_bh); });
 }

@@ -1,6 +1,7 @@
 // CPU kernels of the attention ops (forge/ops/attention.h): the reference the
-// WebGPU kernels are compared with. Plain loops over (batch, head, query),
-// scores and sums in double. Inputs are validated by src/ops/attention.cpp.
+// WebGPU kernels are compared with. Softmax and sums in double; scores as
+// double dot products, or through sgemm for the forward of longer query runs
+// (src/cpu/attention.cpp). Inputs are validated by src/ops/attention.cpp.
 #pragma once
 #include "forge/tensor.h"
 #include "ops/attention_plan.h"

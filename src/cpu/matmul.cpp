@@ -119,11 +119,15 @@ void row_times_kn(const MatmulPlan& p, const float* a, const float* b, const flo
 
 }  // namespace
 
-void gemm_nt_block(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, int64_t ldc) {
+void gemm_on_thread(const MatmulPlan& p, const float* a, const float* b, float* c, int64_t ldc) {
   prepare_blas();
+  gemm_block(p, ldc, a, b, nullptr, c, {0, p.m, 0, p.n});
+}
+
+void gemm_nt_block(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, int64_t ldc) {
   MatmulPlan p;
   p.m = m, p.n = n, p.k = k, p.trans_b = true, p.lda = k, p.ldb = k;
-  gemm_block(p, ldc, a, b, nullptr, c, {0, m, 0, n});
+  gemm_on_thread(p, a, b, c, ldc);
 }
 
 namespace {
