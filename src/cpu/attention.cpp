@@ -123,7 +123,7 @@ FORGE_ISA_CLONES void forward_blocks(const Rows& r, float* po, float* pl, int64_
     score.resize(size_t(n));
     MatmulPlan qk;  // [rows, D] x [n, D]^T
     qk.m = rows, qk.n = n, qk.k = D, qk.trans_b = true, qk.lda = p.heads * D, qk.ldb = p.kv_heads * D;
-    gemm_on_thread(qk, r.qrow(b, i0, h), r.krow(r.k, b, klo, g), probs.data(), n);
+    gemm_on_thread(qk, r.qrow(b, i0, h), r.krow(r.k, b, klo, g), probs.data(), n, false);
     for (int64_t i = i0; i < i1; ++i) {
       float* row = probs.data() + (i - i0) * n;  // keys klo + [0, n)
       const int64_t lo = p.key_lo(i) - klo, hi = p.key_hi(i) - klo;
@@ -144,7 +144,7 @@ FORGE_ISA_CLONES void forward_blocks(const Rows& r, float* po, float* pl, int64_
     }
     MatmulPlan pv;  // [rows, n] x [n, D]
     pv.m = rows, pv.n = D, pv.k = n, pv.lda = n, pv.ldb = p.kv_heads * D;
-    gemm_on_thread(pv, probs.data(), r.krow(r.v, b, klo, g), out_rows, p.heads * D);
+    gemm_on_thread(pv, probs.data(), r.krow(r.v, b, klo, g), out_rows, p.heads * D, false);
   }
 }
 
@@ -189,6 +189,74 @@ FORGE_ISA_CLONES void backward_pairs(const Rows& r, const float* po, const float
   }
 }
 
+// The backward by blocks of query rows (the forward_blocks counterpart), for
+// a (batch, kv head) pair's heads [lo_bg, hi_bg): it owns its rows of dk and
+// dv (f32, accumulated over its heads and blocks by sgemm) and its heads'
+// rows of dq. Per block of queries: S = Q K^T and dP = dO V^T, then row by
+// row P = exp(S - lse) with the dropout factor Z and dS = P (dP Z - delta)
+// in double, then dV += (P Z)^T dO, dQ = scale dS K and dK += scale dS^T Q.
+FORGE_ISA_CLONES void backward_blocks(const Rows& r, const float* po, const float* pdo, const float* pl, float* gq,
+                                      float* gk, float* gv, int64_t lo_bg, int64_t hi_bg) {
+  const AttentionPlan& p = r.p;
+  const int64_t D = p.head_dim;
+  const int64_t q_stride = p.heads * D, kv_stride = p.kv_heads * D;  // row strides
+  std::vector<float> probs, dprobs;  // [rows, n]: S then P Z; dP then dS
+  for (int64_t bg = lo_bg; bg < hi_bg; ++bg) {
+    const int64_t b = bg / p.kv_heads, g = bg % p.kv_heads;
+    float* dk_rows = gk + (b * p.seq_k * p.kv_heads + g) * D;
+    float* dv_rows = gv + (b * p.seq_k * p.kv_heads + g) * D;
+    for (int64_t j = 0; j < p.seq_k; ++j) {
+      std::fill(dk_rows + j * kv_stride, dk_rows + j * kv_stride + D, 0.0f);
+      std::fill(dv_rows + j * kv_stride, dv_rows + j * kv_stride + D, 0.0f);
+    }
+    for (int64_t h = g * p.group(); h < (g + 1) * p.group(); ++h) {
+      for (int64_t i0 = 0; i0 < p.seq_q; i0 += kQueryBlock) {
+        const int64_t i1 = std::min(p.seq_q, i0 + kQueryBlock), rows = i1 - i0;
+        const int64_t klo = p.key_lo(i0), n = std::max<int64_t>(0, p.key_hi(i1 - 1) - klo);
+        const int64_t first = (b * p.seq_q + i0) * p.heads + h;  // the block's first row of q, o, do, dq
+        float* dq_rows = gq + first * D;
+        if (n == 0) {
+          for (int64_t i = 0; i < rows; ++i) std::fill(dq_rows + i * q_stride, dq_rows + i * q_stride + D, 0.0f);
+          continue;
+        }
+        probs.resize(size_t(rows * n));
+        dprobs.resize(size_t(rows * n));
+        MatmulPlan qk;  // [rows, D] x [n, D]^T
+        qk.m = rows, qk.n = n, qk.k = D, qk.trans_b = true, qk.lda = q_stride, qk.ldb = kv_stride;
+        gemm_on_thread(qk, r.qrow(b, i0, h), r.krow(r.k, b, klo, g), probs.data(), n, false);
+        gemm_on_thread(qk, pdo + first * D, r.krow(r.v, b, klo, g), dprobs.data(), n, false);
+        for (int64_t i = i0; i < i1; ++i) {
+          float* pz = probs.data() + (i - i0) * n;
+          float* ds = dprobs.data() + (i - i0) * n;
+          const int64_t lo = p.key_lo(i) - klo, hi = p.key_hi(i) - klo, row = first + (i - i0) * p.heads;
+          const double l = double(pl[(b * p.heads + h) * p.seq_q + i]);
+          // delta = sum_j P_ij dP_ij = dO_i . O_i (dropout included).
+          const double delta = lane_sum(D, [&](int64_t d) { return double(pdo[row * D + d]) * double(po[row * D + d]); });
+          std::fill(pz, pz + lo, 0.0f);
+          std::fill(ds, ds + lo, 0.0f);
+          for (int64_t j = lo; j < hi; ++j) {
+            const double s = r.masked(b, h, i, klo + j, pz[j]);
+            const double pr = s == -INFINITY ? 0.0 : vm::exp(s - l), z = r.keep(b, h, i, klo + j);
+            pz[j] = float(pr * z);
+            ds[j] = float(pr * (double(ds[j]) * z - delta));
+          }
+          std::fill(pz + hi, pz + n, 0.0f);
+          std::fill(ds + hi, ds + n, 0.0f);
+        }
+        MatmulPlan dv;  // [n, rows] (P Z stored [rows, n]) x [rows, D]
+        dv.m = n, dv.n = D, dv.k = rows, dv.trans_a = true, dv.lda = n, dv.ldb = q_stride;
+        gemm_on_thread(dv, probs.data(), pdo + first * D, dv_rows + klo * kv_stride, kv_stride, true);
+        MatmulPlan dq;  // scale [rows, n] x [n, D]
+        dq.m = rows, dq.n = D, dq.k = n, dq.lda = n, dq.ldb = kv_stride, dq.alpha = p.scale;
+        gemm_on_thread(dq, dprobs.data(), r.krow(r.k, b, klo, g), dq_rows, q_stride, false);
+        MatmulPlan dk = dv;  // scale [n, rows] (dS stored [rows, n]) x [rows, D]
+        dk.alpha = p.scale;
+        gemm_on_thread(dk, dprobs.data(), r.qrow(b, i0, h), dk_rows + klo * kv_stride, kv_stride, true);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask,
@@ -214,6 +282,15 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   const float* po = out.data<float>();
   const float* pdo = grad_out.data<float>();
   const float* pl = lse.data<float>();
+  if (p.seq_q >= kBlockedMinQueries) {
+    float* gq = grad_q.data<float>();
+    float* gk = grad_k.data<float>();
+    float* gv = grad_v.data<float>();
+    parallel_for(p.batch * p.kv_heads, p.group() * p.seq_q * p.seq_k * p.head_dim, [&](int64_t lo, int64_t hi) {
+      backward_blocks(r, po, pdo, pl, gq, gk, gv, lo, hi);
+    });
+    return;
+  }
   std::vector<double> dk(static_cast<size_t>(k.numel())), dv(static_cast<size_t>(v.numel()));
   float* gq = grad_q.data<float>();
   // (batch, kv head) pairs split over threads: the same sums whatever the

@@ -19,11 +19,11 @@ void softmax(const Tensor& x, const SoftmaxPlan& plan, Tensor& out);
 // y, dy, dx [plan.rows, plan.cols]; a causal plan's masked entries of dx are zero.
 void softmax_bwd(const Tensor& y, const Tensor& dy, const SoftmaxPlan& plan, Tensor& dx);
 
-// c [p.m, p.n] (row stride ldc) = p.alpha * op(a) @ op(b) on the calling
-// thread, op and the row strides of a and b as p gives them (p's batch,
-// offsets, triangles and heads are not read): one block of work that a
-// kernel spreads over the cores itself.
-void gemm_on_thread(const MatmulPlan& p, const float* a, const float* b, float* c, int64_t ldc);
+// c [p.m, p.n] (row stride ldc) = p.alpha * op(a) @ op(b), or += with
+// `accumulate`, on the calling thread; op and the row strides of a and b as
+// p gives them (p's batch, offsets, triangles and heads are not read): one
+// block of work that a kernel spreads over the cores itself.
+void gemm_on_thread(const MatmulPlan& p, const float* a, const float* b, float* c, int64_t ldc, bool accumulate);
 
 // c [m, n] (row stride ldc) = a [m, k] @ b [n, k]^T on the calling thread:
 // one block of a product that another kernel spreads over the cores (the

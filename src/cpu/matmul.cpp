@@ -119,15 +119,25 @@ void row_times_kn(const MatmulPlan& p, const float* a, const float* b, const flo
 
 }  // namespace
 
-void gemm_on_thread(const MatmulPlan& p, const float* a, const float* b, float* c, int64_t ldc) {
+void gemm_on_thread(const MatmulPlan& p, const float* a, const float* b, float* c, int64_t ldc, bool accumulate) {
   prepare_blas();
-  gemm_block(p, ldc, a, b, nullptr, c, {0, p.m, 0, p.n});
+  if (!accumulate) return gemm_block(p, ldc, a, b, nullptr, c, {0, p.m, 0, p.n});
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0) return;
+#if FORGE_HAVE_OPENBLAS
+  cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans, p.trans_b ? CblasTrans : CblasNoTrans, int(p.m),
+              int(p.n), int(p.k), p.alpha, a, int(p.lda), b, int(p.ldb), 1.0f, c, int(ldc));
+#else
+  std::vector<float> product(size_t(p.m * p.n));
+  gemm_block(p, p.n, a, b, nullptr, product.data(), {0, p.m, 0, p.n});
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n; ++j) c[i * ldc + j] += product[size_t(i * p.n + j)];
+#endif
 }
 
 void gemm_nt_block(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, int64_t ldc) {
   MatmulPlan p;
   p.m = m, p.n = n, p.k = k, p.trans_b = true, p.lda = k, p.ldb = k;
-  gemm_on_thread(p, a, b, c, ldc);
+  gemm_on_thread(p, a, b, c, ldc, false);
 }
 
 namespace {
