@@ -3,6 +3,7 @@
 // forge::dropout. Its scores are dot products in double where there are few
 // queries (decode) and in the backward; the forward of longer query runs
 // (prefill, training) takes Q K^T and P V as sgemms by blocks of queries.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -126,7 +127,9 @@ FORGE_ISA_CLONES void forward_blocks(const Rows& r, float* po, float* pl, int64_
     gemm_on_thread(qk, r.qrow(b, i0, h), r.krow(r.k, b, klo, g), probs.data(), n, false);
     for (int64_t i = i0; i < i1; ++i) {
       float* row = probs.data() + (i - i0) * n;  // keys klo + [0, n)
-      const int64_t lo = p.key_lo(i) - klo, hi = p.key_hi(i) - klo;
+      // Row i's keys [lo, hi) within the block's (empty where a window starts
+      // past the last key).
+      const int64_t lo = std::min(p.key_lo(i) - klo, n), hi = std::clamp(p.key_hi(i) - klo, lo, n);
       double m = -INFINITY;
       for (int64_t j = lo; j < hi; ++j) m = std::max(m, score[size_t(j)] = r.masked(b, h, i, klo + j, row[j]));
       float& l = pl[(b * p.heads + h) * p.seq_q + i];
@@ -228,7 +231,8 @@ FORGE_ISA_CLONES void backward_blocks(const Rows& r, const float* po, const floa
         for (int64_t i = i0; i < i1; ++i) {
           float* pz = probs.data() + (i - i0) * n;
           float* ds = dprobs.data() + (i - i0) * n;
-          const int64_t lo = p.key_lo(i) - klo, hi = p.key_hi(i) - klo, row = first + (i - i0) * p.heads;
+          const int64_t lo = std::min(p.key_lo(i) - klo, n), hi = std::clamp(p.key_hi(i) - klo, lo, n);
+          const int64_t row = first + (i - i0) * p.heads;
           const double l = double(pl[(b * p.heads + h) * p.seq_q + i]);
           // delta = sum_j P_ij dP_ij = dO_i . O_i (dropout included).
           const double delta = lane_sum(D, [&](int64_t d) { return double(pdo[row * D + d]) * double(po[row * D + d]); });

@@ -71,6 +71,9 @@ std::vector<Case> cases() {
       make("tiled d128 mqa window mask", 1, 77, 77, 3, 1, 128, opts(true, 0, 20), {1, 3, 77, 77}),
       make("tiled d40 gqa2 dropout offset", 2, 70, 90, 4, 2, 40, opts(true, 20, 0, 0.2f, 5)),
       make("tiled d36 window non-causal offset", 1, 33, 60, 2, 2, 36, opts(false, 10, 8)),
+      // The window starts past the last key for queries 12 on: those rows see
+      // nothing, within one block of queries that sees some keys.
+      make("window past the keys non-causal", 1, 20, 10, 2, 1, 16, opts(false, 0, 3)),
       // Every 5th query sees nothing (a k-broadcast mask row of -inf).
       make("tiled d64 fully masked rows", 1, 40, 50, 2, 2, 64, {}, {1, 2, 40, 1}),
       make("tiled d128 dropout mask non-causal", 1, 20, 70, 2, 1, 128, opts(false, 0, 0, 0.3f, 11), {1, 1, 20, 70}),
