@@ -1,10 +1,12 @@
 // Flash attention on the CPU. Each (batch, head, query) row takes its softmax
 // in double and its dropout decisions from the same Philox stream as
 // forge::dropout. Its scores are dot products in double where there are few
-// queries (decode) and in the backward; the forward of longer query runs
-// (prefill, training) takes Q K^T and P V as sgemms by blocks of queries.
+// queries (decode); the forward and backward of longer query runs (prefill,
+// training) take their products (Q K^T, P V, dO V^T, dV, dQ, dK) as sgemms
+// by blocks of queries.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "cpu/attention_kernels.h"
@@ -89,11 +91,37 @@ FORGE_ISA_CLONES void forward_pairs(const Rows& r, float* po, float* pl, int64_t
   }
 }
 
-// Query rows a block of forward_blocks takes; from kBlockedMinQueries
-// queries on the forward goes by blocks (a decode step's one query stays with
+// Query rows a block takes; from kBlockedMinQueries queries on the forward
+// and the backward go by blocks (a decode step's one query stays with
 // forward_pairs, whose sgemv-free dots read each key once).
 constexpr int64_t kQueryBlock = 64;
 constexpr int64_t kBlockedMinQueries = 16;
+
+// Queries [i0, i1) of one block and the keys [klo, klo + n) that some row of
+// it sees (key_lo and key_hi grow with i).
+struct QueryBlock {
+  int64_t i0, i1, klo, n;
+
+  QueryBlock(const AttentionPlan& p, int64_t first)
+      : i0(first), i1(std::min(p.seq_q, first + kQueryBlock)), klo(p.key_lo(first)),
+        n(std::max<int64_t>(0, p.key_hi(i1 - 1) - klo)) {}
+  int64_t rows() const { return i1 - i0; }
+  // Row i's keys [lo, hi) within the block's, as offsets from klo (empty
+  // where a window starts past the last key).
+  std::pair<int64_t, int64_t> keys(const AttentionPlan& p, int64_t i) const {
+    const int64_t lo = std::min(p.key_lo(i) - klo, n);
+    return {lo, std::clamp(p.key_hi(i) - klo, lo, n)};
+  }
+  // out [rows, n] = a [rows, D] (row stride heads * D) x the block's rows of
+  // a key-major operand [n, D] (row stride kv_heads * D)^T: S = Q K^T, and
+  // dP = dO V^T in the backward.
+  void times_keys(const AttentionPlan& p, const float* a, const float* keys, float* out) const {
+    MatmulPlan t;
+    t.m = rows(), t.n = n, t.k = p.head_dim, t.trans_b = true, t.lda = p.heads * p.head_dim;
+    t.ldb = p.kv_heads * p.head_dim;
+    gemm_on_thread(t, a, keys, out, n, false);
+  }
+};
 
 // The forward by blocks of query rows, for prefill and training shapes where
 // forward_pairs's one dot product a score runs about 20x below the sgemm's
@@ -109,9 +137,8 @@ FORGE_ISA_CLONES void forward_blocks(const Rows& r, float* po, float* pl, int64_
   std::vector<double> score;  // [n]: one row's scores, then exps
   for (int64_t item = lo_item; item < hi_item; ++item) {
     const int64_t bh = item / blocks, b = bh / p.heads, h = bh % p.heads, g = h / p.group();
-    const int64_t i0 = item % blocks * kQueryBlock, i1 = std::min(p.seq_q, i0 + kQueryBlock), rows = i1 - i0;
-    // Keys visible to some row of the block: key_lo and key_hi grow with i.
-    const int64_t klo = p.key_lo(i0), n = std::max<int64_t>(0, p.key_hi(i1 - 1) - klo);
+    const QueryBlock blk(p, item % blocks * kQueryBlock);
+    const int64_t i0 = blk.i0, i1 = blk.i1, rows = blk.rows(), klo = blk.klo, n = blk.n;
     float* out_rows = po + ((b * p.seq_q + i0) * p.heads + h) * D;  // row stride heads * D
     if (n == 0) {
       for (int64_t i = i0; i < i1; ++i) {
@@ -122,14 +149,10 @@ FORGE_ISA_CLONES void forward_blocks(const Rows& r, float* po, float* pl, int64_
     }
     probs.resize(size_t(rows * n));
     score.resize(size_t(n));
-    MatmulPlan qk;  // [rows, D] x [n, D]^T
-    qk.m = rows, qk.n = n, qk.k = D, qk.trans_b = true, qk.lda = p.heads * D, qk.ldb = p.kv_heads * D;
-    gemm_on_thread(qk, r.qrow(b, i0, h), r.krow(r.k, b, klo, g), probs.data(), n, false);
+    blk.times_keys(p, r.qrow(b, i0, h), r.krow(r.k, b, klo, g), probs.data());
     for (int64_t i = i0; i < i1; ++i) {
       float* row = probs.data() + (i - i0) * n;  // keys klo + [0, n)
-      // Row i's keys [lo, hi) within the block's (empty where a window starts
-      // past the last key).
-      const int64_t lo = std::min(p.key_lo(i) - klo, n), hi = std::clamp(p.key_hi(i) - klo, lo, n);
+      const auto [lo, hi] = blk.keys(p, i);
       double m = -INFINITY;
       for (int64_t j = lo; j < hi; ++j) m = std::max(m, score[size_t(j)] = r.masked(b, h, i, klo + j, row[j]));
       float& l = pl[(b * p.heads + h) * p.seq_q + i];
@@ -213,9 +236,9 @@ FORGE_ISA_CLONES void backward_blocks(const Rows& r, const float* po, const floa
       std::fill(dv_rows + j * kv_stride, dv_rows + j * kv_stride + D, 0.0f);
     }
     for (int64_t h = g * p.group(); h < (g + 1) * p.group(); ++h) {
-      for (int64_t i0 = 0; i0 < p.seq_q; i0 += kQueryBlock) {
-        const int64_t i1 = std::min(p.seq_q, i0 + kQueryBlock), rows = i1 - i0;
-        const int64_t klo = p.key_lo(i0), n = std::max<int64_t>(0, p.key_hi(i1 - 1) - klo);
+      for (int64_t first_query = 0; first_query < p.seq_q; first_query += kQueryBlock) {
+        const QueryBlock blk(p, first_query);
+        const int64_t i0 = blk.i0, i1 = blk.i1, rows = blk.rows(), klo = blk.klo, n = blk.n;
         const int64_t first = (b * p.seq_q + i0) * p.heads + h;  // the block's first row of q, o, do, dq
         float* dq_rows = gq + first * D;
         if (n == 0) {
@@ -224,14 +247,12 @@ FORGE_ISA_CLONES void backward_blocks(const Rows& r, const float* po, const floa
         }
         probs.resize(size_t(rows * n));
         dprobs.resize(size_t(rows * n));
-        MatmulPlan qk;  // [rows, D] x [n, D]^T
-        qk.m = rows, qk.n = n, qk.k = D, qk.trans_b = true, qk.lda = q_stride, qk.ldb = kv_stride;
-        gemm_on_thread(qk, r.qrow(b, i0, h), r.krow(r.k, b, klo, g), probs.data(), n, false);
-        gemm_on_thread(qk, pdo + first * D, r.krow(r.v, b, klo, g), dprobs.data(), n, false);
+        blk.times_keys(p, r.qrow(b, i0, h), r.krow(r.k, b, klo, g), probs.data());
+        blk.times_keys(p, pdo + first * D, r.krow(r.v, b, klo, g), dprobs.data());
         for (int64_t i = i0; i < i1; ++i) {
           float* pz = probs.data() + (i - i0) * n;
           float* ds = dprobs.data() + (i - i0) * n;
-          const int64_t lo = std::min(p.key_lo(i) - klo, n), hi = std::clamp(p.key_hi(i) - klo, lo, n);
+          const auto [lo, hi] = blk.keys(p, i);
           const int64_t row = first + (i - i0) * p.heads;
           const double l = double(pl[(b * p.heads + h) * p.seq_q + i]);
           // delta = sum_j P_ij dP_ij = dO_i . O_i (dropout included).

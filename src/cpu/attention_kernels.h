@@ -1,7 +1,8 @@
 // CPU kernels of the attention ops (forge/ops/attention.h): the reference the
 // WebGPU kernels are compared with. Softmax and sums in double; scores as
-// double dot products, or through sgemm for the forward of longer query runs
-// (src/cpu/attention.cpp). Inputs are validated by src/ops/attention.cpp.
+// double dot products, or through sgemm for the forward and backward of
+// longer query runs (src/cpu/attention.cpp). Inputs are validated by
+// src/ops/attention.cpp.
 #pragma once
 #include "forge/tensor.h"
 #include "ops/attention_plan.h"
