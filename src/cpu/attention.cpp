@@ -152,7 +152,8 @@ FORGE_ISA_CLONES void forward_blocks(const Rows& r, float* po, float* pl, int64_
     blk.times_keys(p, r.qrow(b, i0, h), r.krow(r.k, b, klo, g), probs.data());
     for (int64_t i = i0; i < i1; ++i) {
       float* row = probs.data() + (i - i0) * n;  // keys klo + [0, n)
-      const auto [lo, hi] = blk.keys(p, i);
+      const std::pair<int64_t, int64_t> keys = blk.keys(p, i);
+      const int64_t lo = keys.first, hi = keys.second;  // named: the lambdas below capture them
       double m = -INFINITY;
       for (int64_t j = lo; j < hi; ++j) m = std::max(m, score[size_t(j)] = r.masked(b, h, i, klo + j, row[j]));
       float& l = pl[(b * p.heads + h) * p.seq_q + i];
@@ -252,7 +253,8 @@ FORGE_ISA_CLONES void backward_blocks(const Rows& r, const float* po, const floa
         for (int64_t i = i0; i < i1; ++i) {
           float* pz = probs.data() + (i - i0) * n;
           float* ds = dprobs.data() + (i - i0) * n;
-          const auto [lo, hi] = blk.keys(p, i);
+          const std::pair<int64_t, int64_t> keys = blk.keys(p, i);
+          const int64_t lo = keys.first, hi = keys.second;  // named: the lambdas below capture them
           const int64_t row = first + (i - i0) * p.heads;
           const double l = double(pl[(b * p.heads + h) * p.seq_q + i]);
           // delta = sum_j P_ij dP_ij = dO_i . O_i (dropout included).
