@@ -48,6 +48,10 @@ struct Rows {
     if (mask) s += double(mask[b * p.mask_sb + h * p.mask_sh + i * p.mask_si + j * p.mask_sj]);
     return s > double(kAttentionMaskedScore) ? s : -INFINITY;
   }
+  // Neither a mask nor dropout: a row's scores are scale * dot alone, and
+  // its loops take the branch-free forms below, which vectorize (the
+  // general ones call masked and keep for every score: scalar code).
+  bool plain() const { return !mask && !p.dropout; }
   // The dropout factor of (b, h, i, j): 0 or drop_scale (1 without dropout).
   double keep(int64_t b, int64_t h, int64_t i, int64_t j) const {
     if (!p.dropout) return 1.0;
@@ -133,6 +137,8 @@ struct QueryBlock {
 FORGE_ISA_CLONES void forward_blocks(const Rows& r, float* po, float* pl, int64_t lo_item, int64_t hi_item) {
   const AttentionPlan& p = r.p;
   const int64_t D = p.head_dim, blocks = (p.seq_q + kQueryBlock - 1) / kQueryBlock;
+  const bool plain = r.plain();
+  const double scale = double(p.scale);
   std::vector<float> probs;   // [rows, n]: S, then P
   std::vector<double> score;  // [n]: one row's scores, then exps
   for (int64_t item = lo_item; item < hi_item; ++item) {
@@ -155,7 +161,15 @@ FORGE_ISA_CLONES void forward_blocks(const Rows& r, float* po, float* pl, int64_
       const std::pair<int64_t, int64_t> keys = blk.keys(p, i);
       const int64_t lo = keys.first, hi = keys.second;  // named: the lambdas below capture them
       double m = -INFINITY;
-      for (int64_t j = lo; j < hi; ++j) m = std::max(m, score[size_t(j)] = r.masked(b, h, i, klo + j, row[j]));
+      if (plain) {  // masked() without a mask, in a form that vectorizes
+        for (int64_t j = lo; j < hi; ++j) {
+          const double s = scale * double(row[j]);
+          score[size_t(j)] = s > double(kAttentionMaskedScore) ? s : -INFINITY;
+        }
+        m = lane_max(score.data() + lo, hi - lo);
+      } else {
+        for (int64_t j = lo; j < hi; ++j) m = std::max(m, score[size_t(j)] = r.masked(b, h, i, klo + j, row[j]));
+      }
       float& l = pl[(b * p.heads + h) * p.seq_q + i];
       if (m == -INFINITY) {  // nothing visible: a zero row of P gives zeros
         std::fill(row, row + n, 0.0f);
@@ -165,7 +179,11 @@ FORGE_ISA_CLONES void forward_blocks(const Rows& r, float* po, float* pl, int64_
       for (int64_t j = lo; j < hi; ++j) score[size_t(j)] = vm::exp(score[size_t(j)] - m);
       const double sum = lane_sum(hi - lo, [&](int64_t j) { return score[size_t(lo + j)]; });
       std::fill(row, row + lo, 0.0f);
-      for (int64_t j = lo; j < hi; ++j) row[j] = float(score[size_t(j)] / sum * r.keep(b, h, i, klo + j));
+      if (plain) {
+        for (int64_t j = lo; j < hi; ++j) row[j] = float(score[size_t(j)] / sum);
+      } else {
+        for (int64_t j = lo; j < hi; ++j) row[j] = float(score[size_t(j)] / sum * r.keep(b, h, i, klo + j));
+      }
       std::fill(row + hi, row + n, 0.0f);
       l = float(m + std::log(sum));
     }
@@ -227,7 +245,10 @@ FORGE_ISA_CLONES void backward_blocks(const Rows& r, const float* po, const floa
   const AttentionPlan& p = r.p;
   const int64_t D = p.head_dim;
   const int64_t q_stride = p.heads * D, kv_stride = p.kv_heads * D;  // row strides
+  const bool plain = r.plain();
+  const double scale = double(p.scale);
   std::vector<float> probs, dprobs;  // [rows, n]: S then P Z; dP then dS
+  std::vector<double> arg;           // [n]: one row's S - lse (plain)
   for (int64_t bg = lo_bg; bg < hi_bg; ++bg) {
     const int64_t b = bg / p.kv_heads, g = bg % p.kv_heads;
     float* dk_rows = gk + (b * p.seq_k * p.kv_heads + g) * D;
@@ -248,6 +269,7 @@ FORGE_ISA_CLONES void backward_blocks(const Rows& r, const float* po, const floa
         }
         probs.resize(size_t(rows * n));
         dprobs.resize(size_t(rows * n));
+        arg.resize(size_t(n));
         blk.times_keys(p, r.qrow(b, i0, h), r.krow(r.k, b, klo, g), probs.data());
         blk.times_keys(p, pdo + first * D, r.krow(r.v, b, klo, g), dprobs.data());
         for (int64_t i = i0; i < i1; ++i) {
@@ -261,11 +283,23 @@ FORGE_ISA_CLONES void backward_blocks(const Rows& r, const float* po, const floa
           const double delta = lane_sum(D, [&](int64_t d) { return double(pdo[row * D + d]) * double(po[row * D + d]); });
           std::fill(pz, pz + lo, 0.0f);
           std::fill(ds, ds + lo, 0.0f);
-          for (int64_t j = lo; j < hi; ++j) {
-            const double s = r.masked(b, h, i, klo + j, pz[j]);
-            const double pr = s == -INFINITY ? 0.0 : vm::exp(s - l), z = r.keep(b, h, i, klo + j);
-            pz[j] = float(pr * z);
-            ds[j] = float(pr * (double(ds[j]) * z - delta));
+          if (plain) {  // the loop below with no mask and z = 1, in two loops that vectorize
+            for (int64_t j = lo; j < hi; ++j) {
+              const double s = scale * double(pz[j]);
+              arg[size_t(j)] = s > double(kAttentionMaskedScore) ? s - l : -INFINITY;  // exp(-inf) = 0
+            }
+            for (int64_t j = lo; j < hi; ++j) {
+              const double pr = vm::exp(arg[size_t(j)]);
+              pz[j] = float(pr);
+              ds[j] = float(pr * (double(ds[j]) - delta));
+            }
+          } else {
+            for (int64_t j = lo; j < hi; ++j) {
+              const double s = r.masked(b, h, i, klo + j, pz[j]);
+              const double pr = s == -INFINITY ? 0.0 : vm::exp(s - l), z = r.keep(b, h, i, klo + j);
+              pz[j] = float(pr * z);
+              ds[j] = float(pr * (double(ds[j]) * z - delta));
+            }
           }
           std::fill(pz + hi, pz + n, 0.0f);
           std::fill(ds + hi, ds + n, 0.0f);

@@ -28,15 +28,16 @@ inline double lane_sum(int64_t n, Term term) {
   return sum;
 }
 
-// max over x[0, n) (-inf for n = 0).
-inline float lane_max(const float* x, int64_t n) {
-  float lane[kRowLanes];
-  std::fill(lane, lane + kRowLanes, -INFINITY);
+// max over x[0, n) (-inf for n = 0), float or double.
+template <class T>
+inline T lane_max(const T* x, int64_t n) {
+  T lane[kRowLanes];
+  std::fill(lane, lane + kRowLanes, T(-INFINITY));
   int64_t j = 0;
   for (; j + kRowLanes <= n; j += kRowLanes)
     for (int l = 0; l < kRowLanes; ++l) lane[l] = std::max(lane[l], x[j + l]);
   for (; j < n; ++j) lane[0] = std::max(lane[0], x[j]);
-  float mx = lane[0];
+  T mx = lane[0];
   for (int l = 1; l < kRowLanes; ++l) mx = std::max(mx, lane[l]);
   return mx;
 }
