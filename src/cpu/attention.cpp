@@ -46,8 +46,11 @@ struct Rows {
   double masked(int64_t b, int64_t h, int64_t i, int64_t j, double dot) const {
     double s = double(p.scale) * dot;
     if (mask) s += double(mask[b * p.mask_sb + h * p.mask_sh + i * p.mask_si + j * p.mask_sj]);
-    return s > double(kAttentionMaskedScore) ? s : -INFINITY;
+    return visible(s) ? s : -INFINITY;
   }
+  // Whether a score (scaled, the mask added) counts: above the masked score,
+  // and not NaN.
+  static bool visible(double s) { return s > double(kAttentionMaskedScore); }
   // Neither a mask nor dropout: a row's scores are scale * dot alone, and
   // its loops take the branch-free forms below, which vectorize (the
   // general ones call masked and keep for every score: scalar code).
@@ -164,7 +167,7 @@ FORGE_ISA_CLONES void forward_blocks(const Rows& r, float* po, float* pl, int64_
       if (plain) {  // masked() without a mask, in a form that vectorizes
         for (int64_t j = lo; j < hi; ++j) {
           const double s = scale * double(row[j]);
-          score[size_t(j)] = s > double(kAttentionMaskedScore) ? s : -INFINITY;
+          score[size_t(j)] = Rows::visible(s) ? s : -INFINITY;
         }
         m = lane_max(score.data() + lo, hi - lo);
       } else {
@@ -276,7 +279,7 @@ FORGE_ISA_CLONES void backward_blocks(const Rows& r, const float* po, const floa
           float* pz = probs.data() + (i - i0) * n;
           float* ds = dprobs.data() + (i - i0) * n;
           const std::pair<int64_t, int64_t> keys = blk.keys(p, i);
-          const int64_t lo = keys.first, hi = keys.second;  // named: the lambdas below capture them
+          const int64_t lo = keys.first, hi = keys.second;
           const int64_t row = first + (i - i0) * p.heads;
           const double l = double(pl[(b * p.heads + h) * p.seq_q + i]);
           // delta = sum_j P_ij dP_ij = dO_i . O_i (dropout included).
@@ -286,7 +289,7 @@ FORGE_ISA_CLONES void backward_blocks(const Rows& r, const float* po, const floa
           if (plain) {  // the loop below with no mask and z = 1, in two loops that vectorize
             for (int64_t j = lo; j < hi; ++j) {
               const double s = scale * double(pz[j]);
-              arg[size_t(j)] = s > double(kAttentionMaskedScore) ? s - l : -INFINITY;  // exp(-inf) = 0
+              arg[size_t(j)] = Rows::visible(s) ? s - l : -INFINITY;  // exp(-inf) = 0
             }
             for (int64_t j = lo; j < hi; ++j) {
               const double pr = vm::exp(arg[size_t(j)]);
