@@ -1,6 +1,6 @@
-// Linears whose weights share one storage (join_weights): the products and
-// the backward over the joined rows against one Linear at a time, and the
-// Llama loader joining q/k/v and gate/up.
+// Linears whose weights (and biases) share one storage (join_weights): the
+// products and the backward over the joined rows against one Linear at a
+// time, and the Llama loader joining q/k/v and gate/up.
 #include <gtest/gtest.h>
 
 #include "forge/model.h"
@@ -18,21 +18,43 @@ using forge::testing::dense_linear;
 using forge::testing::random_tensor;
 using forge::testing::test_devices;
 
-TEST(JoinedLinears, ForwardAndBackwardEqualOneLinearAtATime) {
+namespace {
+
+// Three Linears joined against the same three apart: the forward (plain and
+// with a row norm), and two micro-batches of the backward. With biases, the
+// widths are multiples of 64 floats, so that the biases join too.
+void check_joined_against_separate(bool with_bias) {
   const int64_t N = 19, K = 64;
+  const std::vector<int64_t> outs = with_bias ? std::vector<int64_t>{128, 64, 64} : std::vector<int64_t>{32, 16, 16};
   uint32_t seed = 40;
   for (const Device& dev : test_devices()) {
-    SCOPED_TRACE(dev.name());
+    SCOPED_TRACE(dev.name() + (with_bias ? " with biases" : ""));
     const Tensor x = random_tensor({N, K}, seed++).to(dev);
     std::vector<Linear> sep, joint;
-    for (int64_t out : {32, 16, 16}) sep.push_back(dense_linear(random_tensor({out, K}, seed++).to(dev)));
-    for (const Linear& l : sep) joint.push_back(dense_linear(l.w.clone()));
+    for (int64_t out : outs) {
+      sep.push_back(dense_linear(random_tensor({out, K}, seed++).to(dev)));
+      if (with_bias) sep.back().bias = random_tensor({out}, seed++).to(dev);
+    }
+    for (const Linear& l : sep) {
+      joint.push_back(dense_linear(l.w.clone()));
+      if (with_bias) joint.back().bias = l.bias.clone();
+    }
     join_weights({&joint[0], &joint[1], &joint[2]});
     ASSERT_TRUE(Tensor::joined_rows({joint[0].w, joint[1].w, joint[2].w}).defined());
-    for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(all_close(joint[i].w, sep[i].w, 0, 0)) << "weights kept, " << i;
+    if (with_bias) ASSERT_TRUE(Tensor::joined_rows({joint[0].bias, joint[1].bias, joint[2].bias}).defined());
+    ASSERT_TRUE(joined_linears({&joint[0], &joint[1], &joint[2]}).has_value());
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_TRUE(all_close(joint[i].w, sep[i].w, 0, 0)) << "weights kept, " << i;
+      if (with_bias) EXPECT_TRUE(all_close(joint[i].bias, sep[i].bias, 0, 0)) << "biases kept, " << i;
+    }
 
     const std::vector<Tensor> ys = apply_all({&joint[0], &joint[1], &joint[2]}, x);
     for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(all_close(ys[i], sep[i](x), 1e-5, 1e-5)) << "forward " << i;
+    const Tensor norm_w = random_tensor({K}, seed++).to(dev);
+    const RowNorm n{&norm_w, 1e-5f};
+    const std::vector<Tensor> normed = apply_all({&joint[0], &joint[1], &joint[2]}, x, &n);
+    for (size_t i = 0; i < 3; ++i)
+      EXPECT_TRUE(all_close(normed[i], sep[i](row_norm(x, n)), 1e-5, 1e-5)) << "forward with a norm " << i;
 
     std::vector<Tensor> dys;
     for (const Linear& l : sep) dys.push_back(random_tensor({N, l.out}, seed++).to(dev));
@@ -47,12 +69,39 @@ TEST(JoinedLinears, ForwardAndBackwardEqualOneLinearAtATime) {
     for (size_t i = 0; i < 3; ++i) {
       EXPECT_EQ(gj[i].w.shape(), sep[i].w.shape());
       EXPECT_TRUE(all_close(gj[i].w, gs[i].w, 1e-5, 1e-5)) << "dW " << i;
+      EXPECT_EQ(gj[i].bias.defined(), with_bias) << i;
+      if (with_bias) EXPECT_TRUE(all_close(gj[i].bias, gs[i].bias, 1e-5, 1e-5)) << "db " << i;
     }
-    // And against the plain products: dx = sum dy_i W_i, dW_i = 2 dy_i^T x.
+    // And against the plain products: dx = sum dy_i W_i, dW_i = 2 dy_i^T x,
+    // db_i = 2 sum_rows(dy_i).
     Tensor want = matmul_nn(dys[0], sep[0].w);
     for (size_t i = 1; i < 3; ++i) want = add(want, matmul_nn(dys[i], sep[i].w));
     EXPECT_TRUE(all_close(dx_joint, want, 1e-5, 1e-5));
     EXPECT_TRUE(all_close(gj[1].w, scale(matmul_tn(dys[1], x), 2.0f), 1e-5, 1e-5));
+    if (with_bias) EXPECT_TRUE(all_close(gj[2].bias, scale(sum_rows(dys[2]), 2.0f), 1e-5, 1e-5));
+  }
+}
+
+}  // namespace
+
+TEST(JoinedLinears, ForwardAndBackwardEqualOneLinearAtATime) { check_joined_against_separate(false); }
+
+TEST(JoinedLinears, WithBiasesForwardAndBackwardEqualOneLinearAtATime) { check_joined_against_separate(true); }
+
+TEST(JoinedLinears, GatedMlpWithBiasesTakesOneProduct) {
+  const int64_t N = 7, K = 64, I = 64;
+  uint32_t seed = 90;
+  for (const Device& dev : test_devices()) {
+    SCOPED_TRACE(dev.name());
+    const Tensor x = random_tensor({N, K}, seed++).to(dev);
+    Linear gate = dense_linear(random_tensor({I, K}, seed++).to(dev)), up = dense_linear(random_tensor({I, K}, seed++).to(dev));
+    gate.bias = random_tensor({I}, seed++).to(dev);
+    up.bias = random_tensor({I}, seed++).to(dev);
+    const Tensor want = silu_gate_fused(gate(x), up(x));
+    join_weights({&gate, &up});
+    ASSERT_TRUE(Tensor::joined_rows({gate.bias, up.bias}).defined());
+    ASSERT_TRUE(joined_product({&gate, &up}, x).defined());
+    EXPECT_TRUE(all_close(silu_gate_of(gate, up, x), want, 1e-5, 1e-5));
   }
 }
 
@@ -65,6 +114,25 @@ TEST(JoinedLinears, LeftSeparateWhereAViewCouldNotBeBound) {
   Linear c = dense_linear(random_tensor({64, 64}, 3)), d = dense_linear(random_tensor({64, 32}, 4));
   join_weights({&c, &d});
   EXPECT_FALSE(Tensor::joined_rows({c.w, d.w}).defined());
+  // Biases of 32 floats (128 bytes): the weights join, the biases do not, so
+  // no product takes them together.
+  Linear e = dense_linear(random_tensor({32, 64}, 5)), f = dense_linear(random_tensor({32, 64}, 6));
+  e.bias = random_tensor({32}, 7);
+  f.bias = random_tensor({32}, 8);
+  join_weights({&e, &f});
+  EXPECT_TRUE(Tensor::joined_rows({e.w, f.w}).defined());
+  EXPECT_FALSE(Tensor::joined_rows({e.bias, f.bias}).defined());
+  EXPECT_FALSE(joined_linears({&e, &f}).has_value());
+  const Tensor x = random_tensor({5, 64}, 9);
+  const std::vector<Tensor> ys = apply_all({&e, &f}, x);
+  EXPECT_TRUE(all_close(ys[1], f(x), 1e-5, 1e-5));
+  // A bias on one Linear only: the weights join, one product cannot add it.
+  Linear g = dense_linear(random_tensor({64, 64}, 10)), h = dense_linear(random_tensor({64, 64}, 11));
+  g.bias = random_tensor({64}, 12);
+  join_weights({&g, &h});
+  EXPECT_TRUE(Tensor::joined_rows({g.w, h.w}).defined());
+  EXPECT_FALSE(joined_linears({&g, &h}).has_value());
+  EXPECT_FALSE(joined_product({&g, &h}, x).defined());
 }
 
 TEST(JoinedLinears, LlamaLoaderJoinsQkvAndGateUp) {
@@ -75,6 +143,19 @@ TEST(JoinedLinears, LlamaLoaderJoinsQkvAndGateUp) {
     for (const LlamaLayer& y : llama->layers()) {
       EXPECT_TRUE(Tensor::joined_rows({y.q.w, y.k.w, y.v.w}).defined()) << dev.name();
       EXPECT_TRUE(Tensor::joined_rows({y.gate.w, y.up.w}).defined()) << dev.name();
+    }
+  }
+}
+
+TEST(JoinedLinears, Qwen2LoaderJoinsTheQkvBiases) {
+  for (const Device& dev : test_devices()) {
+    auto m = load_model(std::string(FORGE_TEST_DATA) + "/qwen2-tiny", dev);
+    auto* llama = dynamic_cast<LlamaModel*>(m.get());
+    ASSERT_NE(llama, nullptr);
+    for (const LlamaLayer& y : llama->layers()) {
+      ASSERT_TRUE(y.q.bias.defined() && y.k.bias.defined() && y.v.bias.defined());
+      EXPECT_TRUE(Tensor::joined_rows({y.q.bias, y.k.bias, y.v.bias}).defined()) << dev.name();
+      EXPECT_TRUE(joined_linears({&y.q, &y.k, &y.v}).has_value()) << dev.name();
     }
   }
 }

@@ -35,14 +35,8 @@ Tensor linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, c
   if (ls.empty() || dys.size() != ls.size() || gs.size() != ls.size())
     throw ValueError("[linear] linears_backward: " + std::to_string(ls.size()) + " layers, " +
                      std::to_string(dys.size()) + " output gradients, " + std::to_string(gs.size()) + " gradient slots");
-  std::vector<Tensor> ws;
-  bool plain = !lora_only;
-  for (const Linear* l : ls) {
-    plain = plain && is_plain(*l);
-    ws.push_back(l->w);
-  }
-  const Tensor joined = plain && ls.size() > 1 ? Tensor::joined_rows(ws) : Tensor();
-  if (!joined.defined() || joined.dtype() != DType::F32) {
+  const std::optional<JoinedLinears> joined = lora_only ? std::nullopt : joined_linears(ls);
+  if (!joined || joined->w.dtype() != DType::F32) {
     Tensor dx = linear_backward(*ls[0], x, dys[0], *gs[0], lora_only);
     for (size_t i = 1; i < ls.size(); ++i) dx = add(dx, linear_backward(*ls[i], x, dys[i], *gs[i], lora_only));
     return dx;
@@ -52,14 +46,14 @@ Tensor linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, c
 
 Tensor joined_linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, const Tensor& dy,
                                const std::vector<Linear*>& gs, bool lora_only) {
-  std::vector<Tensor> ws;
-  for (const Linear* l : ls) ws.push_back(l->w);
-  const Tensor joined = Tensor::joined_rows(ws);
-  if (!joined.defined() || gs.size() != ls.size())
-    throw ValueError("[linear] joined_linears_backward: the weights are not joined in one storage");
-  // dy = [dy_0 | dy_1 | ..] [N, sum out_i]: dW_joined = dy^T x, whose row
-  // blocks are each weight's gradient (views at 256-byte multiples, as the
-  // weights are), and dx = dy W_joined.
+  const std::optional<JoinedLinears> j = joined_linears(ls);
+  if (!j || gs.size() != ls.size())
+    throw ValueError("[linear] joined_linears_backward: the Linears are not joined in one storage");
+  const Tensor& joined = j->w;
+  // dy = [dy_0 | dy_1 | ..] [N, sum out_i]: dW_joined = dy^T x and
+  // db_joined = the sum of dy's rows, whose blocks are each Linear's
+  // gradients (views at 256-byte multiples, as the weights and biases are),
+  // and dx = dy W_joined.
   if (!lora_only) {
     if (joined.dtype() != DType::F32) throw ValueError("[linear] a 16-bit weight has no gradient (train in f32)");
     // Into the slots' targets at once where they lie back to back, as the
@@ -75,10 +69,13 @@ Tensor joined_linears_backward(const std::vector<const Linear*>& ls, const Tenso
     o.transpose_a = true;
     if (joined_target.defined()) o.out = &joined_target;
     const Tensor dw = matmul(dy, x, o);
+    const Tensor db = j->bias.defined() ? sum_rows(dy) : Tensor();
     int64_t at = 0;
     for (size_t i = 0; i < ls.size(); ++i) {
-      accumulate_grad(gs[i]->w, dw.slice_rows(at, at + ls[i]->w.dim(0)));
-      at += ls[i]->w.dim(0);
+      const int64_t rows = ls[i]->w.dim(0);
+      accumulate_grad(gs[i]->w, dw.slice_rows(at, at + rows));
+      if (db.defined()) accumulate_grad(gs[i]->bias, db.slice_rows(at, at + rows));
+      at += rows;
     }
   }
   return matmul_nn(dy, joined.dtype() == DType::F32 ? joined : bf16_to_f32(joined));

@@ -135,31 +135,78 @@ Tensor Linear::residual(const Tensor& x, const Tensor& r) const {
   return matmul(x, w, o);
 }
 
+namespace {
+
+// Copies the tensors into one new storage, their rows back to back, and
+// points each at its view there.
+void move_back_to_back(const std::vector<Tensor*>& parts) {
+  const Tensor& first = *parts.front();
+  Shape shape = first.shape();
+  shape[0] = 0;
+  for (const Tensor* p : parts) shape[0] += p->dim(0);
+  Tensor joined = Tensor::empty(shape, first.dtype(), first.device());
+  int64_t at = 0;
+  for (Tensor* p : parts) {
+    Tensor view = joined.slice_rows(at, at + p->dim(0));
+    view.copy_from(*p);
+    at += p->dim(0);
+    *p = view;
+  }
+}
+
+// Whether the tensors can share one storage with every part bindable on its
+// own: one dtype, device and trailing dims, each a whole number of 256-byte
+// blocks, together within a storage binding.
+bool can_join(const std::vector<Tensor*>& parts) {
+  const Tensor& first = *parts.front();
+  uint64_t bytes = 0;
+  for (const Tensor* p : parts) {
+    if (!p->defined() || p->rank() != first.rank() || p->dtype() != first.dtype() ||
+        !(p->device() == first.device()) || p->nbytes() % 256 != 0)
+      return false;
+    for (int d = 1; d < first.rank(); ++d)
+      if (p->dim(d) != first.dim(d)) return false;
+    bytes += p->nbytes();
+  }
+  const Device& dev = first.device();
+  return !dev.is_webgpu() || bytes <= dev.runtime().binding_limit();
+}
+
+void join(const std::vector<Tensor*>& parts) {
+  std::vector<Tensor> values;
+  for (const Tensor* p : parts) values.push_back(*p);
+  if (can_join(parts) && !Tensor::joined_rows(values).defined()) move_back_to_back(parts);
+}
+
+}  // namespace
+
 void join_weights(const std::vector<Linear*>& ls) {
   if (ls.size() < 2) return;
-  const Tensor& first = ls.front()->w;
-  int64_t rows = 0;
-  std::vector<Tensor> parts;
-  for (const Linear* l : ls) {
-    const Tensor& w = l->w;
-    if (l->quant || l->conv1d || !w.defined() || w.rank() != 2 || w.dtype() != first.dtype() ||
-        w.dim(1) != first.dim(1) || !(w.device() == first.device()) || w.nbytes() % 256 != 0)
-      return;
-    rows += w.dim(0);
-    parts.push_back(w);
-  }
-  if (Tensor::joined_rows(parts).defined()) return;  // already
-  const Device& dev = first.device();
-  const uint64_t bytes = uint64_t(rows) * uint64_t(first.dim(1)) * dtype_size(first.dtype());
-  if (dev.is_webgpu() && bytes > dev.runtime().binding_limit()) return;
-  Tensor joined = Tensor::empty({rows, first.dim(1)}, first.dtype(), dev);
-  int64_t at = 0;
+  std::vector<Tensor*> ws, bs;
   for (Linear* l : ls) {
-    Tensor view = joined.slice_rows(at, at + l->w.dim(0));
-    view.copy_from(l->w);
-    at += l->w.dim(0);
-    l->w = view;
+    if (l->quant || l->conv1d || !l->w.defined() || l->w.rank() != 2) return;
+    ws.push_back(&l->w);
+    if (l->bias.defined()) bs.push_back(&l->bias);
   }
+  join(ws);
+  // Every Linear's bias too (Qwen2's q/k/v): one product then adds them all.
+  if (bs.size() == ls.size()) join(bs);
+}
+
+std::optional<JoinedLinears> joined_linears(const std::vector<const Linear*>& ls) {
+  if (ls.size() < 2) return std::nullopt;
+  std::vector<Tensor> ws, bs;
+  for (const Linear* l : ls) {
+    if (l->quant || l->conv1d || l->lora.defined()) return std::nullopt;
+    ws.push_back(l->w);
+    if (l->bias.defined()) bs.push_back(l->bias);
+  }
+  JoinedLinears j{Tensor::joined_rows(ws), Tensor()};
+  if (!j.w.defined()) return std::nullopt;
+  if (bs.empty()) return j;
+  j.bias = bs.size() == ls.size() ? Tensor::joined_rows(bs) : Tensor();
+  if (!j.bias.defined()) return std::nullopt;
+  return j;
 }
 
 Tensor Linear::dense_weight() const {
@@ -209,23 +256,32 @@ std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor
     return matmul_transb_many(x, ws, norm);
   }
   const Tensor h = norm ? row_norm(x, *norm) : x;
+  // Weights joined with their biases (which matmul_transb_many does not
+  // take): one product, its columns split.
+  if (x.rank() == 2)
+    if (const Tensor y = joined_product(ls, h); y.defined()) {
+      std::vector<int64_t> widths;
+      for (const Linear* l : ls) widths.push_back(l->out);
+      return split_columns(y, widths);
+    }
   for (const Linear* l : ls) out.push_back((*l)(h));
   return out;
 }
 
 Tensor joined_product(const std::vector<const Linear*>& ls, const Tensor& x) {
-  std::vector<Tensor> ws;
-  for (const Linear* l : ls) {
-    if (!is_plain(*l)) return Tensor();
-    ws.push_back(l->w);
-  }
-  const Tensor joined = ls.size() > 1 ? Tensor::joined_rows(ws) : Tensor();
-  return joined.defined() ? matmul_nt(x, joined) : Tensor();
+  const std::optional<JoinedLinears> j = joined_linears(ls);
+  if (!j) return Tensor();
+  MatmulOptions o;
+  o.transpose_b = true;
+  o.bias = j->bias.defined() ? &j->bias : nullptr;
+  return matmul(x, j->w, o);
 }
 
 Tensor silu_gate_of(const Linear& gate, const Linear& up, const Tensor& x, const RowNorm* norm) {
   if (is_plain(gate) && is_plain(up) && gate.w.dtype() == up.w.dtype()) return silu_gate_matmul(x, gate.w, up.w, norm);
   const Tensor h = norm ? row_norm(x, *norm) : x;
+  if (x.rank() == 2)
+    if (const Tensor gu = joined_product({&gate, &up}, h); gu.defined()) return silu_gate_packed(gu);
   return silu_gate_fused(gate(h), up(h));
 }
 

@@ -64,24 +64,35 @@ void make_dense(Linear& lin, bool conv1d = false);
 // u = x A^T: dB = s dy^T u, du = s dy B, dA = du^T x, dx = dy W + du A.
 Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Linear& g, bool lora_only);
 // The same for Linears that read one x (dys[i] the gradient of ls[i]'s
-// output, gs[i] its gradients); returns the sum of their dx. Weights joined
-// by join_weights, dense and without bias or adapter, take two products over
-// the concatenated dys instead of two each.
+// output, gs[i] its gradients); returns the sum of their dx. Linears joined
+// by join_weights (joined_linears, f32) take two products over the
+// concatenated dys instead of two each.
 Tensor linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, const std::vector<Tensor>& dys,
                         const std::vector<Linear*>& gs, bool lora_only);
 // The backward of joined_product from its output gradient dy [N, sum out_i]
-// (the Linears plain and joined): each weight's gradient, a row block of
-// dy^T x, unless lora_only (the base frozen); returns dx = dy W_joined.
+// (joined_linears): each weight's gradient, a row block of dy^T x, and each
+// bias's, a block of dy's column sums, unless lora_only (the base frozen);
+// returns dx = dy W_joined.
 Tensor joined_linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, const Tensor& dy,
                                const std::vector<Linear*>& gs, bool lora_only);
 
 // Puts the dense weights of Linears that read the same input (a layer's q, k,
 // v; gate, up) back to back in one new storage, each Linear keeping a view of
 // its rows, so that apply_all and silu_gate_of take one product for many rows
-// (Tensor::joined_rows). Left as they are unless all are dense [out_i, in] of
-// one dtype, each a whole number of 256-byte blocks (every view stays
-// bindable on its own) and together within one storage binding.
+// (Tensor::joined_rows); their biases likewise where every one has a bias.
+// Left as they are unless all are dense [out_i, in] of one dtype, each a
+// whole number of 256-byte blocks (every view stays bindable on its own) and
+// together within one storage binding.
 void join_weights(const std::vector<Linear*>& ls);
+
+// What one product over Linears joined by join_weights reads: their weights
+// as one [sum out_i, in] and their biases as one [sum out_i] (undefined when
+// none has a bias). Empty unless all are dense without an adapter, their
+// weights joined, and their biases all joined or all absent.
+struct JoinedLinears {
+  Tensor w, bias;
+};
+std::optional<JoinedLinears> joined_linears(const std::vector<const Linear*>& ls);
 
 // Dense [out, in], without a bias or an adapter: the Linears that the fused
 // decode kernels and the joined products take.
@@ -90,17 +101,18 @@ bool is_plain(const Linear& l);
 // Linears that read the same x [.., in], as {l(x) for l in ls}: one dispatch
 // for a decode step where all are dense without a bias or adapter
 // (matmul_transb_many). With `norm` they read row_norm(x) instead, the norm
-// applied inside that dispatch; the other formats (quantized, biases,
-// adapters) take the norm as an op of its own and then each Linear.
+// applied inside that dispatch; the other formats take the norm as an op of
+// its own, then one product where the Linears are joined with their biases
+// (joined_product, x [N, in]), else each Linear.
 std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor& x, const RowNorm* norm = nullptr);
-// x [N, in] times the weights of plain Linears joined by join_weights, as
-// one product [N, sum out_i] = [l_0(x) | l_1(x) | ..] left joined (for an op
-// that reads the blocks in place: silu_gate_packed); undefined when the
-// Linears are not plain or not joined.
+// x [N, in] through Linears joined by join_weights (joined_linears), as one
+// product [N, sum out_i] = [l_0(x) | l_1(x) | ..] left joined (for an op
+// that reads the blocks in place: silu_gate_packed), biases included;
+// undefined when they are not joined.
 Tensor joined_product(const std::vector<const Linear*>& ls, const Tensor& x);
 // silu(gate(x)) * up(x), the Llama MLP's input to down_proj: one dispatch for
 // a decode step where both are dense without a bias or adapter
-// (silu_gate_matmul); `norm` as for apply_all.
+// (silu_gate_matmul); `norm` as for apply_all, joined with biases likewise.
 Tensor silu_gate_of(const Linear& gate, const Linear& up, const Tensor& x, const RowNorm* norm = nullptr);
 
 // The token table [V, C]: dense (row chunks, each within one storage binding)
