@@ -3,6 +3,9 @@
 // time, and the Llama loader joining q/k/v and gate/up.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
+
 #include "forge/model.h"
 #include "forge/ops.h"
 #include "models/common/train_head.h"
@@ -135,27 +138,32 @@ TEST(JoinedLinears, LeftSeparateWhereAViewCouldNotBeBound) {
   EXPECT_FALSE(joined_product({&g, &h}, x).defined());
 }
 
-TEST(JoinedLinears, LlamaLoaderJoinsQkvAndGateUp) {
+namespace {
+
+// Loads tests/fixtures/<fixture> on every test device and checks each layer.
+void for_each_loaded_layer(const std::string& fixture, const std::function<void(const LlamaLayer&)>& check) {
   for (const Device& dev : test_devices()) {
-    auto m = load_model(std::string(FORGE_TEST_DATA) + "/llama-tiny", dev);
+    SCOPED_TRACE(dev.name());
+    auto m = load_model(std::string(FORGE_TEST_DATA) + "/" + fixture, dev);
     auto* llama = dynamic_cast<LlamaModel*>(m.get());
     ASSERT_NE(llama, nullptr);
-    for (const LlamaLayer& y : llama->layers()) {
-      EXPECT_TRUE(Tensor::joined_rows({y.q.w, y.k.w, y.v.w}).defined()) << dev.name();
-      EXPECT_TRUE(Tensor::joined_rows({y.gate.w, y.up.w}).defined()) << dev.name();
-    }
+    for (const LlamaLayer& y : llama->layers()) check(y);
   }
 }
 
+}  // namespace
+
+TEST(JoinedLinears, LlamaLoaderJoinsQkvAndGateUp) {
+  for_each_loaded_layer("llama-tiny", [](const LlamaLayer& y) {
+    EXPECT_TRUE(Tensor::joined_rows({y.q.w, y.k.w, y.v.w}).defined());
+    EXPECT_TRUE(Tensor::joined_rows({y.gate.w, y.up.w}).defined());
+  });
+}
+
 TEST(JoinedLinears, Qwen2LoaderJoinsTheQkvBiases) {
-  for (const Device& dev : test_devices()) {
-    auto m = load_model(std::string(FORGE_TEST_DATA) + "/qwen2-tiny", dev);
-    auto* llama = dynamic_cast<LlamaModel*>(m.get());
-    ASSERT_NE(llama, nullptr);
-    for (const LlamaLayer& y : llama->layers()) {
-      ASSERT_TRUE(y.q.bias.defined() && y.k.bias.defined() && y.v.bias.defined());
-      EXPECT_TRUE(Tensor::joined_rows({y.q.bias, y.k.bias, y.v.bias}).defined()) << dev.name();
-      EXPECT_TRUE(joined_linears({&y.q, &y.k, &y.v}).has_value()) << dev.name();
-    }
-  }
+  for_each_loaded_layer("qwen2-tiny", [](const LlamaLayer& y) {
+    ASSERT_TRUE(y.q.bias.defined() && y.k.bias.defined() && y.v.bias.defined());
+    EXPECT_TRUE(Tensor::joined_rows({y.q.bias, y.k.bias, y.v.bias}).defined());
+    EXPECT_TRUE(joined_linears({&y.q, &y.k, &y.v}).has_value());
+  });
 }

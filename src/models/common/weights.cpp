@@ -6,6 +6,7 @@
 
 #include "forge/ops.h"
 #include "gpu/runtime.h"
+#include "models/common/cache.h"
 #include "ops/row_chunks.h"
 
 namespace forge::models {
@@ -256,9 +257,10 @@ std::vector<Tensor> apply_all(const std::vector<const Linear*>& ls, const Tensor
     return matmul_transb_many(x, ws, norm);
   }
   const Tensor h = norm ? row_norm(x, *norm) : x;
-  // Weights joined with their biases (which matmul_transb_many does not
-  // take): one product, its columns split.
-  if (x.rank() == 2)
+  // Many rows through Linears joined with their biases (which
+  // matmul_transb_many does not take): one product, its columns split. A
+  // few rows keep a product each rather than add the split's copies.
+  if (x.rank() == 2 && !fused_rows(x.dim(0)))
     if (const Tensor y = joined_product(ls, h); y.defined()) {
       std::vector<int64_t> widths;
       for (const Linear* l : ls) widths.push_back(l->out);

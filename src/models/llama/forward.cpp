@@ -107,16 +107,21 @@ LlamaModel::Qkv LlamaModel::project(int64_t l, Stream& s, bool packed_ok) const 
   const LlamaLayer& y = layers_[size_t(l)];
   const int64_t B = s.x.dim(0), T = s.x.dim(1), H = c_.hidden_size, hd = c_.head_dim;
   const int64_t nh = c_.num_attention_heads, nkv = c_.num_key_value_heads;
+  const std::vector<const Linear*> ls{&y.q, &y.k, &y.v};
+  const RowNorm n{&y.input_norm, float(c_.rms_norm_eps)};
+  // A fused stream's plain Linears take the norm and the three products in
+  // one dispatch (apply_all). Linears joined with biases (Qwen2) take the
+  // norm, then one product that the cache append takes apart.
+  const bool joined_with_bias = packed_ok && !is_plain(y.q) && joined_linears(ls);
   std::vector<Tensor> qkv;
-  if (s.fused) {
-    const RowNorm n{&y.input_norm, float(c_.rms_norm_eps)};
-    qkv = apply_all({&y.q, &y.k, &y.v}, s.x.reshape({B * T, H}), &n);
+  if (s.fused && !joined_with_bias) {
+    qkv = apply_all(ls, s.x.reshape({B * T, H}), &n);
   } else {
-    const Tensor h = norm_stream(s, y.input_norm).reshape({B * T, H});
+    const Tensor h = s.fused ? row_norm(s.x.reshape({B * T, H}), n) : norm_stream(s, y.input_norm).reshape({B * T, H});
     if (packed_ok)
-      if (const Tensor joined = joined_product({&y.q, &y.k, &y.v}, h); joined.defined())
+      if (const Tensor joined = joined_product(ls, h); joined.defined())
         return {Tensor(), Tensor(), Tensor(), joined.reshape({B, T, (nh + 2 * nkv) * hd})};
-    qkv = apply_all({&y.q, &y.k, &y.v}, h);
+    qkv = apply_all(ls, h);
   }
   return {qkv[0].reshape({B, T, nh, hd}), qkv[1].reshape({B, T, nkv, hd}), qkv[2].reshape({B, T, nkv, hd}), Tensor()};
 }
