@@ -112,9 +112,9 @@ LlamaModel::Qkv LlamaModel::project(int64_t l, Stream& s, bool packed_ok) const 
   // A fused stream's plain Linears take the norm and the three products in
   // one dispatch (apply_all). Linears joined with biases (Qwen2) take the
   // norm, then one product that the cache append takes apart.
-  const bool joined_with_bias = packed_ok && !is_plain(y.q) && joined_linears(ls);
+  const bool fused_joined_with_bias = s.fused && packed_ok && y.q.bias.defined() && joined_linears(ls);
   std::vector<Tensor> qkv;
-  if (s.fused && !joined_with_bias) {
+  if (s.fused && !fused_joined_with_bias) {
     qkv = apply_all(ls, s.x.reshape({B * T, H}), &n);
   } else {
     const Tensor h = s.fused ? row_norm(s.x.reshape({B * T, H}), n) : norm_stream(s, y.input_norm).reshape({B * T, H});
