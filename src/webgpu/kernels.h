@@ -42,7 +42,8 @@ bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driv
 bool tile_fusable(const MatmulPlan& plan, const MatvecFusion& f);
 // The tiles and k-slices the vec4 tiled kernel takes for a plan it runs
 // (aligned operands, more rows than the matrix-vector kernels take), as
-// "RxC" or "RxC in S slices" (benchmarks and tests).
+// "RxC", "RxC in S slices" and ", groups of G rows" where the tiles start
+// in groups of rows (benchmarks and tests).
 std::string matmul_tiling(const MatmulPlan& plan, const Device& dev);
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out,
             const MatvecFusion* fuse = nullptr);

@@ -266,6 +266,48 @@ TEST(Parity, MatmulLastWaveInPieces) {
   check_matmul({{640, 512}, {128, 512}, false, true, true, -1}, seed += 3);
 }
 
+// Tiles ordered by groups of rows of tiles (column by column within a
+// group) compute the same products: a last group of fewer rows, both
+// layouts of B, A unaligned (scalar loads), a batch, the whole tiles before
+// a last wave in pieces and a causal triangle of C, each in that order and
+// checked against the CPU.
+TEST(Parity, MatmulTilesInGroupsOfRows) {
+  const Device gpu = gpu_device();
+  ScopedEnv cores("FORGE_MATMUL_CORES", "1");
+  ScopedEnv group("FORGE_MATMUL_GROUP", "3");
+  uint32_t seed = 1500;
+  // 128x128 tiles: 4 rows of them (the last group 1 row), 2 columns.
+  EXPECT_EQ(webgpu::matmul_tiling(plan(400, 96, 200, false, false), gpu), "128x128, groups of 3 rows");
+  check_matmul({{400, 96}, {96, 200}, false, false, true, -1}, seed += 3);
+  check_matmul({{400, 96}, {200, 96}, false, true, true, -1}, seed += 3);
+  check_matmul({{96, 400}, {96, 200}, true, false, false, -1}, seed += 3);
+  check_matmul({{400, 97}, {97, 200}, false, false, false, -1}, seed += 3);  // A's rows 97 apart
+  check_matmul({{2, 400, 96}, {2, 96, 200}, false, false, false, -1}, seed += 3);
+  // Two rows of tiles: fewer than a group, left in rows.
+  EXPECT_EQ(webgpu::matmul_tiling(plan(128, 96, 640, false, false), gpu), "128x128");
+  check_matmul({{128, 96}, {96, 640}, false, false, true, -1}, seed += 3);
+  {
+    // The whole tiles before a last wave in pieces: 3 x 3 tiles at 4 a
+    // wave, the first two rows in one group, the ninth in 3 pieces.
+    ScopedEnv two("FORGE_MATMUL_CORES", "2");
+    ScopedEnv group2("FORGE_MATMUL_GROUP", "2");
+    ScopedEnv pieces("FORGE_MATMUL_PIECES", "3");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(300, 200, 260, false, false), gpu),
+              "128x128, 1 tiles in 3 pieces, groups of 2 rows");
+    check_matmul({{300, 200}, {200, 260}, false, false, true, -1}, seed += 3);
+    check_matmul({{300, 200}, {260, 200}, false, true, true, -1}, seed += 3);
+  }
+  // A lower triangle of C from grouped tiles (4 x 4): those above it are zeros.
+  const Tensor a = random_tensor({512, 64}, seed += 3), b = random_tensor({512, 64}, seed += 3);
+  MatmulOptions o;
+  o.transpose_b = true;
+  o.c_triangle = Triangle::Lower;
+  const std::vector<float> want = matmul(a, b, o).to_vector<float>();
+  const std::vector<float> got = matmul(a.to(gpu), b.to(gpu), o).to_vector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << i;
+}
+
 TEST(Values, MatmulSmallExact) {
   for (const Device& d : {Device::cpu(), gpu_device()}) {
     Tensor a = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}, d);

@@ -31,6 +31,11 @@ fn main_pieces(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: v
     tile = p.split_from + i / p.pieces;
     s0 = j * ipt / p.pieces;
     s1 = (j + 1u) * ipt / p.pieces;
+  } else if (index < p.split_from / tiles_n * tiles_n) {
+    // The whole rows of whole tiles in main's order (by groups of rows where
+    // GROUP_ROWS asks): the same tiles, so the split ones stay the last.
+    let t = tile_of(vec2u(index % tiles_n, index / tiles_n), vec2u(tiles_n, p.split_from / tiles_n));
+    tile = t.y * tiles_n + t.x;
   }
   let row0 = (tile / tiles_n) * 16u * T;
   let col0 = (tile % tiles_n) * 16u * TN;

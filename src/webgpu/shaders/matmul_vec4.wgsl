@@ -31,6 +31,12 @@ override K_WHOLE: bool = false;  // k is a multiple of BK: no slice runs past it
 // product that feeds a residual stream), as the separate ops would round.
 override GELU: bool = false;
 override RESIDUAL: bool = false;
+// Tiles in groups of GROUP_ROWS rows of tiles, column by column within a
+// group (0 or 1: row by row). Workgroups start in the order of their linear
+// id, x fastest: row by row, a wave of them spans a few rows of tiles and
+// every column, so the whole of B passes through the cache each wave; in
+// groups, a wave spans GROUP_ROWS rows and wave / GROUP_ROWS columns.
+override GROUP_ROWS: u32 = 0u;
 
 const MAX_T4: u32 = 2u;           // TM4 and TN4 at most
 const MAX_LOADS: u32 = 2u;        // LOADS_A and LOADS_B at most
@@ -221,10 +227,26 @@ fn store_tile(batch: u32, row0: u32, col0: u32, lid: vec3u, acc: ptr<function, a
   }
 }
 
+// The (column, row) of the tile workgroup `wg` of a grid of `n` computes:
+// `wg` itself, or its place in the order by groups of GROUP_ROWS rows (the
+// last group may have fewer).
+fn tile_of(wg: vec2u, n: vec2u) -> vec2u {
+  if (GROUP_ROWS <= 1u) {
+    return wg;
+  }
+  let id = wg.y * n.x + wg.x;
+  let first = id / (GROUP_ROWS * n.x) * GROUP_ROWS;
+  let rows = min(n.y - first, GROUP_ROWS);
+  let in_group = id - first * n.x;
+  return vec2u(in_group / rows, first + in_group % rows);
+}
+
 @compute @workgroup_size(16, 16)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
-  let row0 = wg.y * 16u * T;
-  let col0 = wg.x * 16u * TN;
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_id) lid: vec3u) {
+  let tile = tile_of(wg.xy, nwg.xy);
+  let row0 = tile.y * 16u * T;
+  let col0 = tile.x * 16u * TN;
   // The k this tile sums: all of it, its rows' part of a triangular A, or
   // none for a tile outside C's triangle.
   let k_begin = tri_k_begin(row0);
