@@ -149,6 +149,14 @@ inline std::vector<std::string> lines_of(const std::string& s) {
   return out;
 }
 
+// The last line of a command's output, "" when it printed none (a command
+// that could not start): parsing that fails the test instead of reading past
+// an empty list.
+inline std::string last_line(const std::string& s) {
+  const std::vector<std::string> lines = lines_of(s);
+  return lines.empty() ? std::string() : lines.back();
+}
+
 // A fresh folder under the system temp dir, removed at the end of the scope.
 struct ScratchDir {
   std::filesystem::path path;

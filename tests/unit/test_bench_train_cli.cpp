@@ -22,7 +22,7 @@ nlohmann::json bench(const std::vector<std::string>& extra) {
   args.insert(args.end(), extra.begin(), extra.end());
   const CliRun r = run_cli(args, dir.path);
   EXPECT_EQ(r.code, 0) << r.out;
-  return nlohmann::json::parse(lines_of(r.out).back());
+  return nlohmann::json::parse(last_line(r.out));
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ std::vector<double> fixed_batch_losses(const ScratchDir& dir, const std::vector<
   const CliRun r = run_cli(args, dir.path);
   EXPECT_EQ(r.code, 0) << r.out;
   if (r.code != 0) return {};
-  return nlohmann::json::parse(lines_of(r.out).back())["losses"].get<std::vector<double>>();
+  return nlohmann::json::parse(last_line(r.out))["losses"].get<std::vector<double>>();
 }
 
 }  // namespace

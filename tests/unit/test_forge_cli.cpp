@@ -17,6 +17,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using forge::testing::last_line;
 using forge::testing::lines_of;
 using forge::testing::run_cli;
 using forge::testing::ScratchDir;
@@ -299,7 +300,7 @@ TEST(ForgeCli, ByteTokenizerIsSavedWithTheModel) {
   // forge loads it: byte b is id b, <|endoftext|> is 256.
   auto r = run_cli({"tokenize", "--model", ckpt.string(), "--text", "hi é<|endoftext|>", "--json"}, dir.path);
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(nlohmann::json::parse(lines_of(r.out).back())["ids"],
+  EXPECT_EQ(nlohmann::json::parse(last_line(r.out))["ids"],
             nlohmann::json({104, 105, 32, 0xC3, 0xA9, 256}));
   // init --tokenizer bytes gives a model the same tokenizer and vocab.
   r = run_cli({"init", "--preset", "tiny", "--tokenizer", "bytes", "--out", (dir.path / "init").string()}, dir.path);
@@ -335,7 +336,7 @@ TEST(ForgeCli, InitFromAConfigWritesARandomModelThatTrains) {
                           "3", "--lr", "1e-2", "--json", "--device", "cpu"},
                          dir.path);
   ASSERT_EQ(r.code, 0) << r.out;
-  const auto losses = nlohmann::json::parse(lines_of(r.out).back())["losses"].get<std::vector<double>>();
+  const auto losses = nlohmann::json::parse(last_line(r.out))["losses"].get<std::vector<double>>();
   const auto config = nlohmann::json::parse(forge::testing::read_bytes(llama + "/config.json"));
   ASSERT_EQ(losses.size(), 3u);
   EXPECT_NEAR(losses[0], std::log(config["vocab_size"].get<double>()), 0.05);

@@ -193,7 +193,7 @@ TEST(Gpt2LoraDataCli, MergeIntoQuantizedBase) {
     if (!with_adapter.empty()) v.insert(v.end(), {"--adapter", with_adapter});
     const CliRun g = run_cli(v, dir.path);
     EXPECT_EQ(g.code, 0) << g.out;
-    return g.code == 0 ? nlohmann::json::parse(lines_of(g.out).back())["ids"] : nlohmann::json();
+    return g.code == 0 ? nlohmann::json::parse(last_line(g.out))["ids"] : nlohmann::json();
   };
   const nlohmann::json ids = greedy(q4, adapter);
   EXPECT_EQ(ids.size(), 8u);

@@ -23,7 +23,7 @@ TEST(LlamaTrainCli, FixedBatchMatchesReferenceLossesAndSavesHfLayout) {
                             (dir.path / "trained").string()},
                            dir.path);
   ASSERT_EQ(r.code, 0) << r.out;
-  const auto j = nlohmann::json::parse(lines_of(r.out).back());
+  const auto j = nlohmann::json::parse(last_line(r.out));
   const std::vector<float> want = f.f32("train_losses");
   ASSERT_EQ(j["losses"].size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)

@@ -34,7 +34,7 @@ TEST(LoraCli, FixedBatchTrainsTheAdapterAndSavesPeftLayout) {
                             (dir.path / "trained").string()},
                            dir.path);
   ASSERT_EQ(r.code, 0) << r.out;
-  const auto j = nlohmann::json::parse(lines_of(r.out).back());
+  const auto j = nlohmann::json::parse(last_line(r.out));
   const std::vector<float> want = ref.f32("lora_train_losses");
   ASSERT_EQ(j["losses"].size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(j["losses"][i].get<double>(), want[i], 2e-3) << "step " << i;
@@ -64,7 +64,7 @@ TEST(LoraCli, FreshAdapterOfRankR) {
                             "--json", "--device", "cpu", "--out", (dir.path / "fresh").string()},
                            dir.path);
   ASSERT_EQ(r.code, 0) << r.out;
-  const auto j = nlohmann::json::parse(lines_of(r.out).back());
+  const auto j = nlohmann::json::parse(last_line(r.out));
   EXPECT_LT(j["losses"][4].get<double>(), j["losses"][0].get<double>() - 1e-3);
   const LoraConfig c = read_adapter_config(dir.path / "fresh");
   EXPECT_EQ(c.rank, 2);
@@ -112,7 +112,7 @@ TEST(LoraCli, ClearErrors) {
   const CliRun spaced = run_cli(with({"--lora-rank", "2", "--lora-targets", "q_proj, v_proj", "--json"}), dir.path);
   const CliRun plain = run_cli(with({"--lora-rank", "2", "--lora-targets", "q_proj,v_proj", "--json"}), dir.path);
   ASSERT_EQ(spaced.code, 0) << spaced.out;
-  EXPECT_EQ(lines_of(spaced.out).back(), lines_of(plain.out).back());
+  EXPECT_EQ(last_line(spaced.out), last_line(plain.out));
   fails_with(with({"--adapter", (dir.path / "nowhere").string()}), "nowhere");
   fails_with(with({"--adapter", ref.dir, "--lora-rank", "4"}), "--lora-rank");
   fails_with({"eval", "--model", std::string(FORGE_TEST_DATA) + "/gpt2-tiny", "--adapter", ref.dir, "--input", batch,
@@ -173,7 +173,7 @@ TEST(LoraCli, DataRunFullFineTuningOfLlama) {
     EXPECT_TRUE(std::filesystem::exists(ckpt / f)) << f;
   auto trained = load_model(ckpt, Device::cpu());
   EXPECT_EQ(trained->info().family, "qwen2");
-  const auto j = nlohmann::json::parse(lines_of(r.out).back());
+  const auto j = nlohmann::json::parse(last_line(r.out));
   EXPECT_EQ(j["steps"].get<int64_t>(), 3);
 }
 
@@ -255,7 +255,7 @@ TEST(LoraCli, Gpt2FreshAdapterTrainsEvaluatesAndMerges) {
   };
   const CliRun r = run_cli(with({"--lora-rank", "4", "--steps", "5", "--out", (dir.path / "a").string()}), dir.path);
   ASSERT_EQ(r.code, 0) << r.out;
-  const auto losses = nlohmann::json::parse(lines_of(r.out).back())["losses"];
+  const auto losses = nlohmann::json::parse(last_line(r.out))["losses"];
   EXPECT_LT(losses.back().get<double>(), losses.front().get<double>() - 1e-2);
   const LoraConfig c = read_adapter_config(dir.path / "a");
   EXPECT_EQ(c.targets, std::vector<std::string>{"c_attn"});
@@ -263,7 +263,7 @@ TEST(LoraCli, Gpt2FreshAdapterTrainsEvaluatesAndMerges) {
 
   const CliRun more = run_cli(with({"--adapter", (dir.path / "a").string(), "--steps", "1"}), dir.path);
   ASSERT_EQ(more.code, 0) << more.out;
-  const double resumed = nlohmann::json::parse(lines_of(more.out).back())["losses"][0].get<double>();
+  const double resumed = nlohmann::json::parse(last_line(more.out))["losses"][0].get<double>();
   EXPECT_LT(resumed, losses.back().get<double>()) << "the saved adapter is the trained one";
 
   const CliRun e = run_cli({"eval", "--model", model, "--adapter", (dir.path / "a").string(), "--input", batch,
