@@ -408,13 +408,15 @@ TilePieces tile_pieces(const MatmulPlan& p, uint64_t binding_limit) {
   return best == 1 ? TilePieces{} : TilePieces{split_from, best, rem};
 }
 
-// The rows of tiles each group of a grid's order takes (matmul_vec4.wgsl's
-// GROUP_ROWS; 0: row by row). Only a grid of more than one wave with more
-// rows of tiles than a group is ordered by groups: a smaller one runs at
-// once whatever its order. FORGE_MATMUL_GROUP=N forces N (measurement).
+// The rows of tiles each group of a plan's grid of tile_rows x tile_cols
+// tiles takes (matmul_vec4.wgsl's GROUP_ROWS; 0: row by row). Only a grid of
+// more than one wave with more rows of tiles than a group is ordered by
+// groups: a smaller one runs at once whatever its order.
+// FORGE_MATMUL_GROUP=N forces N (measurement).
 constexpr int64_t kGroupRows = 0;
-int64_t tile_group_rows(int64_t grid_cols, int64_t grid_rows) {
+int64_t tile_group_rows(const MatmulPlan& p, int64_t tile_rows, int64_t tile_cols) {
   const int64_t rows = env_int("FORGE_MATMUL_GROUP", kGroupRows);
+  const int64_t grid_rows = ceil_div(p.m, tile_rows), grid_cols = ceil_div(p.n, tile_cols);
   if (rows <= 1 || grid_rows <= rows || grid_cols * grid_rows <= kTileSlots * device_cores()) return 0;
   return rows;
 }
@@ -533,14 +535,14 @@ std::string matmul_tiling(const MatmulPlan& plan, const Device& dev) {
   if (b_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR")) {
     const TilePieces pieces = tile_pieces(plan, limit);
     if (pieces.pieces > 1) {
-      const int64_t group_rows = tile_group_rows(ceil_div(plan.n, 128), ceil_div(plan.m, 128));
+      const int64_t group_rows = tile_group_rows(plan, 128, 128);
       return "128x128, " + std::to_string(pieces.split) + " tiles in " + std::to_string(pieces.pieces) + " pieces" +
              (group_rows > 0 ? ", groups of " + std::to_string(group_rows) + " rows" : "");
     }
   }
   const Tiles t = vec4_tiles(plan, tile_edge(plan, limit));
   const int64_t splits = split_k(plan, t.rows, t.cols, limit);
-  const int64_t group_rows = tile_group_rows(ceil_div(plan.n, t.cols), ceil_div(plan.m, t.rows));
+  const int64_t group_rows = tile_group_rows(plan, t.rows, t.cols);
   std::string tiles = std::to_string(t.rows) + "x" + std::to_string(t.cols);
   if (splits > 1) tiles += " in " + std::to_string(splits) + " slices";
   if (group_rows > 0) tiles += ", groups of " + std::to_string(group_rows) + " rows";
@@ -696,7 +698,6 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   // The kernel's overrides for tiles of `rows` x `cols` over depth k (a
   // split's slices and its short last one each take the slice depth that
   // suits them).
-  const std::array<uint32_t, 3> tiles_grid{uint32_t(ceil_div(plan.n, vt.cols)), uint32_t(ceil_div(plan.m, vt.rows)), 1};
   auto tile_constants_of = [&](int64_t rows, int64_t cols, int64_t k, bool epilogues, int64_t group_rows) {
     const int64_t bk = slice_depth_bk(rows, cols, k);
     return std::array<gpu::Constant, 11>{
@@ -707,15 +708,14 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
         gpu::Constant{"GROUP_ROWS", double(group_rows)}};
   };
   // The split-K slices and batch items order their tiles alike.
-  const int64_t group_rows = tile_group_rows(tiles_grid[0], tiles_grid[1]);
+  const int64_t group_rows = tile_group_rows(plan, vt.rows, vt.cols);
   auto tile_constants = [&](int64_t k, bool epilogues) {
     return tile_constants_of(vt.rows, vt.cols, k, epilogues, group_rows);
   };
   if (const TilePieces pieces = tile_pieces(plan, rt.binding_limit()); pieces.pieces > 1) {
     // The whole waves as tiles, the last in pieces, then the fixup of the
     // split tiles.
-    const auto constants =
-        tile_constants_of(128, 128, plan.k, true, tile_group_rows(ceil_div(plan.n, 128), ceil_div(plan.m, 128)));
+    const auto constants = tile_constants_of(128, 128, plan.k, true, tile_group_rows(plan, 128, 128));
     MatmulParams pp = p;
     pp.split_from = uint32_t(pieces.split_from);
     pp.pieces = uint32_t(pieces.pieces);
@@ -733,6 +733,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
            {{"T", 8.0}, {"TN", 8.0}, {"GELU", gelu ? 1.0 : 0.0}, {"RESIDUAL", residual ? 1.0 : 0.0}});
     return;
   }
+  const std::array<uint32_t, 3> tiles_grid{uint32_t(ceil_div(plan.n, vt.cols)), uint32_t(ceil_div(plan.m, vt.rows)), 1};
   const KSlices slicing = k_slices(plan, vt, out.device().runtime().binding_limit());
   if (slicing.splits == 1) {
     const std::array<gpu::Arg, 5> whole_args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out), residual_arg};
