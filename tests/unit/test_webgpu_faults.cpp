@@ -11,6 +11,7 @@
 #include <string>
 
 #include "forge/ops.h"
+#include "forge/safetensors.h"
 #include "parity/parity.h"
 #include "webgpu/dawn/dawn_runtime.h"
 
@@ -95,9 +96,20 @@ TEST(WebGpuFaults, GarbageTimeoutInTheEnvironmentIsAClearError) {
   std::remove(out.c_str());
   CliRun r = run_cli(std::string("FORGE_GPU_TIMEOUT=0.000001 ") + FORGE_CLI + " eval --model " + fx + " --input " + fx +
                   "/reference.safetensors --output " + out + " --device webgpu");
+  EXPECT_EQ(r.out.find("free()"), std::string::npos) << r.out;
+  if (r.code == 0) {
+    // A hardware GPU may finish this tiny model before a wait first reads
+    // the clock (an H100 did): then the output is whole. SwiftShader never
+    // does, so there the timeout path is what runs.
+    EXPECT_EQ(r.out.find("SwiftShader"), std::string::npos) << "SwiftShader finished within 1 us: " << r.out;
+    SafetensorsFile f = SafetensorsFile::open(out);
+    EXPECT_EQ(f.get("logits").shape(), (Shape{2, 16, 1000}));
+    EXPECT_EQ(f.get("loss").numel(), 1);
+    std::remove(out.c_str());
+    return;
+  }
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("timed out"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("free()"), std::string::npos) << r.out;
   FILE* f = std::fopen(out.c_str(), "rb");
   EXPECT_EQ(f, nullptr) << "a partial output file was left";
   if (f) std::fclose(f);
