@@ -44,6 +44,14 @@ std::optional<FlashTiling> flash_tiling(int64_t head_dim, uint64_t storage_bytes
   // 0.179-0.182 / 0.188-0.190, 64x16 0.176 / 0.176 / 0.190, 64x64 0.435-0.439
   // / 0.435 / 0.323; GPT-2's prefill of 1024 tokens 8.75 ms in 64x32, 9.02 in
   // 32x16. Wider heads keep the order by size (not measured).
+  // Measured and rejected: invocations that own two groups of 4 queries
+  // (half as many invocations, each key and value vec4 read from workgroup
+  // memory feeding twice the sums). On an H100, ms a layer at the same three
+  // shapes: 64x32 as here 0.127-0.134 / 0.129-0.136 / 0.139-0.140; in two
+  // groups 64x32 0.168-0.171 / 0.171 / 0.184, 64x16 0.173 / 0.175 / 0.191,
+  // 32x16 0.198 / 0.212 / 0.207, 32x64 0.269 / 0.312 / 0.337, 32x32 0.286 /
+  // 0.329 / 0.344; SmolLM2-360M's prefill of 1024 tokens 23.8 ms against
+  // 25.1-25.2 (64x32 in two groups).
   constexpr uint32_t kBySize[][2] = {{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}};
   constexpr uint32_t kNarrow[][2] = {{64, 32}, {32, 16}, {16, 16}};
   using Tiles = std::span<const uint32_t[2]>;
