@@ -147,6 +147,7 @@ int64_t env_int(const char* name, int64_t fallback) {
 // Read at each call (a getenv beside a dispatch), so that a test can stand
 // in for a small GPU.
 int64_t device_cores() { return std::max<int64_t>(1, env_int("FORGE_MATMUL_CORES", 132)); }
+constexpr int64_t kTileSlots = 2;  // 128x128 tiles a core holds
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -251,14 +252,29 @@ int64_t tile_edge(const MatmulPlan& p, uint64_t binding_limit) {
 // 2048x1600x960 nn, 0.97: 0.185 / 0.214), under 3/4 of a wave too
 // (1024x3072x768 nn, 0.36: 0.196 / 0.230), and with B stored [n, k] (nt:
 // 2048x960x1600, 1.6: 0.215 / 0.291). A k of 4096 or more keeps the deep
-// splits of wave_splits. FORGE_MATMUL_TILE_N=64|128 forces the columns
+// splits of wave_splits, except a weight's gradient (deep_weight_gradient). FORGE_MATMUL_TILE_N=64|128 forces the columns
 // (measurement; the rows as FORGE_MATMUL_TILE or tile_edge).
 struct Tiles {
   int64_t rows, cols;
 };
+// A weight's gradient over a deep k (A stored [k, m], B [k, n], k the
+// batch's rows, 4096 or more) whose 128x128 tiles make under one wave of two
+// a core: 128 x 64 tiles over 4 k-slices, or 8 where those tiles number
+// under one a core. On an H100 (`forge bench matmul --layouts tn`, ms, as
+// chosen before / in 128 x 64 over 4 / over 8), GPT-2's at B8 x T1024:
+// 768x8192x768 0.361 (64x64 in 4 slices) / 0.343 / 0.297, 768x8192x2304
+// 0.779-0.785 (128x128 in 4) / 0.748 / 0.766, 768x8192x3072 1.148-1.164 /
+// 0.960 / 0.986, 3072x8192x768 1.150 / 0.954 / 0.967; 128x128 in 8 slices
+// 0.427 / 0.830 / 1.028 / 1.034, 128 x 64 in 2 0.450 / 0.857 / 1.059 / 1.042.
+bool deep_weight_gradient(const MatmulPlan& p) {
+  return p.trans_a && !p.trans_b && p.batch == 1 && !triangles(p) && p.k >= 4096 &&
+         ceil_div(p.m, 128) * ceil_div(p.n, 128) < kTileSlots * device_cores();
+}
+
 Tiles vec4_tiles(const MatmulPlan& p, int64_t edge) {
   static const int64_t forced = env_int("FORGE_MATMUL_TILE_N", 0);
   if (forced == 64 || forced == 128) return {edge, forced};
+  if (deep_weight_gradient(p) && env_int("FORGE_MATMUL_TILE", 0) == 0) return {128, 64};
   if (p.trans_b || p.batch != 1 || p.k >= 4096 || triangles(p) || env_int("FORGE_MATMUL_TILE", 0) != 0)
     return {edge, edge};
   const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128), cores = device_cores();
@@ -308,6 +324,10 @@ int64_t split_k(const MatmulPlan& p, int64_t tile, int64_t tile_n, uint64_t bind
   if (forced > 0) return p.k / forced >= 64 && allowed(forced) ? forced : 1;
   if (tile == 128 && tile_n == 64) {
     const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 64);
+    if (deep_weight_gradient(p)) {
+      const int64_t want = groups < device_cores() ? 8 : 4;
+      return allowed(want) ? want : allowed(4) ? 4 : 1;
+    }
     return groups * 2 <= 5 * device_cores() && p.k >= 2048 && p.k % 256 == 0 && allowed(2) ? 2 : 1;
   }
   if (tile != 64) return wave_splits(p, binding_limit);
@@ -372,7 +392,6 @@ static_assert(sizeof(PartialsParams) == 32);
 // 1024x960x5120 nt 0.359 against 0.313 (with the run's place kept in
 // workgroup memory; 41.1 and 0.420 before), though the deep-k weight
 // gradients gained (768x8192x3072 tn 0.921 against 1.142).
-constexpr int64_t kTileSlots = 2;  // 128x128 tiles a core holds
 constexpr int64_t kMinPieceSlices = 16;
 constexpr int64_t kMaxPieces = 8;
 constexpr double kLoneWave = 0.64, kPieceCost = 0.08;

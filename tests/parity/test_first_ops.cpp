@@ -223,7 +223,12 @@ TEST(Parity, MatmulNarrowTiles) {
     EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 1600, 960, false, false), gpu), "128x128");  // 0.97 of one
     // B [n, k]: 1.2 waves of two a core, the last (56 tiles, under half the cores) in pieces.
     EXPECT_EQ(webgpu::matmul_tiling(plan(2048, 960, 2560, false, true), gpu), "128x128, 56 tiles in 4 pieces");
-    EXPECT_EQ(webgpu::matmul_tiling(plan(3072, 8192, 768, true, false), gpu), "128x128 in 4 slices");  // deep k
+    // A weight's gradient over a deep k: 128 x 64 tiles in 4 slices, in 8
+    // where they number under one a core; with A not transposed, 128 x 128.
+    EXPECT_EQ(webgpu::matmul_tiling(plan(3072, 8192, 768, true, false), gpu), "128x64 in 4 slices");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(768, 8192, 2304, true, false), gpu), "128x64 in 4 slices");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(768, 8192, 768, true, false), gpu), "128x64 in 8 slices");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(3072, 8192, 768, false, false), gpu), "128x128 in 4 slices");
     EXPECT_EQ(webgpu::matmul_tiling(plan(1024, 960, 960, false, true), gpu), "128x128 in 2 slices");   // half a wave
   }
   ScopedEnv cores("FORGE_MATMUL_CORES", "2");
@@ -233,10 +238,16 @@ TEST(Parity, MatmulNarrowTiles) {
   check_matmul({{640, 200}, {200, 128}, false, false, true, -1}, seed += 3);
   EXPECT_EQ(webgpu::matmul_tiling(plan(640, 200, 128, true, false), gpu), "128x64");
   check_matmul({{200, 640}, {200, 128}, true, false, false, -1}, seed += 3);
+  // A weight's gradient over k = 4096 on 2 cores: 4 tiles of 128 x 64 in 4 slices.
+  EXPECT_EQ(webgpu::matmul_tiling(plan(256, 4096, 128, true, false), gpu), "128x64 in 4 slices");
+  check_matmul({{4096, 256}, {4096, 128}, true, false, true, -1}, seed += 3);
   // 3 tiles on 4 cores: 128 x 64 in two slices of k = 2048.
   ScopedEnv four_cores("FORGE_MATMUL_CORES", "4");
   EXPECT_EQ(webgpu::matmul_tiling(plan(384, 2048, 128, true, false), gpu), "128x64 in 2 slices");
   check_matmul({{2048, 384}, {2048, 128}, true, false, true, -1}, seed += 3);
+  // One tile of 128 x 64 on 4 cores over k = 4100: 8 slices, the last short.
+  EXPECT_EQ(webgpu::matmul_tiling(plan(128, 4100, 64, true, false), gpu), "128x64 in 8 slices");
+  check_matmul({{4100, 128}, {4100, 64}, true, false, false, -1}, seed += 3);
 }
 
 // The last wave in pieces (matmul_pieces.wgsl and its fixup), forced, on a
