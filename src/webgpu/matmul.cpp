@@ -239,24 +239,6 @@ int64_t tile_edge(const MatmulPlan& p, uint64_t binding_limit) {
   return wave_splits(p, binding_limit) > 1 ? 128 : 64;
 }
 
-// The vec4 kernel's tiles, rows x columns: tile_edge square, or 128 x 64
-// where B is stored [k, n] (nn, tn) and the 128 x 128 grid, at one tile a
-// core, fills at least 3/4 of a wave but leaves its last wave under 85%
-// full. On the H200, SmolLM2-360M's training products, ms in the tiles
-// tile_edge picks / 128 x 64: 2048x960x2560 nn (320 tiles of 128: 2.4
-// waves) 0.413 / 0.313, 5120x2048x960 tn (2.4) 0.626 / 0.532,
-// 960x2048x2560 tn (1.2; 64 x 64 before) 0.350 / 0.291 (in 2 k-slices,
-// split_k), 1600x2048x960 tn (0.8) 0.222 / 0.185 (2 slices); GPT-2's
-// 1024-token prefill 1024x768x3072 nn (1.5) 0.188 / 0.162. Where the grid
-// fills its waves they lose (2048x960x5120 nt, 4.8 waves: 0.498 / 0.629;
-// 2048x1600x960 nn, 0.97: 0.185 / 0.214), under 3/4 of a wave too
-// (1024x3072x768 nn, 0.36: 0.196 / 0.230), and with B stored [n, k] (nt:
-// 2048x960x1600, 1.6: 0.215 / 0.291). A k of 4096 or more keeps the deep
-// splits of wave_splits, except a weight's gradient (deep_weight_gradient). FORGE_MATMUL_TILE_N=64|128 forces the columns
-// (measurement; the rows as FORGE_MATMUL_TILE or tile_edge).
-struct Tiles {
-  int64_t rows, cols;
-};
 // A weight's gradient over a deep k (A stored [k, m], B [k, n], k the
 // batch's rows, 4096 or more) whose 128x128 tiles make under one wave of two
 // a core: 128 x 64 tiles over 4 k-slices, or 8 where those tiles number
@@ -271,6 +253,25 @@ bool deep_weight_gradient(const MatmulPlan& p) {
          ceil_div(p.m, 128) * ceil_div(p.n, 128) < kTileSlots * device_cores();
 }
 
+// The vec4 kernel's tiles, rows x columns: tile_edge square, or 128 x 64
+// where B is stored [k, n] (nn, tn) and the 128 x 128 grid, at one tile a
+// core, fills at least 3/4 of a wave but leaves its last wave under 85%
+// full. On the H200, SmolLM2-360M's training products, ms in the tiles
+// tile_edge picks / 128 x 64: 2048x960x2560 nn (320 tiles of 128: 2.4
+// waves) 0.413 / 0.313, 5120x2048x960 tn (2.4) 0.626 / 0.532,
+// 960x2048x2560 tn (1.2; 64 x 64 before) 0.350 / 0.291 (in 2 k-slices,
+// split_k), 1600x2048x960 tn (0.8) 0.222 / 0.185 (2 slices); GPT-2's
+// 1024-token prefill 1024x768x3072 nn (1.5) 0.188 / 0.162. Where the grid
+// fills its waves they lose (2048x960x5120 nt, 4.8 waves: 0.498 / 0.629;
+// 2048x1600x960 nn, 0.97: 0.185 / 0.214), under 3/4 of a wave too
+// (1024x3072x768 nn, 0.36: 0.196 / 0.230), and with B stored [n, k] (nt:
+// 2048x960x1600, 1.6: 0.215 / 0.291). A k of 4096 or more keeps the deep
+// splits of wave_splits, except a weight's gradient (deep_weight_gradient).
+// FORGE_MATMUL_TILE_N=64|128 forces the columns (measurement; the rows as
+// FORGE_MATMUL_TILE or tile_edge).
+struct Tiles {
+  int64_t rows, cols;
+};
 Tiles vec4_tiles(const MatmulPlan& p, int64_t edge) {
   static const int64_t forced = env_int("FORGE_MATMUL_TILE_N", 0);
   if (forced == 64 || forced == 128) return {edge, forced};
