@@ -248,8 +248,11 @@ int64_t tile_edge(const MatmulPlan& p, uint64_t binding_limit) {
 // 0.779-0.785 (128x128 in 4) / 0.748 / 0.766, 768x8192x3072 1.148-1.164 /
 // 0.960 / 0.986, 3072x8192x768 1.150 / 0.954 / 0.967; 128x128 in 8 slices
 // 0.427 / 0.830 / 1.028 / 1.034, 128 x 64 in 2 0.450 / 0.857 / 1.059 / 1.042.
+// Only where both sides are 512 or more, as measured: a LoRA factor's
+// gradient (a side of 8 to 64) would fill a fraction of each tile, in fewer
+// workgroups than its 64x64 tiles over 16 slices.
 bool deep_weight_gradient(const MatmulPlan& p) {
-  return p.trans_a && !p.trans_b && p.batch == 1 && !triangles(p) && p.k >= 4096 &&
+  return p.trans_a && !p.trans_b && p.batch == 1 && !triangles(p) && p.k >= 4096 && p.m >= 512 && p.n >= 512 &&
          ceil_div(p.m, 128) * ceil_div(p.n, 128) < kTileSlots * device_cores();
 }
 

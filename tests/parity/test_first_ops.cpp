@@ -238,16 +238,21 @@ TEST(Parity, MatmulNarrowTiles) {
   check_matmul({{640, 200}, {200, 128}, false, false, true, -1}, seed += 3);
   EXPECT_EQ(webgpu::matmul_tiling(plan(640, 200, 128, true, false), gpu), "128x64");
   check_matmul({{200, 640}, {200, 128}, true, false, false, -1}, seed += 3);
-  // A weight's gradient over k = 4096 on 2 cores: 4 tiles of 128 x 64 in 4 slices.
-  EXPECT_EQ(webgpu::matmul_tiling(plan(256, 4096, 128, true, false), gpu), "128x64 in 4 slices");
-  check_matmul({{4096, 256}, {4096, 128}, true, false, true, -1}, seed += 3);
+  {
+    // A weight's gradient over a deep k: on 16 cores 32 tiles of 128 x 64 in
+    // 4 slices; on 64, 8 slices of k = 4100, the last short (parity); a LoRA
+    // factor's (a side of 16) keeps the tiles it had.
+    ScopedEnv sixteen("FORGE_MATMUL_CORES", "16");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(512, 4096, 512, true, false), gpu), "128x64 in 4 slices");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(960, 4096, 16, true, false), gpu).find("128x64"), std::string::npos);
+    ScopedEnv sixty_four("FORGE_MATMUL_CORES", "64");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(512, 4100, 512, true, false), gpu), "128x64 in 8 slices");
+    check_matmul({{4100, 512}, {4100, 512}, true, false, false, -1}, seed += 3);
+  }
   // 3 tiles on 4 cores: 128 x 64 in two slices of k = 2048.
   ScopedEnv four_cores("FORGE_MATMUL_CORES", "4");
   EXPECT_EQ(webgpu::matmul_tiling(plan(384, 2048, 128, true, false), gpu), "128x64 in 2 slices");
   check_matmul({{2048, 384}, {2048, 128}, true, false, true, -1}, seed += 3);
-  // One tile of 128 x 64 on 4 cores over k = 4100: 8 slices, the last short.
-  EXPECT_EQ(webgpu::matmul_tiling(plan(128, 4100, 64, true, false), gpu), "128x64 in 8 slices");
-  check_matmul({{4100, 128}, {4100, 64}, true, false, false, -1}, seed += 3);
 }
 
 // The last wave in pieces (matmul_pieces.wgsl and its fixup), forced, on a
