@@ -6,4 +6,9 @@
 if command -v ccache >/dev/null 2>&1; then
   export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+  # The sanitizer build compiles with -g1, and ccache then hashes the working
+  # directory (the debug info names it): every fresh clone missed the cache
+  # for all of that build. Objects from another clone differ only in the
+  # folder their debug info names.
+  export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 fi
