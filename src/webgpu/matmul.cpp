@@ -278,9 +278,9 @@ struct Tiles {
 Tiles vec4_tiles(const MatmulPlan& p, int64_t edge) {
   static const int64_t forced = env_int("FORGE_MATMUL_TILE_N", 0);
   if (forced == 64 || forced == 128) return {edge, forced};
-  if (deep_weight_gradient(p) && env_int("FORGE_MATMUL_TILE", 0) == 0) return {128, 64};
-  if (p.trans_b || p.batch != 1 || p.k >= 4096 || triangles(p) || env_int("FORGE_MATMUL_TILE", 0) != 0)
-    return {edge, edge};
+  const bool edge_forced = env_int("FORGE_MATMUL_TILE", 0) != 0;
+  if (deep_weight_gradient(p) && !edge_forced) return {128, 64};
+  if (p.trans_b || p.batch != 1 || p.k >= 4096 || triangles(p) || edge_forced) return {edge, edge};
   const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128), cores = device_cores();
   const int64_t waves = ceil_div(groups, cores);
   const bool narrow = groups * 4 >= cores * 3 && groups * 100 < waves * cores * 85;
