@@ -17,6 +17,9 @@ void embedding(const Tensor& ids, const std::vector<Tensor>& chunks, const Tenso
 void gather_nll(const Tensor& probs, const Tensor& ids, const RowsPlan& p, Tensor& out);
 // probs [rows, cols]; ids [rows]; out [rows, cols].
 void ce_bwd(const Tensor& probs, const Tensor& ids, float scale, const RowsPlan& p, Tensor& out);
+// logits [rows, cols] (IN PLACE: the gradient); ids [rows]; loss [rows].
+// Implemented beside the softmax (src/cpu/softmax.cpp), whose steps it repeats.
+void cross_entropy_in_place(Tensor& logits, const Tensor& ids, float scale, const RowsPlan& p, Tensor& loss);
 // dst [vocab, cols]; ids [rows]; src [rows, cols].
 void scatter_add_rows(Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p);
 // f32 strided copy (see CopyPlan).

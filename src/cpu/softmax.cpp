@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu/gather_kernels.h"
 #include "cpu/isa_clones.h"
 #include "cpu/kernels.h"
 #include "cpu/lanes.h"
@@ -45,7 +46,35 @@ FORGE_ISA_CLONES void softmax_bwd_rows(const float* py, const float* pdy, const 
   }
 }
 
+// Rows [lo, hi) of cross_entropy_in_place: softmax_rows' steps in place,
+// then ce_bwd's, so the gradient is theirs bit for bit; the loss is
+// logsumexp - x[id] in double, from the same max and sum.
+FORGE_ISA_CLONES void cross_entropy_rows(float* px, const uint32_t* id, int64_t cols, float scale, float* loss,
+                                         int64_t lo, int64_t hi) {
+  for (int64_t r = lo; r < hi; ++r) {
+    float* xr = px + r * cols;
+    const int64_t t = int64_t(id[r]);
+    const float mx = lane_max(xr, cols);
+    const float xt = xr[t];
+    for (int64_t j = 0; j < cols; ++j) xr[j] = float(vm::exp(double(xr[j] - mx)));
+    const double sum = lane_sum(cols, [&](int64_t j) { return double(xr[j]); });
+    loss[r] = float(double(mx) + std::log(sum) - double(xt));
+    const float inv = float(1.0 / sum);
+    for (int64_t j = 0; j < cols; ++j) {
+      const float prob = xr[j] * inv;
+      xr[j] = (prob - (j == t ? 1.0f : 0.0f)) * scale;
+    }
+  }
+}
+
 }  // namespace
+
+void cross_entropy_in_place(Tensor& logits, const Tensor& ids, float scale, const RowsPlan& p, Tensor& loss) {
+  float* px = logits.data<float>();
+  const auto* id = static_cast<const uint32_t*>(ids.raw_data());
+  float* pl = loss.data<float>();
+  parallel_for(p.rows, 16 * p.cols, [&](int64_t lo, int64_t hi) { cross_entropy_rows(px, id, p.cols, scale, pl, lo, hi); });
+}
 
 void softmax(const Tensor& x, const SoftmaxPlan& p, Tensor& out) {
   const float* px = x.data<float>();

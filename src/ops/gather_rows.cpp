@@ -1,4 +1,5 @@
-// gather_nll, ce_bwd, scatter_add_rows: validation and dispatch.
+// gather_nll, ce_bwd, cross_entropy_in_place, scatter_add_rows: validation
+// and dispatch.
 #include <algorithm>
 #include <numeric>
 
@@ -12,14 +13,14 @@ namespace forge {
 namespace {
 
 // probs [R, V] or [B, T, V] with ids of shape probs[:-1]; returns the plan.
-RowsPlan check_probs_ids(const char* op, const Tensor& probs, const Tensor& ids) {
+RowsPlan check_probs_ids(const char* op, const Tensor& probs, const Tensor& ids, const char* name = "probs") {
   check::same_device(op, {&probs});
-  check::dtype(op, "probs", probs, DType::F32);
-  check::rank(op, "probs", probs, 2, 3);
+  check::dtype(op, name, probs, DType::F32);
+  check::rank(op, name, probs, 2, 3);
   gather::check_ids_dtype(op, ids);
   if (ids.shape() != gather::leading_shape(probs))
     throw ShapeError(std::string("[") + op + "] ids " + shape_str(ids.shape()) + " must be " +
-                     shape_str(gather::leading_shape(probs)) + " for probs " + shape_str(probs.shape()));
+                     shape_str(gather::leading_shape(probs)) + " for " + name + " " + shape_str(probs.shape()));
   RowsPlan p;
   p.cols = probs.dim(-1);
   p.rows = ids.numel();
@@ -75,6 +76,19 @@ Tensor ce_bwd(const Tensor& probs, const Tensor& ids, float scale) {
   if (probs.device().is_cpu()) cpu::ce_bwd(probs, dev_ids, scale, p, out);
   else webgpu::ce_bwd(probs, dev_ids, scale, p, out);
   return out;
+}
+
+Tensor cross_entropy_in_place(Tensor& logits, const Tensor& ids, float scale) {
+  const char* op = "cross_entropy_in_place";
+  RowsPlan p = check_probs_ids(op, logits, ids, "logits");
+  Tensor dev_ids = gather::ids_for(op, ids, p.vocab, logits.device());
+  if (!ids.device().is_cpu() && &ids.buffer() == &logits.buffer())
+    throw DeviceError("[cross_entropy_in_place] ids " + ids.describe() + " share their storage with the logits");
+  Tensor loss = Tensor::empty(ids.shape(), DType::F32, logits.device());
+  if (p.rows == 0) return loss;
+  if (logits.device().is_cpu()) cpu::cross_entropy_in_place(logits, dev_ids, scale, p, loss);
+  else webgpu::cross_entropy_in_place(logits, dev_ids, scale, p, loss);
+  return loss;
 }
 
 void scatter_add_rows(Tensor& dst, const Tensor& ids, const Tensor& src) {

@@ -29,6 +29,8 @@ void matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, c
 void gather_nll(const Tensor& probs, const Tensor& ids, const RowsPlan& p, Tensor& out);
 // probs [rows, cols]; ids [rows]; out [rows, cols].
 void ce_bwd(const Tensor& probs, const Tensor& ids, float scale, const RowsPlan& p, Tensor& out);
+// logits [rows, cols] (IN PLACE: the gradient); ids [rows]; loss [rows].
+void cross_entropy_in_place(Tensor& logits, const Tensor& ids, float scale, const RowsPlan& p, Tensor& loss);
 // dst [vocab, cols]; ids [rows]; src [rows, cols].
 void scatter_add_rows(Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p);
 // The same sums from ids grouped on the host (src within one binding).

@@ -1,9 +1,12 @@
-// Host side of the row-wise ops with one id per row: gather_nll, ce_bwd
-// (shaders/gather_nll.wgsl, ce_bwd.wgsl) and scatter_add_rows /
+// Host side of the row-wise ops with one id per row: gather_nll, ce_bwd,
+// cross_entropy_in_place (shaders/gather_nll.wgsl, ce_bwd.wgsl,
+// cross_entropy.wgsl after row_reduce.wgsl) and scatter_add_rows /
 // scatter_set_rows (shaders/scatter_add.wgsl). Row blocks keep every binding within the limit.
 #include <algorithm>
+#include <array>
 
 #include "forge_shaders.h"
+#include "webgpu/composed_kernel.h"
 #include "webgpu/gather_kernels.h"
 #include "webgpu/launch.h"
 
@@ -13,6 +16,7 @@ namespace {
 
 const gpu::Kernel kGatherNll{"gather_nll", shaders::gather_nll};
 const gpu::Kernel kCeBwd{"ce_bwd", shaders::ce_bwd};
+const ComposedKernel kCrossEntropy{"cross_entropy", {shaders::row_reduce, shaders::cross_entropy}};
 const gpu::Kernel kScatterAdd{"scatter_add", shaders::scatter_add};
 const gpu::Kernel kScatterAddGrouped{"scatter_add_grouped", shaders::scatter_add_grouped};
 
@@ -27,6 +31,12 @@ struct CeBwdParams {
   float scale;
 };
 static_assert(sizeof(CeBwdParams) == 16);
+
+struct CrossEntropyParams {
+  uint32_t rows, cols, row_base;
+  float scale;
+};
+static_assert(sizeof(CrossEntropyParams) == 16);
 
 struct ScatterAddParams {
   uint32_t rows, cols, id_first, n_ids, groups, r_base;
@@ -90,6 +100,19 @@ void scatter_rows(const char* op, Tensor& dst, const Tensor& ids, const Tensor& 
 }
 
 }  // namespace
+
+void cross_entropy_in_place(Tensor& logits, const Tensor& ids, float scale, const RowsPlan& p, Tensor& loss) {
+  const Device& dev = logits.device();
+  const uint64_t row_bytes = uint64_t(p.cols) * 4;
+  const std::array<gpu::Constant, 1> wg{row_workgroup(p.cols)};
+  for_each_row_chunk(dev.runtime(), "cross_entropy_in_place", p.rows, row_bytes, [&](int64_t first, int64_t count) {
+    CrossEntropyParams q{uint32_t(count), uint32_t(p.cols), uint32_t(first), scale};
+    const uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
+    const std::array<gpu::Arg, 3> args{arg(logits, off, bytes), arg(ids), arg(loss)};
+    launch(dev, "cross_entropy_in_place", kCrossEntropy.kernel(), q, args, grid_1d(uint64_t(count), dev.runtime().limits()),
+           wg);
+  });
+}
 
 void scatter_add_rows(Tensor& dst, const Tensor& ids, const Tensor& src, const RowsPlan& p) {
   scatter_rows("scatter_add_rows", dst, ids, src, p, false);

@@ -399,6 +399,102 @@ TEST(Validation, GatherNllAndCeBwd) {
   }
 }
 
+// cross_entropy_in_place: the loss and, in the logits, the gradient.
+struct CeInPlace {
+  std::vector<float> loss, grad;
+};
+CeInPlace ce_in_place(const Tensor& logits, const Tensor& ids, float scale, const Device& d) {
+  Tensor x = logits.to(d).clone();
+  Tensor loss = cross_entropy_in_place(x, ids, scale);
+  return {loss.to_vector<float>(), x.to_vector<float>()};
+}
+
+// The reference in double: logsumexp - x[id], (softmax - onehot) * scale.
+CeInPlace ce_reference(const Tensor& logits, const Tensor& ids, float scale) {
+  const int64_t V = logits.dim(-1), R = logits.numel() / V;
+  const std::vector<float> x = logits.to_vector<float>();
+  const std::vector<uint32_t> id = ids.to_vector<uint32_t>();
+  CeInPlace out{std::vector<float>(size_t(R)), std::vector<float>(x.size())};
+  for (int64_t r = 0; r < R; ++r) {
+    const float* xr = x.data() + r * V;
+    double mx = xr[0], sum = 0;
+    for (int64_t j = 0; j < V; ++j) mx = std::max(mx, double(xr[j]));
+    for (int64_t j = 0; j < V; ++j) sum += std::exp(double(xr[j]) - mx);
+    out.loss[size_t(r)] = float(mx + std::log(sum) - xr[id[size_t(r)]]);
+    for (int64_t j = 0; j < V; ++j)
+      out.grad[size_t(r * V + j)] =
+          float((std::exp(double(xr[j]) - mx) / sum - (j == int64_t(id[size_t(r)]) ? 1.0 : 0.0)) * scale);
+  }
+  return out;
+}
+
+TEST(Parity, CrossEntropyInPlace) {
+  uint32_t seed = 1450;
+  // Past 4 x 256 columns the kernel's four-load loop runs; 1031 leaves a tail.
+  std::vector<Shape> shapes = kLossShapes;
+  shapes.push_back({5, 1031});
+  shapes.push_back({2, 2, 4096});
+  for (const Shape& s : shapes) {
+    Shape rows(s.begin(), s.end() - 1);
+    Tensor logits = random_tensor(s, seed++, -8.0f, 8.0f);
+    Tensor ids = random_ids(rows, s.back(), seed++);
+    const CeInPlace want = ce_reference(logits, ids, 0.37f);
+    for (const Device& d : {Device::cpu(), gpu_device()}) {
+      const CeInPlace got = ce_in_place(logits, ids, 0.37f, d);
+      EXPECT_TRUE(all_close(got.loss, want.loss, 2e-6, 2e-6)) << shape_str(s) << " " << d.name();
+      EXPECT_TRUE(all_close(got.grad, want.grad, 1e-7, 4e-6)) << shape_str(s) << " " << d.name();
+    }
+    // On the CPU the gradient is softmax then ce_bwd's, bit for bit.
+    EXPECT_EQ(ce_in_place(logits, ids, 0.37f, Device::cpu()).grad,
+              ce_bwd(softmax(logits), ids, 0.37f).to_vector<float>())
+        << shape_str(s);
+  }
+}
+
+TEST(Values, CrossEntropyInPlaceLargeMargin) {
+  // The target's probability underflows f32 (a margin of 200): gather_nll
+  // of the softmax gives +inf, the fused loss stays the margin.
+  for (const Device& d : {Device::cpu(), gpu_device()}) {
+    Tensor logits = Tensor::from_vector<float>({0.0f, 200.0f, 1.0f, 1.0f}, {2, 2}, d);
+    Tensor ids = ids_tensor({0, 1}, {2});
+    Tensor loss = cross_entropy_in_place(logits, ids, 2.0f);
+    EXPECT_TRUE(all_close(loss.to_vector<float>(), {200.0f, float(std::log(2.0))}, 1e-5, 1e-6)) << d.name();
+    EXPECT_TRUE(all_close(logits.to_vector<float>(), {-2.0f, 2.0f, 1.0f, -1.0f}, 1e-6, 0)) << d.name();
+  }
+  // (The CPU's gather_nll: -log of a zero; a GPU's log(0) need not be -inf.)
+  EXPECT_TRUE(std::isinf(
+      gather_nll(softmax(Tensor::from_vector<float>({0.0f, 200.0f}, {1, 2})), ids_tensor({0}, {1})).to_vector<float>()[0]));
+}
+
+TEST(Validation, CrossEntropyInPlace) {
+  const std::string op = "cross_entropy_in_place";
+  auto run = [](Tensor x, const Tensor& i) { cross_entropy_in_place(x, i, 1.0f); };
+  Tensor logits = Tensor::zeros({3, 4});
+  EXPECT_TRUE(throws_named<ShapeError>([&] { run(logits, ids_tensor({0, 1}, {2})); }, op));
+  EXPECT_TRUE(throws_named<ShapeError>([&] { run(Tensor::zeros({4}), ids_tensor({0}, {1})); }, op));
+  EXPECT_TRUE(throws_named<ValueError>([&] { run(logits, ids_tensor({0, 4, 1}, {3})); }, op));
+  EXPECT_TRUE(throws_named<DTypeError>([&] { run(logits, Tensor::zeros({3})); }, op));
+  EXPECT_TRUE(throws_named<DTypeError>([&] { run(Tensor::zeros({3, 4}, DType::I32), ids_tensor({0, 0, 0}, {3})); }, op));
+  EXPECT_TRUE(throws_named<ValueError>([&] { run(logits.to(gpu_device()), ids_tensor({0, 4, 1}, {3})); }, op));
+  EXPECT_TRUE(throws_named<DeviceError>([&] { run(logits, ids_tensor({0, 0, 0}, {3}, gpu_device())); }, op));
+  // A rejected call leaves the logits as they were.
+  Tensor kept = Tensor::from_vector<float>({1, 2, 3, 4}, {1, 4});
+  EXPECT_THROW(cross_entropy_in_place(kept, ids_tensor({7}, {1}), 1.0f), ValueError);
+  EXPECT_EQ(kept.to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
+  // Documented: an out-of-range id on the GPU gives NaN in its row and loss only.
+  Tensor x = random_tensor({3, 4}, 5).to(gpu_device());
+  Tensor loss = cross_entropy_in_place(x, ids_tensor({0, 4, 1}, {3}, gpu_device()), 1.0f);
+  const auto l = loss.to_vector<float>(), g = x.to_vector<float>();
+  EXPECT_FALSE(std::isnan(l[0]));
+  EXPECT_TRUE(std::isnan(l[1]));
+  EXPECT_FALSE(std::isnan(l[2]));
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_FALSE(std::isnan(g[size_t(j)]));
+    EXPECT_TRUE(std::isnan(g[size_t(4 + j)]));
+    EXPECT_FALSE(std::isnan(g[size_t(8 + j)]));
+  }
+}
+
 TEST(Chunked, LossesUnderLoweredBindingLimit) {
   struct Case {
     uint64_t limit;
@@ -413,6 +509,12 @@ TEST(Chunked, LossesUnderLoweredBindingLimit) {
     BindingLimit limit(c.limit);
     EXPECT_TRUE(cpu_gpu_parity({probs, ids}, [](auto& in) { return gather_nll(in[0], in[1]); }, 1e-6, 2e-6));
     EXPECT_TRUE(cpu_gpu_parity({probs, ids}, [](auto& in) { return ce_bwd(in[0], in[1], -1.5f); }, 0, 0));
+    // The logits in row blocks: each block's rows find their loss slots.
+    Tensor logits = random_tensor(c.probs, seed++, -4.0f, 4.0f);
+    const CeInPlace want = ce_reference(logits, ids, -1.5f);
+    const CeInPlace got = ce_in_place(logits, ids, -1.5f, gpu_device());
+    EXPECT_TRUE(all_close(got.loss, want.loss, 2e-6, 2e-6));
+    EXPECT_TRUE(all_close(got.grad, want.grad, 1e-7, 4e-6));
   }
 }
 

@@ -90,6 +90,15 @@ Tensor gather_nll(const Tensor& probs, const Tensor& ids);
 // ids [R] or [B, T] -> [R, V] (probs' shape): (probs - onehot(ids)) * scale.
 Tensor ce_bwd(const Tensor& probs, const Tensor& ids, float scale);
 
+// The cross-entropy of each row and its gradient in one pass over the logits
+// (a training step's LM head: no [R, V] probabilities beside them):
+// logits [R, V] or [B, T, V] are overwritten IN PLACE with the gradient of
+// scale * sum_r loss[r], (softmax(logits[r]) - onehot(ids[r])) * scale, and
+// loss [R] or [B, T] is returned: logsumexp(logits[r]) - logits[r, ids[r]]
+// of the logits as they were, finite for any margin (where gather_nll of the
+// f32 probability gives +inf). ids as gather_nll's.
+Tensor cross_entropy_in_place(Tensor& logits, const Tensor& ids, float scale);
+
 // ---- Embedding gradient --------------------------------------------------------
 
 // dst [V, C] (in place); ids [R] or [B, T]; src [R, C] or [B, T, C]:

@@ -58,11 +58,11 @@ Tensor lm_head_nll(const std::vector<Tensor>& table, int64_t V, const Tensor& x_
     const int64_t r1 = std::min(R, r0 + blk), n = r1 - r0;
     Tensor x = blk < R ? sel.slice_rows(r0, r1) : sel;  // [n, C]
     Tensor t = Tensor::from_vector(std::vector<int32_t>(tgt.begin() + r0, tgt.begin() + r1), {n});
-    Tensor probs = softmax(matmul_chunked_transb(x, table));  // [n, V]
-    Tensor s = sum_rows(gather_nll(probs, t).reshape({n, 1}));  // [1]
+    // The logits become their gradient in place, beside the block's losses.
+    Tensor dlogits = matmul_chunked_transb(x, table);                          // [n, V]
+    Tensor s = sum_rows(cross_entropy_in_place(dlogits, t, grad_scale).reshape({n, 1}));  // [1]
     loss = loss.defined() ? add(loss, s) : s;
     if (!dx_out) continue;
-    Tensor dlogits = ce_bwd(probs, t, grad_scale);  // [n, V]
     // The first block's table gradient straight into the slots' targets.
     std::vector<Tensor> into(table.size());
     for (size_t c = 0; dtable && c < table.size(); ++c)
