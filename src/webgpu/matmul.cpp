@@ -228,7 +228,9 @@ int64_t tile_edge(const MatmulPlan& p, uint64_t binding_limit) {
   // loading and storing it unhidden. On the H200, GPT-2's training attention
   // (96 heads x 1024 queries x 64): [96, 1024, 64] products over a causal
   // triangle of k 532 -> 300 us, [96, 1024, 1024] over k = 64 696 -> 560 us
-  // in 64x64 tiles.
+  // in 64x64 tiles. On an H100 the whole B8 x T1024 step, with every
+  // batched product in 64x64 / 128x64 / 64x128 / 128x128 tiles: 197.0 /
+  // 197.3 / 205.0 / 206.9 ms.
   if (p.batch > 1 && (p.m <= 64 || p.n <= 64 || p.k <= 64)) return 64;
   // A few rows (a batch of sequences' decode step) fill half a 64-row tile
   // at most; 128 rows would compute three quarters of nothing.

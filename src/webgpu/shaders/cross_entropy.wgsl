@@ -37,6 +37,15 @@ fn joined1(ms: vec2f, v: f32) -> vec2f {
   return vec2f(m, ms.y * exp(ms.x - m) + exp(v - m));
 }
 
+// The gradient at column c of a row whose softmax there is `prob`.
+fn gradient(prob: f32, c: u32, id: u32, bad: bool, nan: f32) -> f32 {
+  var g = prob;
+  if (c == id) {
+    g -= 1.0;
+  }
+  return select(g * p.scale, nan, bad);
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
@@ -62,14 +71,19 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let sum = workgroup_sum(ms.y * exp(ms.x - mx), lid);
   let inv = 1.0 / sum;
 
+  // Four loads in flight an invocation here too.
   let bad = id >= p.cols;
   let nan = nan_f32(id & 0u);
-  for (var c = lid; c < p.cols; c += WG) {
-    var g = exp(x[base + c] - mx) * inv;
-    if (c == id) {
-      g -= 1.0;
+  var c = lid;
+  for (; c + 3u * WG < p.cols; c += 4u * WG) {
+    let v = vec4f(x[base + c], x[base + c + WG], x[base + c + 2u * WG], x[base + c + 3u * WG]);
+    let probs = exp(v - vec4f(mx)) * inv;
+    for (var e = 0u; e < 4u; e++) {
+      x[base + c + e * WG] = gradient(probs[e], c + e * WG, id, bad, nan);
     }
-    x[base + c] = select(g * p.scale, nan, bad);
+  }
+  for (; c < p.cols; c += WG) {
+    x[base + c] = gradient(exp(x[base + c] - mx) * inv, c, id, bad, nan);
   }
   if (lid == 0u) {
     loss[p.row_base + row] = select(mx + log(sum) - xt, nan, bad);
