@@ -43,10 +43,9 @@ struct Gpt2Dropout {
 struct Gpt2BlockActs {
   Tensor x_in;    // [B, T, C] block input (residual stream)
   Tensor ln1;     // [N, C] ln_1(x_in)
-  Tensor q, k, v; // [B * nh, T, hd] each
-  Tensor att;     // [B * nh, T, T] causal softmax probabilities (masked entries 0)
-  Tensor att_d;   // [B * nh, T, T] att after attention dropout (att itself without)
-  Tensor y;       // [N, C] heads merged, the input of attn.c_proj
+  Tensor q, k, v; // [B, T, nh, hd] each (token-major, as flash attention reads them)
+  Tensor lse;     // [B, nh, T] the attention's log-sum-exp (its backward recomputes the probabilities)
+  Tensor y;       // [N, C] the attention's output (heads side by side), the input of attn.c_proj
   Tensor x1;      // [B, T, C] residual after attention
   Tensor ln2;     // [N, C] ln_2(x1)
   Tensor fc;      // [N, I] c_fc output before GELU

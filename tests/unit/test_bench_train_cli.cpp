@@ -71,3 +71,20 @@ TEST(BenchTrainCli, LoraRankNeedsAnArch) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("Llama-family --arch"), std::string::npos) << r.out;
 }
+
+TEST(BenchTrainCli, Gpt2PresetReportsStepsAndMemory) {
+  ScratchDir dir("bench_train_cli_gpt2");
+  const CliRun r = run_cli(
+      {"bench", "train", "--preset", "tiny", "--shapes", "2x16", "--steps", "2", "--device", "cpu", "--json"}, dir.path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json out = nlohmann::json::parse(last_line(r.out));
+  EXPECT_EQ(out["preset"], "tiny");
+  ASSERT_EQ(out["shapes"].size(), 1u);
+  const nlohmann::json& s = out["shapes"][0];
+  EXPECT_EQ(s["batch"], 2);
+  EXPECT_EQ(s["seq"], 16);
+  ASSERT_EQ(s["steps_s"].size(), 2u);
+  EXPECT_NEAR(s["tokens_per_s"].get<double>(), 32 / s["step_s"].get<double>(), 1e-6 * s["tokens_per_s"].get<double>());
+  EXPECT_EQ(s["device_peak_bytes"].get<int64_t>(), 0);  // the CPU's tensors live on the host heap
+  EXPECT_GT(s["peak_rss_bytes"].get<int64_t>(), 0);
+}

@@ -57,14 +57,25 @@ std::vector<BatchShape> parse_shapes(const std::string& text) {
   return out;
 }
 
-// Bytes a step holds at its peak, roughly: per layer 16 [N, C] activations and
-// the [B * nh, T, T] probabilities; weights, gradients and two moments; the
-// backward's transient attention gradients and one LM-head block.
+// Bytes a step holds at its peak, roughly: per layer 16 [N, C] activations;
+// weights, gradients and two moments; one layer's transient [B * nh, T, T]
+// attention tiles in the backward and one LM-head block.
 double step_bytes(const Gpt2Config& c, int64_t B, int64_t T) {
   const double N = double(B * T), C = double(c.n_embd), L = double(c.n_layer);
   const double att = double(B * c.n_head) * double(T) * double(T);
   const double params = double(c.vocab_size + c.n_positions) * C + L * 12 * C * C;
-  return 4 * (L * (16 * N * C + att) + 4 * params + 3 * att + 3 * 1335 * double(c.vocab_size));
+  return 4 * (L * 16 * N * C + 4 * params + 3 * att + 3 * 1335 * double(c.vocab_size));
+}
+
+// The device memory forge holds after the timed steps and its peak since the
+// process started (zeros on the CPU), and the process's peak resident set.
+void memory_fields(nlohmann::json& j, const Device& dev) {
+  const Device::MemoryStats m = dev.memory_stats();
+  j["device_in_use_bytes"] = m.in_use;
+  j["device_peak_bytes"] = m.peak;
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  j["peak_rss_bytes"] = int64_t(u.ru_maxrss) * 1024;
 }
 
 // One warm-up step (pipelines, allocations), more for at least
@@ -128,15 +139,15 @@ nlohmann::json bench_shape(Gpt2& model, int64_t B, int64_t T, int steps) {
   const Tensor t = Tensor::from_vector(ids, {B, T});
   const Gpt2MicroBatch mb{t, gpt2_shifted_targets(t)};
   time_steps(j, model.device(), B * T, steps, [&] { trainer.step({mb}); });
+  memory_fields(j, model.device());
   return j;
 }
 
 // A Llama-family training step (--arch, random init): every weight trains
 // with AdamW, or an attached adapter's A and B only. Memory: the training
 // state (the weights as held on the device, plus gradients and two moments of
-// what trains, f32), the device memory forge holds after the timed steps and
-// its peak since the process started (zeros on the CPU), and the process's
-// peak resident set (on the CPU it includes the activations).
+// what trains, f32), and memory_fields' (on the CPU the resident set
+// includes the activations).
 nlohmann::json bench_llama_shape(CausalLM& model, int64_t B, int64_t T, int steps) {
   nlohmann::json j = {{"batch", B}, {"seq", T}};
   TrainConfig cfg;
@@ -155,12 +166,7 @@ nlohmann::json bench_llama_shape(CausalLM& model, int64_t B, int64_t T, int step
   }
   j["trained_parameters"] = trained;
   j["state_bytes"] = int64_t(model.info().device_bytes) + 3 * 4 * trained;
-  const Device::MemoryStats m = model.device().memory_stats();
-  j["device_in_use_bytes"] = m.in_use;
-  j["device_peak_bytes"] = m.peak;
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  j["peak_rss_bytes"] = int64_t(u.ru_maxrss) * 1024;
+  memory_fields(j, model.device());
   return j;
 }
 
@@ -217,8 +223,9 @@ void run(const std::string& device, const std::string& preset, int steps, const 
           std::printf("train %s B%lld x T%lld on %s: skipped (%s)\n", preset.c_str(), (long long)B, (long long)T,
                       dev.name().c_str(), j["skipped"].get<std::string>().c_str());
         else
-          std::printf("train %s B%lld x T%lld on %s: %.3f s/step, %.0f tokens/s\n", preset.c_str(), (long long)B,
-                      (long long)T, dev.name().c_str(), j["step_s"].get<double>(), j["tokens_per_s"].get<double>());
+          std::printf("train %s B%lld x T%lld on %s: %.3f s/step, %.0f tokens/s, device peak %.2f GB\n", preset.c_str(),
+                      (long long)B, (long long)T, dev.name().c_str(), j["step_s"].get<double>(),
+                      j["tokens_per_s"].get<double>(), j["device_peak_bytes"].get<double>() / 1e9);
         std::fflush(stdout);
       }
       shapes.push_back(j);

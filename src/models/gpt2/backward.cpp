@@ -34,18 +34,6 @@ Tensor maybe_dropout(const Tensor& x, float p, uint64_t seed) { return p > 0 ? d
 
 void acc(Tensor& slot, const Tensor& g) { models::accumulate_grad(slot, g); }
 
-MatmulOptions ta() {
-  MatmulOptions o;
-  o.transpose_a = true;
-  return o;
-}
-
-MatmulOptions tb() {
-  MatmulOptions o;
-  o.transpose_b = true;
-  return o;
-}
-
 // The output table as row chunks: the model's own, or a quantized wte
 // dequantized (a LoRA step over a quantized base; the table is frozen).
 std::vector<Tensor> head_table(const Gpt2& model) {
@@ -86,32 +74,14 @@ Tensor block_backward(const Gpt2Config& c, const Gpt2Block& b, const Gpt2BlockAc
   ln_acc(g.ln_2_b, l2.dbeta);
   Tensor dx1 = add(dx, l2.dx);  // [B, T, C]
 
-  // Attention: x1 = x_in + drop(attn_proj(merge(drop(softmax(q k^T / sqrt(hd))) v)))
-  Tensor dproj = maybe_dropout(dx1.reshape({N, C}), p.resid, s.seed_resid1);  // [N, C]
-  Tensor dy = unmerge_heads(models::linear_backward(b.attn_proj, s.y, dproj, g.attn_proj, lora_only).reshape({B, T, C}),
-                            nh)
-                  .reshape({B * nh, T, hd});
-  // The probabilities and their gradients are causal (lower triangles):
-  // each product reads or computes its triangle only.
-  MatmulOptions pt = ta();
-  pt.a_triangle = Triangle::Upper;
-  Tensor dv = matmul(s.att_d, dy, pt);                                      // [B * nh, T, hd]
-  MatmulOptions causal = tb();
-  causal.c_triangle = Triangle::Lower;
-  Tensor datt = maybe_dropout(matmul(dy, s.v, causal), p.attn, s.seed_attn);  // [B * nh, T, T]
-  SoftmaxOptions mask;
-  mask.causal = true;
-  mask.q_len = T;
-  Tensor dpre = softmax_bwd(s.att, datt, mask);                             // [B * nh, T, T]
-  MatmulOptions sc;
-  sc.alpha = float(1.0 / std::sqrt(double(hd)));
-  sc.a_triangle = Triangle::Lower;
-  Tensor dq = matmul(dpre, s.k, sc);  // [B * nh, T, hd]
-  sc.transpose_a = true;
-  sc.a_triangle = Triangle::Upper;
-  Tensor dk = matmul(dpre, s.q, sc);  // [B * nh, T, hd]
-  const Shape hs{B, nh, T, hd};
-  Tensor dqkv = unsplit_heads(dq.reshape(hs), dk.reshape(hs), dv.reshape(hs)).reshape({N, 3 * C});
+  // Attention: x1 = x_in + drop(attn_proj(attention(q, k, v))), flash
+  // attention with its dropout on the probabilities.
+  Tensor dproj = maybe_dropout(dx1.reshape({N, C}), p.resid, s.seed_resid1);                 // [N, C]
+  Tensor dy = models::linear_backward(b.attn_proj, s.y, dproj, g.attn_proj, lora_only);       // [N, C]
+  const Shape hs{B, T, nh, hd};
+  const AttentionGrads ag = flash_attention_v2_backward(s.q, s.k, s.v, s.y.reshape(hs), dy.reshape(hs),
+                                                        gpt2::train_attention(p, s), nullptr, &s.lse);
+  Tensor dqkv = concat_columns({ag.grad_q.reshape({N, C}), ag.grad_k.reshape({N, C}), ag.grad_v.reshape({N, C})});
   Tensor dln1 = models::linear_backward(b.c_attn, s.ln1, dqkv, g.c_attn, lora_only);  // [N, C]
   LayerNormGrads l1 = layernorm_bwd(s.x_in, b.ln_1_w, dln1.reshape({B, T, C}), eps);
   ln_acc(g.ln_1_w, l1.dgamma);

@@ -68,22 +68,13 @@ Gpt2Activations gpt2_forward_train(const Gpt2& model, const Tensor& ids_in, cons
     s.seed_resid2 = derive_key(seed, kResid2, uint64_t(l));
     s.x_in = x;
     s.ln1 = layernorm(x, b.ln_1_w, b.ln_1_b, eps).reshape({N, C});
-    QKV qkv = split_heads(b.c_attn(s.ln1).reshape({B, T, 3 * C}), nh);
-    s.q = qkv.q.reshape({B * nh, T, hd});
-    s.k = qkv.k.reshape({B * nh, T, hd});
-    s.v = qkv.v.reshape({B * nh, T, hd});
-    MatmulOptions qk;
-    qk.transpose_b = true;
-    qk.alpha = float(1.0 / std::sqrt(double(hd)));
-    qk.c_triangle = Triangle::Lower;  // the scores the causal softmax reads
-    SoftmaxOptions so;
-    so.causal = true;
-    so.q_len = T;
-    s.att = softmax(matmul(s.q, s.k, qk), so);  // [B * nh, T, T]
-    s.att_d = maybe_dropout(s.att, dropout.attn, s.seed_attn);
-    MatmulOptions pv;
-    pv.a_triangle = Triangle::Lower;  // causal: no key after its query
-    s.y = merge_heads(matmul(s.att_d, s.v, pv).reshape({B, nh, T, hd})).reshape({N, C});
+    const std::vector<Tensor> qkv = split_columns(b.c_attn(s.ln1), {C, C, C});  // [N, C] each
+    s.q = qkv[0].reshape({B, T, nh, hd});
+    s.k = qkv[1].reshape({B, T, nh, hd});
+    s.v = qkv[2].reshape({B, T, nh, hd});
+    const AttentionForward f = flash_attention_v2_lse(s.q, s.k, s.v, gpt2::train_attention(dropout, s));
+    s.lse = f.lse;
+    s.y = f.out.reshape({N, C});
     Tensor proj = maybe_dropout(b.attn_proj(s.y), dropout.resid, s.seed_resid1);
     s.x1 = add(x, proj.reshape({B, T, C}));
     s.ln2 = layernorm(s.x1, b.ln_2_w, b.ln_2_b, eps).reshape({N, C});
