@@ -190,7 +190,8 @@ std::optional<FlashScoresTiling> grads_by_products(const Device& dev, const Atte
 // and dO token-major, [B, S, heads, D], as batch items (b, head)
 // (MatmulPlan::heads; a GQA group's query heads read their KV head), and
 // write grad_q token-major; grad_k and grad_v come out head-major per query
-// head, [B * H, Sk, D], for flash_bwd_sum to add up each GQA group's heads.
+// head, [B * H, Sk, D], for flash_bwd_sum to add up each GQA group's heads
+// (token-major into grad_k and grad_v where each group is one head).
 void backward_by_products(const Device& dev, const char* op, const FlashParams& f, const FlashScoresTiling& t,
                           const AttentionPlan& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m,
                           const Tensor& grad_out, const Tensor& stats, Tensor& grad_q, Tensor& grad_k,
@@ -217,6 +218,15 @@ void backward_by_products(const Device& dev, const char* op, const FlashParams& 
   mk.a_triangle = p.causal ? Triangle::Upper : Triangle::Full;
   mk.lda = Sk, mk.a_batch_stride = Sq * Sk;
   mk.heads = H, mk.ldb = H * D, mk.b_batch_stride = Sq * H * D, mk.b_head_stride = D;
+  if (H == Hkv) {
+    // A head a group (GPT-2): nothing to add up, each head's gradients go
+    // token-major into grad_k and grad_v.
+    mk.ldc = H * D, mk.c_batch_stride = Sk * H * D, mk.c_head_stride = D;
+    matmul(ds, q, nullptr, mk, grad_k);
+    mk.alpha = 1.0f;
+    matmul(probs, grad_out, nullptr, mk, grad_v);
+    return;
+  }
   Tensor dkh = Tensor::empty({B * H, Sk, D}, DType::F32, dev), dvh = Tensor::empty({B * H, Sk, D}, DType::F32, dev);
   matmul(ds, q, nullptr, mk, dkh);
   mk.alpha = 1.0f;

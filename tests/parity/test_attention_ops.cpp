@@ -63,6 +63,8 @@ std::vector<Case> cases() {
       make("mask k-broadcast", 1, 7, 9, 2, 2, 16, {}, {1, 2, 7, 1}),
       make("mask all-broadcast decode", 2, 1, 129, 4, 2, 32, opts(true, 128), {1, 1, 1, 129}),
       make("dropout prefill", 1, 129, 129, 4, 2, 32, opts(true, 0, 0, 0.25f, 7)),
+      // A head a group (GPT-2's training): the products write grad_k and grad_v directly.
+      make("mha causal dropout prefill d64", 2, 129, 129, 3, 3, 64, opts(true, 0, 0, 0.1f, 9)),
       make("dropout decode", 2, 1, 129, 2, 1, 64, opts(false, 0, 0, 0.5f, 99)),
       make("dropout mask window", 1, 7, 7, 2, 1, 16, opts(true, 0, 4, 0.1f, 3), {1, 2, 7, 7}),
       // Prefill through the tiled kernel: query counts that are not a multiple
