@@ -6,7 +6,8 @@
 // ln_1 + c_attn, qkv_append (split and cache append), flash attention, c_proj
 // + residual, ln_2 + c_fc + gelu, mlp c_proj + residual. A prefill into an
 // empty cache fills it with qkv_append and, on WebGPU, attends through flash
-// attention; the forward without a cache and training keep the separate ops.
+// attention; the forward without a cache keeps the separate ops (training
+// attends through flash attention: models/gpt2/train_forward.cpp).
 // A cached forward's last block takes each sequence's last position alone
 // past its keys and values: the logits it returns are those positions'.
 #include <cmath>

@@ -1,6 +1,8 @@
 // The GPT-2 forward pass for training: the same computation as
-// Gpt2::forward (same ops in the same order, so losses match inference) plus
-// dropout, keeping every activation the backward pass reads.
+// Gpt2::forward plus dropout, keeping every activation the backward pass
+// reads. Its attention is flash attention, whose log-sum-exp lets the
+// backward recompute the probabilities (as the Llama family's training
+// does): the same values as the forward's separate ops, to rounding.
 #include <cmath>
 
 #include "forge/gpt2_train.h"
