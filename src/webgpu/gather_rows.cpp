@@ -26,17 +26,12 @@ struct GatherNllParams {
 };
 static_assert(sizeof(GatherNllParams) == 16);
 
+// The Params of ce_bwd.wgsl and of cross_entropy.wgsl alike.
 struct CeBwdParams {
   uint32_t rows, cols, row_base;
   float scale;
 };
 static_assert(sizeof(CeBwdParams) == 16);
-
-struct CrossEntropyParams {
-  uint32_t rows, cols, row_base;
-  float scale;
-};
-static_assert(sizeof(CrossEntropyParams) == 16);
 
 struct ScatterAddParams {
   uint32_t rows, cols, id_first, n_ids, groups, r_base;
@@ -106,7 +101,7 @@ void cross_entropy_in_place(Tensor& logits, const Tensor& ids, float scale, cons
   const uint64_t row_bytes = uint64_t(p.cols) * 4;
   const std::array<gpu::Constant, 1> wg{row_workgroup(p.cols)};
   for_each_row_chunk(dev.runtime(), "cross_entropy_in_place", p.rows, row_bytes, [&](int64_t first, int64_t count) {
-    CrossEntropyParams q{uint32_t(count), uint32_t(p.cols), uint32_t(first), scale};
+    CeBwdParams q{uint32_t(count), uint32_t(p.cols), uint32_t(first), scale};
     const uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
     const std::array<gpu::Arg, 3> args{arg(logits, off, bytes), arg(ids), arg(loss)};
     launch(dev, "cross_entropy_in_place", kCrossEntropy.kernel(), q, args, grid_1d(uint64_t(count), dev.runtime().limits()),

@@ -16,7 +16,6 @@
 // The LM head and cross-entropy run over row blocks of the positions
 // (models/common/train_head.h).
 #include <algorithm>
-#include <cmath>
 
 #include "forge/gpt2_train.h"
 #include "models/common/train_head.h"

@@ -3,7 +3,6 @@
 // reads. Its attention is flash attention, whose log-sum-exp lets the
 // backward recompute the probabilities (as the Llama family's training
 // does): the same values as the forward's separate ops, to rounding.
-#include <cmath>
 
 #include "forge/gpt2_train.h"
 #include "models/gpt2/train_util.h"
