@@ -146,20 +146,31 @@ RmsNormResidual rms_norm_residual(const Tensor& x, const Tensor& residual, const
   return r;
 }
 
-RmsNormGrads rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, float eps) {
+RmsNormGrads rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, float eps, const Tensor* dx_add) {
   const char* op = "rms_norm_bwd";
   check::same_device(op, {&x, &weight, &dy});
   RowsPlan p = rows_plan(op, x, eps);
   check::dtype(op, "dy", dy, DType::F32);
   if (dy.shape() != x.shape())
     throw ShapeError(std::string("[") + op + "] shapes differ: " + check::operands({{"x", &x}, {"dy", &dy}}));
+  if (dx_add) {
+    check::same_device(op, {&x, dx_add});
+    check::dtype(op, "dx_add", *dx_add, DType::F32);
+    if (dx_add->shape() != x.shape())
+      throw ShapeError(std::string("[") + op + "] shapes differ: " +
+                       check::operands({{"x", &x}, {"dx_add", dx_add}}));
+  }
   check_weight(op, weight, p.cols);
   RmsNormGrads g;
   g.dx = Tensor::empty(x.shape(), DType::F32, x.device());
   g.dweight = Tensor::zeros({p.cols}, DType::F32, x.device());
   if (p.rows == 0) return g;
-  if (x.device().is_cpu()) cpu::rms_norm_bwd(x, weight, dy, p, g.dx, g.dweight);
-  else webgpu::rms_norm_bwd(x, weight, dy, p, g.dx, g.dweight);
+  if (x.device().is_cpu()) {
+    cpu::rms_norm_bwd(x, weight, dy, p, g.dx, g.dweight);
+    if (dx_add) g.dx = add(*dx_add, g.dx);
+  } else {
+    webgpu::rms_norm_bwd(x, weight, dy, p, dx_add, g.dx, g.dweight);
+  }
   return g;
 }
 

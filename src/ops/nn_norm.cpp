@@ -42,13 +42,21 @@ Tensor layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float
   return y;
 }
 
-LayerNormGrads layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float eps) {
+LayerNormGrads layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float eps,
+                             const Tensor* dx_add) {
   const char* op = "layernorm_bwd";
   check::same_device(op, {&x, &gamma, &dy});
   check_rows(op, "x", x);
   check::dtype(op, "dy", dy, DType::F32);
   if (dy.shape() != x.shape())
     throw ShapeError(std::string("[") + op + "] shapes differ: " + check::operands({{"x", &x}, {"dy", &dy}}));
+  if (dx_add) {
+    check::same_device(op, {&x, dx_add});
+    check::dtype(op, "dx_add", *dx_add, DType::F32);
+    if (dx_add->shape() != x.shape())
+      throw ShapeError(std::string("[") + op + "] shapes differ: " +
+                       check::operands({{"x", &x}, {"dx_add", dx_add}}));
+  }
   int64_t cols = x.dim(-1);
   check_vector(op, "gamma", gamma, cols);
   check_eps(op, eps);
@@ -58,8 +66,12 @@ LayerNormGrads layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor&
   g.dgamma = Tensor::zeros({cols}, DType::F32, x.device());
   g.dbeta = Tensor::zeros({cols}, DType::F32, x.device());
   if (rows == 0) return g;
-  if (x.device().is_cpu()) cpu::layernorm_bwd(x, gamma, dy, eps, rows, cols, g.dx, g.dgamma, g.dbeta);
-  else webgpu::layernorm_bwd(x, gamma, dy, eps, rows, cols, g.dx, g.dgamma, g.dbeta);
+  if (x.device().is_cpu()) {
+    cpu::layernorm_bwd(x, gamma, dy, eps, rows, cols, g.dx, g.dgamma, g.dbeta);
+    if (dx_add) g.dx = add(*dx_add, g.dx);
+  } else {
+    webgpu::layernorm_bwd(x, gamma, dy, eps, rows, cols, dx_add, g.dx, g.dgamma, g.dbeta);
+  }
   return g;
 }
 

@@ -28,8 +28,9 @@ bool qkv_append(const Tensor& qkv, Tensor& q, Tensor& k_cache, Tensor& v_cache, 
                 const Tensor* rows_at = nullptr);
 void rms_norm(const Tensor& x, const Tensor* residual, const Tensor& weight, const RowsPlan& plan, Tensor& y,
               Tensor* sum);
-void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const RowsPlan& plan, Tensor& dx,
-                  Tensor& dweight);
+// dx_add (or none): added into dx in the same pass.
+void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const RowsPlan& plan,
+                  const Tensor* dx_add, Tensor& dx, Tensor& dweight);
 void silu_gate(const Tensor& up, const Tensor& gate, Tensor& out);
 void silu_gate_bwd(const Tensor& up, const Tensor& gate, const Tensor& dy, Tensor& grad_up, Tensor& grad_gate);
 void silu_gate_packed(const Tensor& gu, int64_t rows, int64_t n, Tensor& out);

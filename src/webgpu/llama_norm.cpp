@@ -66,17 +66,20 @@ void rms_norm(const Tensor& x, const Tensor* residual, const Tensor& weight, con
   });
 }
 
-void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const RowsPlan& plan, Tensor& dx,
-                  Tensor& dweight) {
+void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const RowsPlan& plan,
+                  const Tensor* dx_add, Tensor& dx, Tensor& dweight) {
   const Device& dev = dx.device();
   uint64_t row_bytes = uint64_t(plan.cols) * 4;
   Tensor dy_xhat = Tensor::empty({plan.rows, plan.cols}, DType::F32, dev);  // [rows, cols]
   for_each_row_chunk(dev.runtime(), "rms_norm_bwd", plan.rows, row_bytes, [&](int64_t first, int64_t count) {
     RowParams p{uint32_t(count), uint32_t(plan.cols), plan.eps, 0};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
+    // Without dx_add, dy stands in for its binding (unread).
     launch(dev, "rms_norm_bwd", kRmsNormBwd.kernel(), p,
-           {arg(x, off, bytes), arg(weight), arg(dy, off, bytes), arg(dx, off, bytes), arg(dy_xhat, off, bytes)},
-           grid_1d(uint64_t(count), dev.runtime().limits()), {row_workgroup(plan.cols)});
+           {arg(x, off, bytes), arg(weight), arg(dy, off, bytes), arg(dx, off, bytes), arg(dy_xhat, off, bytes),
+            arg(dx_add ? *dx_add : dy, off, bytes)},
+           grid_1d(uint64_t(count), dev.runtime().limits()),
+           {row_workgroup(plan.cols), gpu::Constant{"ADD", dx_add ? 1.0 : 0.0}});
   });
   sum_rows(dy_xhat, plan.rows, plan.cols, dweight);
 }

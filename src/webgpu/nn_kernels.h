@@ -19,8 +19,9 @@ void activation_bwd(Activation act, const Tensor& x, const Tensor& dy, Tensor& d
 
 void layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, int64_t rows, int64_t cols,
                Tensor& y);
+// dx_add (or none): added into dx in the same pass.
 void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float eps, int64_t rows, int64_t cols,
-                   Tensor& dx, Tensor& dgamma, Tensor& dbeta);
+                   const Tensor* dx_add, Tensor& dx, Tensor& dgamma, Tensor& dbeta);
 
 // x [rows, cols] -> out [cols]: blocks of rows reduced to partial sums, then
 // the partials reduced per column (two passes, fixed order).

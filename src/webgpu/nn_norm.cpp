@@ -42,16 +42,19 @@ void layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float e
 }
 
 void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float eps, int64_t rows, int64_t cols,
-                   Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+                   const Tensor* dx_add, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   const Device& dev = dx.device();
   uint64_t row_bytes = uint64_t(cols) * 4;
   Tensor dy_xhat = Tensor::empty({rows, cols}, DType::F32, dev);  // [rows, cols]
   for_each_row_chunk(dev.runtime(), "layernorm_bwd", rows, row_bytes, [&](int64_t first, int64_t count) {
     LayerNormParams p{uint32_t(count), uint32_t(cols), eps, 0};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
+    // Without dx_add, dy stands in for its binding (unread).
     launch(dev, "layernorm_bwd", kLayerNormBwd.kernel(), p,
-           {arg(x, off, bytes), arg(gamma), arg(dy, off, bytes), arg(dx, off, bytes), arg(dy_xhat, off, bytes)},
-           grid_1d(uint64_t(count), dev.runtime().limits()), {row_workgroup(cols)});
+           {arg(x, off, bytes), arg(gamma), arg(dy, off, bytes), arg(dx, off, bytes), arg(dy_xhat, off, bytes),
+            arg(dx_add ? *dx_add : dy, off, bytes)},
+           grid_1d(uint64_t(count), dev.runtime().limits()),
+           {row_workgroup(cols), gpu::Constant{"ADD", dx_add ? 1.0 : 0.0}});
   });
   sum_rows(dy_xhat, rows, cols, dgamma);
   sum_rows(dy, rows, cols, dbeta);

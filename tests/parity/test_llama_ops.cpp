@@ -125,6 +125,16 @@ TEST(LlamaParity, RmsNorm) {
     EXPECT_TRUE(cpu_gpu_parity({x, w, dy}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2]).dweight; }, sum_atol,
                                1e-5))
         << shape_str(s);
+    // With dx_add (r here): r + the norm's dx, on every device as add gives it.
+    EXPECT_TRUE(cpu_gpu_parity(
+        {x, w, dy, r}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2], 1e-5f, &t[3]).dx; }, 3e-5, 1e-5))
+        << shape_str(s);
+    for (const Device& dev : test_devices()) {
+      const Tensor X = x.to(dev), W = w.to(dev), DY = dy.to(dev), R = r.to(dev);
+      const Tensor plain = rms_norm_bwd(X, W, DY).dx, joined = rms_norm_bwd(X, W, DY, 1e-5f, &R).dx;
+      EXPECT_TRUE(all_close(joined.to(Device::cpu()), add(R, plain).to(Device::cpu()), 1e-6, 1e-6))
+          << dev.name() << " " << shape_str(s);
+    }
   }
 }
 
@@ -338,6 +348,10 @@ TEST(LlamaChunked, RowAndElementwiseOps) {
   EXPECT_TRUE(cpu_gpu_parity({x, r, w}, [](auto& t) { return rms_norm_residual(t[0], t[1], t[2]).sum; }, 0, 0));
   EXPECT_TRUE(cpu_gpu_parity({x, w, dy}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2]).dx; }, 3e-5, 1e-5));
   EXPECT_TRUE(cpu_gpu_parity({x, w, dy}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2]).dweight; }, 1e-4, 1e-5));
+  EXPECT_TRUE(cpu_gpu_parity({x, w, dy, r}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2], 1e-5f, &t[3]).dx; },
+                             3e-5, 1e-5));
+  EXPECT_TRUE(cpu_gpu_parity({x, w, dy, r}, [](auto& t) { return layernorm_bwd(t[0], t[1], t[2], 1e-5f, &t[3]).dx; },
+                             3e-5, 1e-5));
   EXPECT_TRUE(cpu_gpu_parity({x, r}, [](auto& t) { return silu_gate_fused(t[0], t[1]); }, 4e-6, 1e-5));
   EXPECT_TRUE(cpu_gpu_parity({x, r, dy}, [](auto& t) { return silu_gate_fused_backward(t[0], t[1], t[2]).grad_up; },
                              1e-5, 2e-5));
@@ -363,6 +377,9 @@ TEST(LlamaValidation, Errors) {
   expect_error<ShapeError>("rms_norm_residual", [&] { rms_norm_residual(x, random_tensor({3, 11}, 4), w); },
                            "f32[3, 11]");
   expect_error<ShapeError>("rms_norm_bwd", [&] { rms_norm_bwd(x, random_tensor({12}, 5), random_tensor({3}, 6)); });
+  const Tensor short_add = random_tensor({2, 12}, 8);
+  expect_error<ShapeError>("rms_norm_bwd", [&] { rms_norm_bwd(x, random_tensor({12}, 5), x, 1e-5f, &short_add); },
+                           "dx_add");
   expect_error<ValueError>("rms_norm", [&] { rms_norm(x, random_tensor({12}, 5), -1.0f); });
   expect_error<ShapeError>("silu_gate_fused", [&] { silu_gate_fused(x, random_tensor({12, 3}, 7)); }, "f32[12, 3]");
   expect_error<ShapeError>("silu_gate_fused_backward", [&] { silu_gate_fused_backward(x, x, w); });

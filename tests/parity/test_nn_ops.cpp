@@ -96,6 +96,18 @@ TEST(NnParity, LayerNorm) {
     EXPECT_TRUE(cpu_gpu_parity({x, gamma, dy}, [](auto& t) { return layernorm_bwd(t[0], t[1], t[2]).dbeta; },
                                sum_atol, 1e-5))
         << shape_str(s);
+    // With dx_add: dx_add + the norm's dx, on every device as add gives it.
+    const Tensor r = random_tensor(s, seed++);
+    EXPECT_TRUE(cpu_gpu_parity(
+        {x, gamma, dy, r}, [](auto& t) { return layernorm_bwd(t[0], t[1], t[2], 1e-5f, &t[3]).dx; }, 3e-5, 1e-5))
+        << shape_str(s);
+    for (const Device& dev : test_devices()) {
+      const Tensor X = x.to(dev), G = gamma.to(dev), DY = dy.to(dev), R = r.to(dev);
+      const LayerNormGrads plain = layernorm_bwd(X, G, DY), joined = layernorm_bwd(X, G, DY, 1e-5f, &R);
+      EXPECT_TRUE(all_close(joined.dx.to(Device::cpu()), add(R, plain.dx).to(Device::cpu()), 1e-6, 1e-6))
+          << dev.name() << " " << shape_str(s);
+      EXPECT_TRUE(all_close(joined.dgamma.to(Device::cpu()), plain.dgamma.to(Device::cpu()), 0, 0));
+    }
   }
 }
 
@@ -411,6 +423,12 @@ TEST(NnValidation, LayerNorm) {
   expect_error<DTypeError>("layernorm_bwd", [&] { layernorm_bwd(x, gamma, Tensor::zeros({2, 768}, DType::I32)); });
   expect_error<DeviceError>("layernorm_bwd", [&] { layernorm_bwd(x, gamma, x.to(gpu_device())); });
   expect_error<ValueError>("layernorm_bwd", [&] { layernorm_bwd(x, gamma, x, -1.0f); });
+  const Tensor short_add = Tensor::zeros({3, 768});
+  expect_error<ShapeError>("layernorm_bwd", [&] { layernorm_bwd(x, gamma, x, 1e-5f, &short_add); }, "dx_add");
+  const Tensor int_add = Tensor::zeros({2, 768}, DType::I32);
+  expect_error<DTypeError>("layernorm_bwd", [&] { layernorm_bwd(x, gamma, x, 1e-5f, &int_add); });
+  const Tensor gpu_add = x.to(gpu_device());
+  expect_error<DeviceError>("layernorm_bwd", [&] { layernorm_bwd(x, gamma, x, 1e-5f, &gpu_add); });
 }
 
 TEST(NnValidation, Dropout) {

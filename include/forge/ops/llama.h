@@ -109,8 +109,10 @@ struct RmsNormGrads {
 // Gradients of rms_norm from its input x [.., C], weight [C] and the output
 // gradient dy [.., C] (r is recomputed from x):
 // dx = r * (dy w - xhat * mean(dy w xhat)), dweight = sum_rows(dy * xhat),
-// xhat = x r.
-RmsNormGrads rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, float eps = 1e-5f);
+// xhat = x r. With dx_add (x's shape) dx is dx_add + that, as add would give
+// it: a residual stream's gradient joining the norm's, in one pass.
+RmsNormGrads rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, float eps = 1e-5f,
+                          const Tensor* dx_add = nullptr);
 
 // ---- Gated MLP --------------------------------------------------------------
 

@@ -47,8 +47,11 @@ struct LayerNormGrads {
   Tensor dbeta;   // [C], summed over all leading dims
 };
 // Gradients of layernorm from its input x [.., C], gamma [C] and the output
-// gradient dy [.., C] (mean and variance are recomputed from x).
-LayerNormGrads layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float eps = 1e-5f);
+// gradient dy [.., C] (mean and variance are recomputed from x). With
+// dx_add (x's shape) dx is dx_add + the norm's input gradient, as add would
+// give it: a residual stream's gradient joining the norm's, in one pass.
+LayerNormGrads layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float eps = 1e-5f,
+                             const Tensor* dx_add = nullptr);
 
 // ---- Softmax gradient ----------------------------------------------------
 

@@ -68,10 +68,10 @@ Tensor block_backward(const Gpt2Config& c, const Gpt2Block& b, const Gpt2BlockAc
   Tensor dmlp = maybe_dropout(dx.reshape({N, C}), p.resid, s.seed_resid2);                               // [N, C]
   Tensor dfc = models::linear_backward(b.mlp_proj, s.fc_gelu, dmlp, g.mlp_proj, lora_only, &s.fc);  // [N, I]
   Tensor dln2 = models::linear_backward(b.fc, s.ln2, dfc, g.fc, lora_only);                                // [N, C]
-  LayerNormGrads l2 = layernorm_bwd(s.x1, b.ln_2_w, dln2.reshape({B, T, C}), eps);
+  LayerNormGrads l2 = layernorm_bwd(s.x1, b.ln_2_w, dln2.reshape({B, T, C}), eps, &dx);
   ln_acc(g.ln_2_w, l2.dgamma);
   ln_acc(g.ln_2_b, l2.dbeta);
-  Tensor dx1 = add(dx, l2.dx);  // [B, T, C]
+  const Tensor& dx1 = l2.dx;  // dx + the norm's input gradient [B, T, C]
 
   // Attention: x1 = x_in + drop(attn_proj(attention(q, k, v))), flash
   // attention with its dropout on the probabilities.
@@ -82,10 +82,10 @@ Tensor block_backward(const Gpt2Config& c, const Gpt2Block& b, const Gpt2BlockAc
                                                         gpt2::train_attention(p, s), nullptr, &s.lse);
   Tensor dqkv = concat_columns({ag.grad_q.reshape({N, C}), ag.grad_k.reshape({N, C}), ag.grad_v.reshape({N, C})});
   Tensor dln1 = models::linear_backward(b.c_attn, s.ln1, dqkv, g.c_attn, lora_only);  // [N, C]
-  LayerNormGrads l1 = layernorm_bwd(s.x_in, b.ln_1_w, dln1.reshape({B, T, C}), eps);
+  LayerNormGrads l1 = layernorm_bwd(s.x_in, b.ln_1_w, dln1.reshape({B, T, C}), eps, &dx1);
   ln_acc(g.ln_1_w, l1.dgamma);
   ln_acc(g.ln_1_b, l1.dbeta);
-  return add(dx1, l1.dx);
+  return l1.dx;
 }
 
 }  // namespace

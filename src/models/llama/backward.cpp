@@ -29,9 +29,9 @@ Tensor block_backward(const LlamaConfig& c, int64_t l, const LlamaLayer& y, cons
     SiluGateGrads sg = silu_gate_fused_backward(s.g, s.u, dm);
     dn = linears_backward({&y.gate, &y.up}, s.n, {sg.grad_up, sg.grad_gate}, {&g.gate, &g.up}, lora_only);
   }
-  RmsNormGrads r2 = rms_norm_bwd(s.x1, y.post_norm, dn.reshape({B, T, H}), eps);
+  RmsNormGrads r2 = rms_norm_bwd(s.x1, y.post_norm, dn.reshape({B, T, H}), eps, &dx);
   if (!lora_only) accumulate_grad(g.post_norm, r2.dweight);
-  Tensor dx1 = add(dx, r2.dx);  // [B, T, H]
+  const Tensor& dx1 = r2.dx;  // dx + the norm's input gradient [B, T, H]
 
   // Attention: x1 = x_in + o(attention(rope(q(h)), rope(k(h)), v(h))), h = input_norm(x_in)
   Tensor da = linear_backward(y.o, s.att.reshape({N, nh * hd}), dx1.reshape({N, H}), g.o, lora_only);  // [N, nh * hd]
@@ -43,9 +43,9 @@ Tensor block_backward(const LlamaConfig& c, int64_t l, const LlamaLayer& y, cons
                                {ag.grad_q.reshape({N, nh * hd}), ag.grad_k.reshape({N, nkv * hd}),
                                 ag.grad_v.reshape({N, nkv * hd})},
                                {&g.q, &g.k, &g.v}, lora_only);
-  RmsNormGrads r1 = rms_norm_bwd(s.x_in, y.input_norm, dh.reshape({B, T, H}), eps);
+  RmsNormGrads r1 = rms_norm_bwd(s.x_in, y.input_norm, dh.reshape({B, T, H}), eps, &dx1);
   if (!lora_only) accumulate_grad(g.input_norm, r1.dweight);
-  return add(dx1, r1.dx);
+  return r1.dx;
 }
 
 }  // namespace

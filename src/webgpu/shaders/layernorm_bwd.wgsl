@@ -1,13 +1,17 @@
 // Layer norm gradient with respect to x, one workgroup per row; also writes
 // dy * xhat per element, whose column sums (done by shaders/reduce.wgsl) are
 // dgamma. With xhat = (x - mean) * rstd and g = dy * gamma:
-// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)). Preceded by row_norm.wgsl.
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), plus dx_add where ADD
+// (a residual stream's gradient joining the norm's). Preceded by
+// row_norm.wgsl.
+override ADD: bool = false;
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;      // [rows, cols]
 @group(0) @binding(2) var<storage, read> gamma: array<f32>;  // [cols]
 @group(0) @binding(3) var<storage, read> dy: array<f32>;     // [rows, cols]
 @group(0) @binding(4) var<storage, read_write> dx: array<f32>;     // [rows, cols]
 @group(0) @binding(5) var<storage, read_write> dy_xhat: array<f32>;  // [rows, cols]
+@group(0) @binding(6) var<storage, read> dx_add: array<f32>;  // [rows, cols] (ADD), else unused
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -32,7 +36,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   for (var j = lid; j < p.cols; j += WG) {
     let xhat = (x[base + j] - mean) * rstd;
     let d = dy[base + j];
-    dx[base + j] = rstd * (d * gamma[j] - m.x - xhat * m.y);
+    let v = rstd * (d * gamma[j] - m.x - xhat * m.y);
+    if (ADD) {
+      dx[base + j] = dx_add[base + j] + v;
+    } else {
+      dx[base + j] = v;
+    }
     dy_xhat[base + j] = d * xhat;
   }
 }
