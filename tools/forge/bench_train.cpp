@@ -121,7 +121,7 @@ void time_steps(nlohmann::json& j, const Device& dev, int64_t tokens, int steps,
   }
 }
 
-nlohmann::json bench_shape(Gpt2& model, int64_t B, int64_t T, int steps) {
+nlohmann::json bench_shape(Gpt2& model, int64_t B, int64_t T, int steps, int64_t head_rows) {
   nlohmann::json j = {{"batch", B}, {"seq", T}};
   const double need = step_bytes(model.config(), B, T), have = host_memory_available();
   if (model.device().is_cpu() && have > 0 && need > 0.9 * have) {
@@ -133,6 +133,7 @@ nlohmann::json bench_shape(Gpt2& model, int64_t B, int64_t T, int steps) {
   Gpt2TrainConfig cfg;
   cfg.schedule.cosine = false;
   cfg.grad_clip = 1.0f;
+  cfg.head_rows = head_rows;
   Gpt2Trainer trainer(model, cfg);
   std::vector<uint32_t> ids(size_t(B * T));
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = uint32_t((i * 7919 + 13) % uint64_t(model.config().vocab_size));
@@ -148,11 +149,12 @@ nlohmann::json bench_shape(Gpt2& model, int64_t B, int64_t T, int steps) {
 // state (the weights as held on the device, plus gradients and two moments of
 // what trains, f32), and memory_fields' (on the CPU the resident set
 // includes the activations).
-nlohmann::json bench_llama_shape(CausalLM& model, int64_t B, int64_t T, int steps) {
+nlohmann::json bench_llama_shape(CausalLM& model, int64_t B, int64_t T, int steps, int64_t head_rows) {
   nlohmann::json j = {{"batch", B}, {"seq", T}};
   TrainConfig cfg;
   cfg.optimizer.schedule.cosine = false;
   cfg.optimizer.grad_clip = 1.0f;
+  cfg.head_rows = head_rows;
   LlamaTrainer trainer(model, cfg);
   std::vector<uint32_t> ids(size_t(B * T));
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = uint32_t((i * 7919 + 13) % uint64_t(model.vocab_size()));
@@ -177,7 +179,7 @@ ModelConfig arch_config(const std::string& arch) {
 }
 
 void run_arch(const std::string& device, const std::string& arch, int64_t lora_rank, const std::string& dtype,
-              int steps, const std::vector<BatchShape>& batch_shapes, bool json) {
+              int steps, const std::vector<BatchShape>& batch_shapes, int64_t head_rows, bool json) {
   const ModelConfig config = arch_config(arch);
   const DType weights = weights_dtype(dtype);
   for (const Device& dev : resolve_devices(device)) {
@@ -191,7 +193,7 @@ void run_arch(const std::string& device, const std::string& arch, int64_t lora_r
     const std::string mode = (lora_rank > 0 ? "LoRA r " + std::to_string(lora_rank) : "full") + ", " + dtype;
     nlohmann::json shapes = nlohmann::json::array();
     for (auto [B, T] : batch_shapes) {
-      nlohmann::json j = bench_llama_shape(*model, B, std::min(T, model->context_length()), steps);
+      nlohmann::json j = bench_llama_shape(*model, B, std::min(T, model->context_length()), steps, head_rows);
       if (!json) {
         std::printf("train %s (%s) B%lld x T%lld on %s: %.3f s/step, %.0f tokens/s, state %.2f GB, device peak %.2f GB\n",
                     arch.c_str(), mode.c_str(), (long long)B, (long long)T, dev.name().c_str(),
@@ -204,7 +206,8 @@ void run_arch(const std::string& device, const std::string& arch, int64_t lora_r
     if (json) {
       nlohmann::json out{{"bench", "train"}, {"arch", arch}, {"device", dev.name()},
                          {"training", lora_rank > 0 ? "lora" : "full"}, {"lora_rank", lora_rank}, {"dtype", dtype},
-                         {"parameters", model->info().parameters}, {"steps", steps}, {"shapes", shapes}};
+                         {"parameters", model->info().parameters}, {"steps", steps}, {"head_rows", head_rows},
+                         {"shapes", shapes}};
       add_blas(out, dev);
       std::printf("%s\n", out.dump().c_str());
     }
@@ -212,12 +215,12 @@ void run_arch(const std::string& device, const std::string& arch, int64_t lora_r
 }
 
 void run(const std::string& device, const std::string& preset, int steps, const std::vector<BatchShape>& batch_shapes,
-         bool json) {
+         int64_t head_rows, bool json) {
   for (const Device& dev : resolve_devices(device)) {
     Gpt2 model = Gpt2::random(gpt2_preset(preset), 1, dev);
     nlohmann::json shapes = nlohmann::json::array();
     for (auto [B, T] : batch_shapes) {
-      nlohmann::json j = bench_shape(model, B, std::min(T, model.config().n_positions), steps);
+      nlohmann::json j = bench_shape(model, B, std::min(T, model.config().n_positions), steps, head_rows);
       if (!json) {
         if (j.contains("skipped"))
           std::printf("train %s B%lld x T%lld on %s: skipped (%s)\n", preset.c_str(), (long long)B, (long long)T,
@@ -231,7 +234,8 @@ void run(const std::string& device, const std::string& preset, int steps, const 
       shapes.push_back(j);
     }
     if (json) {
-      nlohmann::json out{{"bench", "train"}, {"preset", preset}, {"device", dev.name()}, {"steps", steps}, {"shapes", shapes}};
+      nlohmann::json out{{"bench", "train"}, {"preset", preset},      {"device", dev.name()},
+                         {"steps", steps},   {"head_rows", head_rows}, {"shapes", shapes}};
       add_blas(out, dev);
       std::printf("%s\n", out.dump().c_str());
     }
@@ -242,7 +246,7 @@ const bool registered = register_bench(
     {"train", "Training step time and tokens/s: GPT-2 at B4xT64 and B8xT1024, or a Llama-family --arch (full or LoRA)", [](CLI::App& sub) {
        static std::string device = "auto", preset = "124M", shapes = "4x64,8x1024", arch, dtype = "f32";
        static int steps = 2;
-       static int64_t lora_rank = 0;
+       static int64_t lora_rank = 0, head_rows = 0;
        static bool json = false;
        sub.add_option("--preset", preset, "GPT-2 size (124M, 355M, 774M, 1.5B, tiny)");
        sub.add_option("--arch", arch,
@@ -255,15 +259,20 @@ const bool registered = register_bench(
        check_at_least(sub.add_option("--steps", steps, "Timed steps per shape (after one warm-up)"), 1);
        sub.add_option("--shapes", shapes, "Comma-separated BxT shapes (T capped at the context length)")
            ->capture_default_str();
+       check_at_least(sub.add_option("--head-rows", head_rows,
+                                     "Positions per LM-head block (a multiple of 64; default: as many as 256 MiB of "
+                                     "logits hold): more is faster and takes more memory"),
+                      1);
        add_device_option(sub, device, true);
        add_profile_flag(sub);
        sub.add_flag("--json", json, "Print JSON");
        sub.callback([] {
          if (dtype != "f32" && (arch.empty() || lora_rank == 0))
            throw CLI::ValidationError("--dtype", dtype + " weights are a frozen LoRA base: pass --arch and --lora-rank");
-         if (!arch.empty()) return run_arch(device, arch, lora_rank, dtype, steps, parse_shapes(shapes), json);
+         if (!arch.empty())
+           return run_arch(device, arch, lora_rank, dtype, steps, parse_shapes(shapes), head_rows, json);
          if (lora_rank > 0) throw CLI::ValidationError("--lora-rank", "LoRA is benchmarked on a Llama-family --arch");
-         run(device, preset, steps, parse_shapes(shapes), json);
+         run(device, preset, steps, parse_shapes(shapes), head_rows, json);
        });
      }});
 
