@@ -147,15 +147,14 @@ int64_t check_chunked_transb(const char* op, const Tensor& a, const std::vector<
 }
 
 void run_matmul(const Tensor& a, const Tensor& b, const MatmulPlan& p, Tensor& out) {
-  if (a.device().is_cpu()) cpu::matmul(a, b, nullptr, p, out);
-  else webgpu::matmul(a, b, nullptr, p, out);
+  run_matmul_plan(a, b, nullptr, p, out);
 }
 
 }  // namespace
 
 ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tensor& a,
                                                   const std::vector<Tensor>& chunks, float alpha,
-                                                  const std::vector<Tensor>* dchunks_into) {
+                                                  const std::vector<Tensor>* dchunks_into, bool accumulate) {
   const char* op = "matmul_chunked_transb_backward";
   const int64_t n_total = check_chunked_transb(op, a, chunks);
   check::same_device(op, {&a, &dout});
@@ -190,6 +189,7 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
     const Tensor* into = dchunks_into && (*dchunks_into)[c].defined() ? &(*dchunks_into)[c] : nullptr;
     if (into) check::output(op, *into, w.shape(), {&dout, &a, &w});
     Tensor dw = into ? *into : Tensor::empty(w.shape(), DType::F32, w.device());
+    pw.accumulate = accumulate && into;
     run_matmul(dout2, a2, pw, dw);
     g.dchunks.push_back(dw);
     // da2 += alpha * (dout2 columns [col, col + n)) @ chunk [n, k].
@@ -197,13 +197,8 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
     pa.m = m, pa.n = k, pa.k = n;
     pa.alpha = alpha;
     pa.lda = n_total, pa.ldb = k, pa.a_offset = col;
-    if (col == 0) {
-      run_matmul(dout2, w, pa, da2);
-    } else {
-      Tensor part = Tensor::empty({m, k}, DType::F32, a.device());
-      run_matmul(dout2, w, pa, part);
-      gradient_accumulate(da2, part);
-    }
+    pa.accumulate = col != 0;
+    run_matmul(dout2, w, pa, da2);
     col += n;
   }
   return g;

@@ -4,6 +4,7 @@
 #include "cpu/kernels.h"
 #include "forge/ops/llama.h"
 #include "forge/ops/nn.h"
+#include "forge/ops/train.h"
 #include "gpu/runtime.h"
 #include "ops/check.h"
 #include "webgpu/kernels.h"
@@ -20,6 +21,7 @@ Tensor row_norm(const Tensor& x, const RowNorm& n) {
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   const char* op = "matmul";
   const bool fused = o.norm || o.residual || o.gelu || o.gelu_grad_of;
+  if (o.accumulate && !o.out) throw ValueError("[matmul] accumulate needs an out tensor to add the product into");
   if (o.out && fused)
     throw ValueError("[matmul] an out tensor is not taken with a row norm, gelu, residual or gelu_grad_of");
   if (o.gelu_grad_of && (o.norm || o.residual || o.gelu))
@@ -48,6 +50,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   p.alpha = o.alpha;
   p.a_triangle = o.a_triangle;
   p.c_triangle = o.c_triangle;
+  p.accumulate = o.accumulate;
   int64_t a_rows = a.dim(-2), a_cols = a.dim(-1);
   int64_t b_stored_rows = b.dim(-2), b_cols = b.dim(-1);
   int64_t b_rows = b_stored_rows;
@@ -113,9 +116,21 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   }
   if (o.out) check::output(op, *o.out, out_shape, {&a, &b, o.bias});
   Tensor out = o.out ? *o.out : Tensor::empty(out_shape, DType::F32, a.device());
-  if (a.device().is_cpu()) cpu::matmul(a, b, o.bias, p, out);
-  else webgpu::matmul(a, b, o.bias, p, out);
+  run_matmul_plan(a, b, o.bias, p, out);
   return out;
+}
+
+void run_matmul_plan(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out) {
+  if (plan.accumulate && (a.device().is_cpu() || !webgpu::tiles_accumulate(plan))) {
+    MatmulPlan fresh = plan;
+    fresh.accumulate = false;
+    Tensor product = Tensor::empty(out.shape(), DType::F32, out.device());
+    run_matmul_plan(a, b, bias, fresh, product);
+    gradient_accumulate(out, product);
+    return;
+  }
+  if (a.device().is_cpu()) cpu::matmul(a, b, bias, plan, out);
+  else webgpu::matmul(a, b, bias, plan, out);
 }
 
 Tensor bf16_to_f32(const Tensor& x) {

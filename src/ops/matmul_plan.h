@@ -32,7 +32,15 @@ struct MatmulPlan {
   // heads = 1: B's item z at z * b_batch_stride.
   int64_t heads = 1, b_group = 1;
   int64_t b_head_stride = 0, c_batch_stride = 0, c_head_stride = 0;
+  // C += the product (BLAS's beta = 1) instead of C = it; C dense.
+  bool accumulate = false;
 };
+
+// Runs a resolved plan on a's device into out, the op layer's one way in to
+// both backends' kernels: an accumulating plan that the device's kernels do
+// not take in their store runs as the product into a temporary and
+// gradient_accumulate (the same floats: out + product).
+void run_matmul_plan(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out);
 
 struct SoftmaxPlan {
   int64_t rows = 0, cols = 0;

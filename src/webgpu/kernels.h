@@ -48,6 +48,9 @@ bool tile_fusable(const MatmulPlan& plan, const MatvecFusion& f);
 // "RxC", "RxC in S slices" and ", groups of G rows" where the tiles start
 // in groups of rows (benchmarks and tests).
 std::string matmul_tiling(const MatmulPlan& plan, const Device& dev);
+// Whether matmul's tiles take plan.accumulate in their store (C += the
+// product): a plan the tiled kernels run, C dense.
+bool tiles_accumulate(const MatmulPlan& plan);
 void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPlan& plan, Tensor& out,
             const MatvecFusion* fuse = nullptr);
 // One token's packed q/k/v product in one dispatch (GPT-2's c_attn in a

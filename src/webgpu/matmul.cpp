@@ -556,6 +556,13 @@ bool tile_fusable(const MatmulPlan& plan, const MatvecFusion& f) {
   return !serial_rows(plan) && !matvec && b_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR");
 }
 
+bool tiles_accumulate(const MatmulPlan& plan) {
+  const bool matvec = !plan.trans_a && matvec_rows(plan);
+  const bool c_dense = plan.c_batch_stride == 0 && plan.c_head_stride == 0 && plan.c_offset == 0 &&
+                       (plan.ldc == 0 || plan.ldc == plan.n);
+  return c_dense && !serial_rows(plan) && !matvec && b_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR");
+}
+
 std::string matmul_tiling(const MatmulPlan& plan, const Device& dev) {
   const uint64_t limit = dev.runtime().binding_limit();
   if (b_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR")) {
@@ -604,7 +611,9 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
             const MatvecFusion* fuse) {
   if (fuse && !matvec_fusable(plan, *fuse, out.device().runtime().cpu_driver()) && !tile_fusable(plan, *fuse))
     throw DeviceError("[matmul] internal: a norm or residual fusion on a plan no kernel takes it on");
-  if (plan.m == 0 || plan.n == 0) return;
+  if (plan.accumulate && !tiles_accumulate(plan))
+    throw DeviceError("[matmul] internal: an accumulating product on a plan the tiles do not take");
+  if (plan.m == 0 || plan.n == 0 || (plan.k == 0 && plan.accumulate)) return;
   const int64_t ldc = plan.ldc ? plan.ldc : plan.n;
   if (plan.k == 0 && ldc == plan.n && plan.c_offset == 0) {
     // The kernel would write alpha * 0 (+ bias); the empty sum is clearer spelled out.
@@ -726,20 +735,22 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
                                 : gelu_grad_of ? arg(*gelu_grad_of)
                                                : arg(filler);
   // The partial sums' passes take the same epilogues.
-  const std::array<gpu::Constant, 3> partials_constants{{{"GELU", gelu ? 1.0 : 0.0},
+  const std::array<gpu::Constant, 4> partials_constants{{{"GELU", gelu ? 1.0 : 0.0},
                                                          {"RESIDUAL", residual ? 1.0 : 0.0},
-                                                         {"GELU_GRAD", gelu_grad_of ? 1.0 : 0.0}}};
+                                                         {"GELU_GRAD", gelu_grad_of ? 1.0 : 0.0},
+                                                         {"ACCUMULATE", plan.accumulate ? 1.0 : 0.0}}};
   // The kernel's overrides for tiles of `rows` x `cols` over depth k (a
   // split's slices and its short last one each take the slice depth that
   // suits them).
   auto tile_constants_of = [&](int64_t rows, int64_t cols, int64_t k, bool epilogues, int64_t group_rows) {
     const int64_t bk = slice_depth_bk(rows, cols, k);
-    return std::array<gpu::Constant, 12>{
+    return std::array<gpu::Constant, 13>{
         trans_a, trans_b, gpu::Constant{"T", double(rows / 16)}, gpu::Constant{"TN", double(cols / 16)}, tri,
         tri_c, gpu::Constant{"BK", double(bk)}, gpu::Constant{"K_WHOLE", k % bk == 0 ? 1.0 : 0.0},
         gpu::Constant{"GELU", epilogues && gelu ? 1.0 : 0.0},
         gpu::Constant{"RESIDUAL", epilogues && residual ? 1.0 : 0.0},
         gpu::Constant{"GELU_GRAD", epilogues && gelu_grad_of ? 1.0 : 0.0},
+        gpu::Constant{"ACCUMULATE", epilogues && plan.accumulate ? 1.0 : 0.0},
         gpu::Constant{"GROUP_ROWS", double(group_rows)}};
   };
   // The split-K slices and batch items order their tiles alike.
@@ -765,7 +776,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     launch(out.device(), "matmul", kPiecesFixup.kernel(), fp,
            {arg(part), bias ? arg(*bias) : arg(part), arg(out), residual_arg},
            grid_1d(uint64_t(pieces.split * 8), limits),  // bands of 16 rows
-           {{"T", 8.0}, {"TN", 8.0}, partials_constants[0], partials_constants[1], partials_constants[2]});
+           {{"T", 8.0}, {"TN", 8.0}, partials_constants[0], partials_constants[1], partials_constants[2],
+            partials_constants[3]});
     return;
   }
   const std::array<uint32_t, 3> tiles_grid{uint32_t(ceil_div(plan.n, vt.cols)), uint32_t(ceil_div(plan.m, vt.rows)), 1};

@@ -7,6 +7,8 @@
 // [k, n] and [n, k]
 // (f32, and bf16 widened for the tiles), and the tiling each case is meant
 // to reach is checked first.
+#include <optional>
+
 #include "parity/decode_fusion_cases.h"
 #include "unit/scoped_env.h"
 #include "webgpu/kernels.h"
@@ -88,6 +90,58 @@ TEST(TileEpilogueParity, PiecesEpiloguesEqualThePlainOps) {
   ScopedEnv pieces("FORGE_MATMUL_PIECES", "3");
   check_epilogues({{300, 200, 260, "128x128, 1 tiles in 3 pieces"}, {70, 1024, 20, "128x128, 1 tiles in 3 pieces"}},
                   1750);
+}
+
+// MatmulOptions::accumulate: out += the product, in the tiles' store, the
+// split-K reduction's, the pieces' fixup, and through a temporary and
+// gradient_accumulate where the kernels do not take it (few rows, the CPU):
+// on every device out + the plain product, as gradient_accumulate rounds it.
+TEST(TileEpilogueParity, AccumulateAddsIntoOut) {
+  ScopedEnv cores("FORGE_MATMUL_CORES", "2");
+  struct Case {
+    int64_t m, k, n;
+    bool transpose_a;
+    const char* pieces;  // FORGE_MATMUL_PIECES, or none
+  };
+  // One 64 x 64 tile; 2 k-slices (the reduction); whole 128 x 128 tiles; a
+  // weight gradient's layout (A read transposed); the last wave in pieces;
+  // 3 rows (the matrix-vector kernels: a temporary).
+  const std::vector<Case> cases = {{40, 132, 36, false, nullptr}, {70, 1024, 20, false, nullptr},
+                                   {300, 64, 260, false, nullptr}, {200, 96, 136, true, nullptr},
+                                   {300, 200, 260, false, "3"},    {3, 64, 40, false, nullptr}};
+  uint32_t seed = 1800;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n) +
+                 (c.transpose_a ? " A^T" : "") + (c.pieces ? " in pieces" : ""));
+    std::optional<ScopedEnv> pieces;
+    if (c.pieces) pieces.emplace("FORGE_MATMUL_PIECES", c.pieces);
+    const Tensor a = random_tensor(c.transpose_a ? Shape{c.k, c.m} : Shape{c.m, c.k}, seed++);
+    const Tensor b = random_tensor({c.k, c.n}, seed++), c0 = random_tensor({c.m, c.n}, seed++);
+    MatmulOptions plain;
+    plain.transpose_a = c.transpose_a;
+    for (const Device& dev : test_devices()) {
+      SCOPED_TRACE(dev.name());
+      const Tensor A = a.to(dev), B = b.to(dev);
+      Tensor want = c0.to(dev);
+      gradient_accumulate(want, matmul(A, B, plain));
+      Tensor out = c0.to(dev);
+      MatmulOptions o = plain;
+      o.out = &out;
+      o.accumulate = true;
+      const Tensor got = matmul(A, B, o);
+      EXPECT_EQ(got.storage_id(), out.storage_id());
+      EXPECT_TRUE(all_close(out.to(Device::cpu()), want.to(Device::cpu()), 1e-6, 1e-6));
+    }
+  }
+}
+
+TEST(TileEpilogueValidation, AccumulateNeedsOut) {
+  for (const Device& dev : test_devices()) {
+    const Tensor a = random_tensor({130, 64}, 1890).to(dev), b = random_tensor({64, 36}, 1891).to(dev);
+    MatmulOptions o;
+    o.accumulate = true;
+    EXPECT_THROW(matmul(a, b, o), ValueError) << dev.name();
+  }
 }
 
 // gelu_grad_of: its shape, dtype and device are checked, and it is taken with

@@ -74,6 +74,11 @@ struct MatmulOptions {
   // optimizer's flat gradient pages. Not with norm, gelu, residual or
   // gelu_grad_of.
   Tensor* out = nullptr;
+  // With out: *out += the product (BLAS's beta = 1) instead of *out = it, a
+  // gradient summed over micro-batches or row blocks without a pass of its
+  // own (in the tiled kernels' store on WebGPU). out + product, as
+  // gradient_accumulate would round it.
+  bool accumulate = false;
 };
 
 // A [m, k] or [batch, m, k], B [k, n] or [batch, k, n] (stored transposed

@@ -74,10 +74,13 @@ struct ChunkedTransbGrads {
 // bound whole (the chunks one at a time), so the tied LM head of a model
 // whose token table is split across bindings trains in row blocks of dout.
 // With dchunks_into (one tensor per chunk), a defined one takes dchunks[i]
-// IN PLACE (MatmulOptions::out's conditions) and is returned as it.
+// IN PLACE (MatmulOptions::out's conditions) and is returned as it; with
+// accumulate, dchunks[i] is added into it (MatmulOptions::accumulate: a
+// table's gradient summed over row blocks of dout).
 ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tensor& a,
                                                   const std::vector<Tensor>& chunks, float alpha = 1.0f,
-                                                  const std::vector<Tensor>* dchunks_into = nullptr);
+                                                  const std::vector<Tensor>* dchunks_into = nullptr,
+                                                  bool accumulate = false);
 
 // ---- Losses ------------------------------------------------------------------
 

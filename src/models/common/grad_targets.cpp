@@ -49,14 +49,15 @@ void accumulate_grad(Tensor& slot, const Tensor& g) {
   else first_gradient(slot, GradTargets::find(slot), g);
 }
 
-void accumulate_product(Tensor& slot, const std::function<Tensor(Tensor* into)>& produce) {
+void accumulate_product(Tensor& slot, const std::function<Tensor(Tensor* into, bool accumulate)>& produce) {
   if (slot.defined()) {
-    gradient_accumulate(slot, produce(nullptr));
+    const Tensor sum = produce(&slot, true);
+    if (!same_place(sum, slot)) throw ValueError("[grad_targets] a product accumulated outside its gradient slot");
     return;
   }
   const Tensor* target = GradTargets::find(slot);
   Tensor view = target ? *target : Tensor();
-  first_gradient(slot, target, produce(target ? &view : nullptr));
+  first_gradient(slot, target, produce(target ? &view : nullptr, false));
 }
 
 }  // namespace forge::models

@@ -42,10 +42,11 @@ bool same_place(const Tensor& a, const Tensor& b);
 // target view where GradTargets gives one).
 void accumulate_grad(Tensor& slot, const Tensor& g);
 
-// slot += produce(nullptr), or, when slot holds no gradient yet, slot =
-// produce(into) with `into` its target view (nullptr where there is none).
-// produce returns its gradient, written into *into when given one (or
-// elsewhere: then copied there).
-void accumulate_product(Tensor& slot, const std::function<Tensor(Tensor* into)>& produce);
+// A product's gradient into its slot: produce(&slot, true) adds it into the
+// slot (MatmulOptions::out with accumulate) when the slot holds one already;
+// else slot = produce(into, false) with `into` its target view (nullptr
+// where there is none). produce returns its gradient, written into *into
+// when given one (or elsewhere: then copied there).
+void accumulate_product(Tensor& slot, const std::function<Tensor(Tensor* into, bool accumulate)>& produce);
 
 }  // namespace forge::models

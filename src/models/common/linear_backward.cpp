@@ -12,10 +12,11 @@ Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Lin
   if (!lora_only) {
     if (lin.quant) throw ValueError("[linear] a quantized weight has no gradient (train a LoRA adapter over it)");
     // dW = dy^T x as [out, in]; x^T dy as Conv1D's [in, out].
-    accumulate_product(g.w, [&](Tensor* into) {
+    accumulate_product(g.w, [&](Tensor* into, bool accumulate) {
       MatmulOptions o;
       o.transpose_a = true;
       o.out = into;
+      o.accumulate = accumulate;
       return conv1d ? matmul(x, dy, o) : matmul(dy, x, o);
     });
     if (lin.bias.defined()) accumulate_grad(g.bias, sum_rows(dy));

@@ -63,12 +63,17 @@ Tensor lm_head_nll(const std::vector<Tensor>& table, int64_t V, const Tensor& x_
     Tensor s = sum_rows(cross_entropy_in_place(dlogits, t, grad_scale).reshape({n, 1}));  // [1]
     loss = loss.defined() ? add(loss, s) : s;
     if (!dx_out) continue;
-    // The first block's table gradient straight into the slots' targets.
+    // The table's gradient straight into its slots: added into them once
+    // they hold one (a later block or micro-batch), else written into the
+    // slots' targets.
     std::vector<Tensor> into(table.size());
-    for (size_t c = 0; dtable && c < table.size(); ++c)
-      if (const Tensor* t = (*dtable)[c].defined() ? nullptr : GradTargets::find((*dtable)[c])) into[c] = *t;
-    ChunkedTransbGrads hg = matmul_chunked_transb_backward(dlogits, x, table, 1.0f, &into);
-    if (dtable)
+    const bool add_into = dtable && std::all_of(dtable->begin(), dtable->end(), [](const Tensor& g) { return g.defined(); });
+    for (size_t c = 0; dtable && c < table.size(); ++c) {
+      if (add_into) into[c] = (*dtable)[c];
+      else if (const Tensor* t = (*dtable)[c].defined() ? nullptr : GradTargets::find((*dtable)[c])) into[c] = *t;
+    }
+    ChunkedTransbGrads hg = matmul_chunked_transb_backward(dlogits, x, table, 1.0f, &into, add_into);
+    if (dtable && !add_into)
       for (size_t c = 0; c < table.size(); ++c) accumulate_grad((*dtable)[c], hg.dchunks[c]);  // [rows_c, C]
     if (blk < R) copy_tensor(hg.da, dsel, r0 * C);
     else dsel = hg.da;

@@ -21,3 +21,13 @@ fn epilogue(scaled: f32, row: u32, col: u32) -> f32 {
   }
   return o;
 }
+
+// Writes output `i` of C: o, or C[i] + o where ACCUMULATE (C += the product,
+// in gradient_accumulate's order).
+fn store_c(i: u32, o: f32) {
+  if (ACCUMULATE) {
+    C[i] = C[i] + o;
+  } else {
+    C[i] = o;
+  }
+}

@@ -6,6 +6,7 @@
 override GELU: bool = false;
 override RESIDUAL: bool = false;
 override GELU_GRAD: bool = false;
+override ACCUMULATE: bool = false;
 struct Params {
   m: u32,
   n: u32,

@@ -37,7 +37,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let col = col0 + 4u * (idx % BN4);
     for (var e = 0u; e < 4u; e++) {
       if (col + e < p.n) {
-        C[p.c_offset + row * p.ldc + col + e] = epilogue(s[e], row, col + e);
+        store_c(p.c_offset + row * p.ldc + col + e, epilogue(s[e], row, col + e));
       }
     }
   }

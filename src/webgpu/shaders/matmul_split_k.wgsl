@@ -22,5 +22,5 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   let row = i / p.n;
   let col = i % p.n;
-  C[p.c_offset + row * p.ldc + col] = epilogue(s, row, col);
+  store_c(p.c_offset + row * p.ldc + col, epilogue(s, row, col));
 }

@@ -34,6 +34,8 @@ override RESIDUAL: bool = false;
 // Or C = gelu'(R) * (alpha * op(A) @ op(B) + bias): the gradient through a
 // GELU whose input was R (training's MLP backward; not with the two above).
 override GELU_GRAD: bool = false;
+// C += that instead of C = it (a gradient summed into its slot).
+override ACCUMULATE: bool = false;
 // Tiles in groups of GROUP_ROWS rows of tiles, column by column within a
 // group (0 or 1: row by row). Workgroups start in the order of their linear
 // id, x fastest: row by row, a wave of them spans a few rows of tiles and
@@ -204,7 +206,7 @@ fn tile_sums(batch: u32, row0: u32, col0: u32, k_begin: u32, k_end: u32, tid: u3
 }
 
 // Stores the tile's sums into C with the epilogues: alpha, the bias, GELU,
-// the residual, and C's triangle.
+// the residual, and C's triangle (store_c: added where ACCUMULATE).
 fn store_tile(batch: u32, row0: u32, col0: u32, lid: vec3u, acc: ptr<function, array<vec4<f32>, 16>>) {
   let c_base = c_item(batch);
   for (var i = 0u; i < TM4; i++) {
@@ -222,7 +224,7 @@ fn store_tile(batch: u32, row0: u32, col0: u32, lid: vec3u, acc: ptr<function, a
             if (!in_triangle(TRI_C, row, col + e)) {
               o = 0.0;
             }
-            C[c_base + row * p.ldc + col + e] = o;
+            store_c(c_base + row * p.ldc + col + e, o);
           }
         }
       }
