@@ -1,6 +1,6 @@
 // matmul: shape resolution (transposes, batch broadcast, b_rows) and dispatch;
-// bf16_to_f32, the widening behind a bf16 B; the fusions (a norm of A's
-// rows, a gelu, a residual added to the product, a gelu's gradient).
+// bf16_to_f32, the widening behind a bf16 B; the decode-step fusions (a
+// norm of A's rows, a residual added to the product).
 #include "cpu/kernels.h"
 #include "forge/ops/llama.h"
 #include "forge/ops/nn.h"
@@ -20,16 +20,12 @@ Tensor row_norm(const Tensor& x, const RowNorm& n) {
 
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   const char* op = "matmul";
-  const bool fused = o.norm || o.residual || o.gelu || o.gelu_grad_of;
+  const bool fused = o.norm || o.residual || o.gelu;
   if (o.accumulate && !o.out) throw ValueError("[matmul] accumulate needs an out tensor to add the product into");
-  if (o.out && fused)
-    throw ValueError("[matmul] an out tensor is not taken with a row norm, gelu, residual or gelu_grad_of");
-  if (o.gelu_grad_of && (o.norm || o.residual || o.gelu))
-    throw ValueError("[matmul] gelu_grad_of is not taken with a row norm, gelu or residual");
+  if (o.out && fused) throw ValueError("[matmul] an out tensor is not taken with a row norm, gelu or residual");
   if (fused) {
     if (o.transpose_a || a.rank() != 2)
-      throw ShapeError("[matmul] a row norm, gelu, residual or gelu_grad_of takes a rank-2 a, not transposed: a " +
-                       a.describe());
+      throw ShapeError("[matmul] a row norm, gelu or residual takes a rank-2 a, not transposed: a " + a.describe());
     if (o.norm) check::row_norm(op, a, *o.norm);
   }
   check::same_device(op, {&a, &b});
@@ -87,16 +83,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
       throw ShapeError("[matmul] residual " + o.residual->describe() + " must be the product's " +
                        shape_str(out_shape) + ": " + shapes());
   }
-  if (o.gelu_grad_of) {
-    check::same_device(op, {&a, o.gelu_grad_of});
-    check::dtype(op, "gelu_grad_of", *o.gelu_grad_of, DType::F32);
-    if (o.gelu_grad_of->shape() != out_shape)
-      throw ShapeError("[matmul] gelu_grad_of " + o.gelu_grad_of->describe() + " must be the product's " +
-                       shape_str(out_shape) + ": " + shapes());
-  }
-  if (fused) {
-    webgpu::MatvecFusion f = webgpu::matvec_fusion(o.norm, o.residual, o.gelu);
-    f.gelu_grad_of = o.gelu_grad_of;
+  if (o.norm || o.residual || o.gelu) {
+    const webgpu::MatvecFusion f = webgpu::matvec_fusion(o.norm, o.residual, o.gelu);
     if (a.device().is_webgpu() &&
         (webgpu::matvec_fusable(p, f, a.device().runtime().cpu_driver()) || webgpu::tile_fusable(p, f))) {
       Tensor out = Tensor::empty(out_shape, DType::F32, a.device());
@@ -108,9 +96,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
     plain.norm = nullptr;
     plain.residual = nullptr;
     plain.gelu = false;
-    plain.gelu_grad_of = nullptr;
     Tensor y = matmul(o.norm ? row_norm(a, *o.norm) : a, b, plain);
-    if (o.gelu_grad_of) return gelu_bwd(*o.gelu_grad_of, y);
     if (o.gelu) y = gelu(y);
     return o.residual ? add(*o.residual, y) : y;
   }

@@ -23,8 +23,6 @@ struct MatvecFusion {
   bool layer = false;
   const Tensor* norm_bias = nullptr;
   bool gelu = false;
-  // C = gelu_bwd(*gelu_grad_of, the product): the tiled kernel's store only.
-  const Tensor* gelu_grad_of = nullptr;
   // main_kn's other store (matvec_kn_append.wgsl, matvec_qkv_append): a
   // packed q/k/v row's q to C, its k and v to bytes [slot, slot + C * 4) of
   // these caches.
@@ -40,8 +38,7 @@ MatvecFusion matvec_fusion(const RowNorm* norm, const Tensor* residual = nullptr
 // plain ops.
 bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driver);
 // Whether the tiled kernel's epilogues take `f` for this plan (many rows: a
-// gelu, a residual or a gelu's gradient, no norm; one batch element, C
-// dense, B aligned).
+// gelu and a residual, no norm; one batch element, C dense, B aligned).
 bool tile_fusable(const MatmulPlan& plan, const MatvecFusion& f);
 // The tiles and k-slices the vec4 tiled kernel takes for a plan it runs
 // (aligned operands, more rows than the matrix-vector kernels take), as

@@ -533,7 +533,6 @@ MatvecFusion matvec_fusion(const RowNorm* norm, const Tensor* residual, bool gel
 }
 
 bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driver) {
-  if (f.gelu_grad_of) return false;  // the tiles' store alone takes it
   if (!(vec4_matvec(plan) || scalar_matvec(plan)) || plan.m == 0 || plan.n == 0 || plan.k == 0) return false;
   // The norm's weight and bias are read as vec4s; the residual at C's own
   // index; one batch element (the statistics are of A's rows).
@@ -653,8 +652,6 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   // and bias; where unused, A stands in (a vec4 at least: a scalar kernel's A
   // may be shorter, then a small tensor of its own).
   const Tensor* residual = fuse ? fuse->residual : nullptr;
-  // The tiles' epilogues read a gelu's input where the residual binds (never both).
-  const Tensor* gelu_grad_of = fuse ? fuse->gelu_grad_of : nullptr;
   const Tensor* norm = fuse ? fuse->norm : nullptr;
   const Tensor* norm_bias = fuse ? fuse->norm_bias : nullptr;
   const Tensor filler = a.nbytes() >= 16 ? a : Tensor::empty({4}, DType::F32, a.device());
@@ -731,25 +728,21 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   // The epilogues (tile_fusable): in the tiles' store, or in the split-K
   // reduction's.
   const bool gelu = fuse && fuse->gelu;
-  const gpu::Arg residual_arg = residual       ? arg(*residual)
-                                : gelu_grad_of ? arg(*gelu_grad_of)
-                                               : arg(filler);
+  const gpu::Arg residual_arg = residual ? arg(*residual) : arg(filler);
   // The partial sums' passes take the same epilogues.
-  const std::array<gpu::Constant, 4> partials_constants{{{"GELU", gelu ? 1.0 : 0.0},
+  const std::array<gpu::Constant, 3> partials_constants{{{"GELU", gelu ? 1.0 : 0.0},
                                                          {"RESIDUAL", residual ? 1.0 : 0.0},
-                                                         {"GELU_GRAD", gelu_grad_of ? 1.0 : 0.0},
                                                          {"ACCUMULATE", plan.accumulate ? 1.0 : 0.0}}};
   // The kernel's overrides for tiles of `rows` x `cols` over depth k (a
   // split's slices and its short last one each take the slice depth that
   // suits them).
   auto tile_constants_of = [&](int64_t rows, int64_t cols, int64_t k, bool epilogues, int64_t group_rows) {
     const int64_t bk = slice_depth_bk(rows, cols, k);
-    return std::array<gpu::Constant, 13>{
+    return std::array<gpu::Constant, 12>{
         trans_a, trans_b, gpu::Constant{"T", double(rows / 16)}, gpu::Constant{"TN", double(cols / 16)}, tri,
         tri_c, gpu::Constant{"BK", double(bk)}, gpu::Constant{"K_WHOLE", k % bk == 0 ? 1.0 : 0.0},
         gpu::Constant{"GELU", epilogues && gelu ? 1.0 : 0.0},
         gpu::Constant{"RESIDUAL", epilogues && residual ? 1.0 : 0.0},
-        gpu::Constant{"GELU_GRAD", epilogues && gelu_grad_of ? 1.0 : 0.0},
         gpu::Constant{"ACCUMULATE", epilogues && plan.accumulate ? 1.0 : 0.0},
         gpu::Constant{"GROUP_ROWS", double(group_rows)}};
   };
@@ -776,8 +769,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     launch(out.device(), "matmul", kPiecesFixup.kernel(), fp,
            {arg(part), bias ? arg(*bias) : arg(part), arg(out), residual_arg},
            grid_1d(uint64_t(pieces.split * 8), limits),  // bands of 16 rows
-           {{"T", 8.0}, {"TN", 8.0}, partials_constants[0], partials_constants[1], partials_constants[2],
-            partials_constants[3]});
+           {{"T", 8.0}, {"TN", 8.0}, partials_constants[0], partials_constants[1], partials_constants[2]});
     return;
   }
   const std::array<uint32_t, 3> tiles_grid{uint32_t(ceil_div(plan.n, vt.cols)), uint32_t(ceil_div(plan.m, vt.rows)), 1};

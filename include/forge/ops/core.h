@@ -61,18 +61,11 @@ struct MatmulOptions {
   const RowNorm* norm = nullptr;
   bool gelu = false;
   const Tensor* residual = nullptr;
-  // The gradient through a GELU of the product (training's MLP backward):
-  // out = gelu_bwd(*gelu_grad_of, alpha * A @ B + bias), gelu_grad_of the
-  // GELU's input, of out's shape. A rank 2, not transposed; not with norm,
-  // gelu or residual. Fused into the tiled kernel's store on WebGPU; the
-  // plain ops otherwise.
-  const Tensor* gelu_grad_of = nullptr;
   // Write the product IN PLACE into *out (f32, the product's shape, on the
   // operands' device, its storage apart from theirs; a view into a larger
   // storage is fine, on WebGPU at the device's storage offset alignment)
   // instead of into a new tensor: a weight's gradient straight into the
-  // optimizer's flat gradient pages. Not with norm, gelu, residual or
-  // gelu_grad_of.
+  // optimizer's flat gradient pages. Not with norm, gelu or residual.
   Tensor* out = nullptr;
   // With out: *out += the product (BLAS's beta = 1) instead of *out = it, a
   // gradient summed over micro-batches or row blocks without a pass of its

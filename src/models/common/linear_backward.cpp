@@ -6,8 +6,7 @@
 
 namespace forge::models {
 
-Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Linear& g, bool lora_only,
-                       const Tensor* gelu_of) {
+Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Linear& g, bool lora_only) {
   const bool conv1d = lin.conv1d && !lin.quant;
   if (!lora_only) {
     if (lin.quant) throw ValueError("[linear] a quantized weight has no gradient (train a LoRA adapter over it)");
@@ -21,11 +20,7 @@ Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Lin
     });
     if (lin.bias.defined()) accumulate_grad(g.bias, sum_rows(dy));
   }
-  const bool fuse_gelu = gelu_of && !lin.lora.defined();
-  MatmulOptions o;
-  o.transpose_b = conv1d;  // dx = dy W: Conv1D's W [in, out] read transposed
-  o.gelu_grad_of = fuse_gelu ? gelu_of : nullptr;
-  Tensor dx = matmul(dy, conv1d ? lin.w : lin.dense_weight(), o);  // [N, in]
+  Tensor dx = conv1d ? matmul_nt(dy, lin.w) : matmul_nn(dy, lin.dense_weight());  // [N, in]
   if (!lin.lora.defined()) return dx;
   const Tensor u = matmul_nt(x, lin.lora.a);                           // [N, r], recomputed
   const Tensor du = scale(matmul_nn(dy, lin.lora.b), lin.lora.scale);  // [N, r]
@@ -33,8 +28,7 @@ Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Lin
     accumulate_grad(g.lora.b, scale(matmul_tn(dy, u), lin.lora.scale));  // [out, r]
     accumulate_grad(g.lora.a, matmul_tn(du, x));                         // [r, in]
   }
-  dx = add(dx, matmul_nn(du, lin.lora.a));
-  return gelu_of ? gelu_bwd(*gelu_of, dx) : dx;
+  return add(dx, matmul_nn(du, lin.lora.a));
 }
 
 Tensor linears_backward(const std::vector<const Linear*>& ls, const Tensor& x, const std::vector<Tensor>& dys,

@@ -62,11 +62,7 @@ void make_dense(Linear& lin, bool conv1d = false);
 // lora_only those of its LoRA A and B alone, the base frozen and possibly
 // quantized); returns dx [N, in]. With y = x W^T + s (x A^T) B^T and
 // u = x A^T: dB = s dy^T u, du = s dy B, dA = du^T x, dx = dy W + du A.
-// With gelu_of (x came out of gelu(gelu_of), of x's shape) the gradient
-// goes on through that GELU: returns gelu_bwd(*gelu_of, dx), fused into the
-// product's store where matmul takes it (MatmulOptions::gelu_grad_of).
-Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Linear& g, bool lora_only,
-                       const Tensor* gelu_of = nullptr);
+Tensor linear_backward(const Linear& lin, const Tensor& x, const Tensor& dy, Linear& g, bool lora_only);
 // The same for Linears that read one x (dys[i] the gradient of ls[i]'s
 // output, gs[i] its gradients); returns the sum of their dx. Linears joined
 // by join_weights (joined_linears, f32) take two products over the

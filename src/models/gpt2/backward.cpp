@@ -66,7 +66,7 @@ Tensor block_backward(const Gpt2Config& c, const Gpt2Block& b, const Gpt2BlockAc
 
   // MLP: x2 = x1 + drop(mlp_proj(gelu(fc(ln2))))
   Tensor dmlp = maybe_dropout(dx.reshape({N, C}), p.resid, s.seed_resid2);                               // [N, C]
-  Tensor dfc = models::linear_backward(b.mlp_proj, s.fc_gelu, dmlp, g.mlp_proj, lora_only, &s.fc);  // [N, I]
+  Tensor dfc = gelu_bwd(s.fc, models::linear_backward(b.mlp_proj, s.fc_gelu, dmlp, g.mlp_proj, lora_only));  // [N, I]
   Tensor dln2 = models::linear_backward(b.fc, s.ln2, dfc, g.fc, lora_only);                                // [N, C]
   LayerNormGrads l2 = layernorm_bwd(s.x1, b.ln_2_w, dln2.reshape({B, T, C}), eps, &dx);
   ln_acc(g.ln_2_w, l2.dgamma);

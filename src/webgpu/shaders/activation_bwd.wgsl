@@ -1,7 +1,10 @@
 // Activation gradients over f32: dx[i] = f'(x[i]) * dy[i].
-// OP: 0 gelu (tanh approximation; gelu.wgsl's gelu_tanh_grad, which
-// precedes this), 1 relu, 2 silu.
+// OP: 0 gelu (tanh approximation), 1 relu, 2 silu.
+// With s = sigmoid(2u) and s' = sigmoid(-2u) = 1 - s:
+// gelu'(x) = s + 2 x s s' sqrt(2/pi) (1 + 3 * 0.044715 x^2).
 override OP: u32 = 0u;
+
+// GELU_K and GELU_C: gelu.wgsl's (which precedes this).
 
 struct Params {
   count: u32,
@@ -31,6 +34,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       let sc = 1.0 / (1.0 + exp(v));
       dx[i] = s * (1.0 + v * sc) * g;
     }
-    default: { dx[i] = gelu_tanh_grad(v) * g; }
+    default: {
+      let u = GELU_K * (v + GELU_C * v * v * v);
+      let s = 1.0 / (1.0 + exp(-2.0 * u));
+      let sc = 1.0 / (1.0 + exp(2.0 * u));
+      dx[i] = (s + 2.0 * v * s * sc * GELU_K * (1.0 + 3.0 * GELU_C * v * v)) * g;
+    }
   }
 }

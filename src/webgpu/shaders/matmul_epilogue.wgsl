@@ -2,9 +2,7 @@
 // split-K reduction matmul_split_k.wgsl, matmul_pieces_fixup.wgsl; after
 // gelu.wgsl): an output of C [m, n] from its scaled sum, as the separate ops
 // would round it, C = R + gelu(sum + bias) with each part where the kernel
-// takes it (p.has_bias, GELU, RESIDUAL; R dense [m, n]), or with GELU_GRAD
-// C = gelu'(R) * (sum + bias), the gradient through a GELU whose input R was
-// (activation_bwd.wgsl's).
+// takes it (p.has_bias, GELU, RESIDUAL; R dense [m, n]).
 fn epilogue(scaled: f32, row: u32, col: u32) -> f32 {
   var o = scaled;
   if (p.has_bias != 0u) {
@@ -15,9 +13,6 @@ fn epilogue(scaled: f32, row: u32, col: u32) -> f32 {
   }
   if (RESIDUAL) {
     o = R[row * p.n + col] + o;
-  }
-  if (GELU_GRAD) {
-    o = gelu_tanh_grad(R[row * p.n + col]) * o;
   }
   return o;
 }

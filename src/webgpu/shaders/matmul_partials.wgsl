@@ -5,7 +5,6 @@
 // matmul_epilogue.wgsl's.
 override GELU: bool = false;
 override RESIDUAL: bool = false;
-override GELU_GRAD: bool = false;
 override ACCUMULATE: bool = false;
 struct Params {
   m: u32,
@@ -21,4 +20,4 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> C: array<f32>;
-@group(0) @binding(4) var<storage, read> R: array<f32>;  // C's shape (RESIDUAL, GELU_GRAD), else unused
+@group(0) @binding(4) var<storage, read> R: array<f32>;  // C's shape (RESIDUAL), else unused

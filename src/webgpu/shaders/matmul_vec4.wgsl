@@ -31,9 +31,6 @@ override K_WHOLE: bool = false;  // k is a multiple of BK: no slice runs past it
 // product that feeds a residual stream), as the separate ops would round.
 override GELU: bool = false;
 override RESIDUAL: bool = false;
-// Or C = gelu'(R) * (alpha * op(A) @ op(B) + bias): the gradient through a
-// GELU whose input was R (training's MLP backward; not with the two above).
-override GELU_GRAD: bool = false;
 // C += that instead of C = it (a gradient summed into its slot).
 override ACCUMULATE: bool = false;
 // Tiles in groups of GROUP_ROWS rows of tiles, column by column within a
@@ -58,7 +55,7 @@ override LOADS_B: u32 = (TILE4_B + 255u) / 256u;
 @group(0) @binding(2) var<storage, read> B: array<WeightVec4>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> C: array<f32>;
-@group(0) @binding(5) var<storage, read> R: array<f32>;  // C's shape (RESIDUAL, GELU_GRAD), else unused
+@group(0) @binding(5) var<storage, read> R: array<f32>;  // C's shape (RESIDUAL), else unused
 
 var<workgroup> As: array<vec4<f32>, TILE4_A>;  // [BK][BM / 4]: column kk of the A tile
 var<workgroup> Bs: array<vec4<f32>, TILE4_B>;  // [BK][BN / 4]: row kk of the B tile
