@@ -260,8 +260,8 @@ const bool registered = register_bench(
        sub.add_option("--shapes", shapes, "Comma-separated BxT shapes (T capped at the context length)")
            ->capture_default_str();
        check_at_least(sub.add_option("--head-rows", head_rows,
-                                     "Positions per LM-head block (a multiple of 64; default: as many as 256 MiB of "
-                                     "logits hold): more is faster and takes more memory"),
+                                     "Positions per LM-head block, rounded up to a multiple of 64 (default: as many "
+                                     "as 256 MiB of logits hold): fewer take less memory"),
                       1);
        add_device_option(sub, device, true);
        add_profile_flag(sub);
