@@ -6,6 +6,7 @@
 
 #include "forge/error.h"
 #include "forge_shaders.h"
+#include "webgpu/composed_kernel.h"
 #include "webgpu/gather_kernels.h"
 #include "webgpu/kernels.h"
 #include "webgpu/launch.h"
@@ -14,7 +15,7 @@ namespace forge::webgpu {
 
 namespace {
 
-const gpu::Kernel kEmbedding{"embedding", shaders::embedding};
+const ComposedKernel kEmbedding{"embedding", {shaders::nan, shaders::embedding}};
 
 struct EmbeddingParams {
   uint32_t rows, cols, row_base, seq, pos, id_first, id_count, vocab, has_wpe, poison, wpe_shift, out_shift;
@@ -38,7 +39,7 @@ void gather_rows(const Device& dev, const Tensor& ids, const std::vector<Tensor>
                       i + 1 == chunks.size() ? 1u : 0u,
                       wpe.shift,
                       out.shift};
-    launch(dev, "embedding", kEmbedding, q, {arg(ids), arg(chunks[i]), has_wpe ? wpe.arg : arg(chunks[i]), out.arg},
+    launch(dev, "embedding", kEmbedding.kernel(), q, {arg(ids), arg(chunks[i]), has_wpe ? wpe.arg : arg(chunks[i]), out.arg},
            grid_1d((uint64_t(count) * uint64_t(p.cols) + 255) / 256, dev.runtime().limits()));
   }
 }

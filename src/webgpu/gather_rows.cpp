@@ -14,9 +14,9 @@ namespace forge::webgpu {
 
 namespace {
 
-const gpu::Kernel kGatherNll{"gather_nll", shaders::gather_nll};
-const gpu::Kernel kCeBwd{"ce_bwd", shaders::ce_bwd};
-const ComposedKernel kCrossEntropy{"cross_entropy", {shaders::row_reduce, shaders::cross_entropy}};
+const ComposedKernel kGatherNll{"gather_nll", {shaders::nan, shaders::gather_nll}};
+const ComposedKernel kCeBwd{"ce_bwd", {shaders::nan, shaders::ce_bwd}};
+const ComposedKernel kCrossEntropy{"cross_entropy", {shaders::row_reduce, shaders::nan, shaders::cross_entropy}};
 const gpu::Kernel kScatterAdd{"scatter_add", shaders::scatter_add};
 const gpu::Kernel kScatterAddGrouped{"scatter_add_grouped", shaders::scatter_add_grouped};
 
@@ -56,7 +56,7 @@ void gather_nll(const Tensor& probs, const Tensor& ids, const RowsPlan& p, Tenso
   const uint64_t row_bytes = uint64_t(p.cols) * 4;
   for_each_row_chunk(dev.runtime(), "gather_nll", p.rows, row_bytes, [&](int64_t first, int64_t count) {
     GatherNllParams q{uint32_t(count), uint32_t(p.cols), uint32_t(first), 0};
-    launch(dev, "gather_nll", kGatherNll, q,
+    launch(dev, "gather_nll", kGatherNll.kernel(), q,
            {arg(probs, uint64_t(first) * row_bytes, uint64_t(count) * row_bytes), arg(ids), arg(out)},
            grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()));
   });
@@ -68,7 +68,7 @@ void ce_bwd(const Tensor& probs, const Tensor& ids, float scale, const RowsPlan&
   for_each_row_chunk(dev.runtime(), "ce_bwd", p.rows, row_bytes, [&](int64_t first, int64_t count) {
     CeBwdParams q{uint32_t(count), uint32_t(p.cols), uint32_t(first), scale};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
-    launch(dev, "ce_bwd", kCeBwd, q, {arg(probs, off, bytes), arg(ids), arg(out, off, bytes)},
+    launch(dev, "ce_bwd", kCeBwd.kernel(), q, {arg(probs, off, bytes), arg(ids), arg(out, off, bytes)},
            grid_1d((uint64_t(count) * uint64_t(p.cols) + 255) / 256, dev.runtime().limits()));
   });
 }

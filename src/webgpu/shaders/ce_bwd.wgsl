@@ -1,6 +1,7 @@
 // Cross-entropy backward through softmax: dlogits[r, j] =
 // (probs[r, j] - (j == ids[r])) * scale; a row of NaN for an id >= cols.
 // One thread per element of this binding's row block.
+// Preceded by nan.wgsl (nan_f32).
 struct Params {
   rows: u32,      // rows in this binding
   cols: u32,      // V
@@ -12,12 +13,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read> probs: array<f32>;     // [rows, V]
 @group(0) @binding(2) var<storage, read> ids: array<u32>;       // [R], all rows
 @group(0) @binding(3) var<storage, read_write> out: array<f32>; // [rows, V]
-
-// A quiet NaN marking the output of an out-of-range id. Built from a runtime
-// value: WGSL rejects a NaN constant expression.
-fn nan_f32(runtime_zero: u32) -> f32 {
-  return bitcast<f32>(0x7fc00000u | runtime_zero);
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,

@@ -5,7 +5,8 @@
 // overwrites each logit with (exp(x - max) / sum - onehot(id)) * scale. The
 // row is read twice and written once, where softmax then ce_bwd read it
 // four times and wrote it twice. An id >= cols gives a row and a loss of NaN.
-// Preceded by row_reduce.wgsl (WG, row_index, the workgroup reductions).
+// Preceded by row_reduce.wgsl (WG, row_index, the workgroup reductions) and
+// nan.wgsl (nan_f32).
 struct Params {
   rows: u32,      // rows in this binding
   cols: u32,      // V
@@ -19,11 +20,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> loss: array<f32>;  // [R], all rows
 
 const LOWEST: f32 = -3.402823466e38;
-
-// A quiet NaN built from a runtime value (WGSL rejects a NaN constant).
-fn nan_f32(runtime_zero: u32) -> f32 {
-  return bitcast<f32>(0x7fc00000u | runtime_zero);
-}
 
 // (max, sum of exp(v - max)) with four more values joined.
 fn joined4(ms: vec2f, v: vec4f) -> vec2f {

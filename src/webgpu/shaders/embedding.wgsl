@@ -7,6 +7,7 @@
 // aligned offset below the range used: wpe_shift and out_shift (added mod
 // 2^32) turn indices into wpe and into this dispatch's rows into binding
 // indices.
+// Preceded by nan.wgsl (nan_f32).
 struct Params {
   rows: u32,      // output rows in this binding
   cols: u32,      // C
@@ -27,12 +28,6 @@ struct Params {
 @group(0) @binding(2) var<storage, read> table: array<f32>;   // [id_count, C]
 @group(0) @binding(3) var<storage, read> wpe: array<f32>;     // rows of [P, C]
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;  // [rows, C] from out_shift
-
-// A quiet NaN marking the output of an out-of-range id. Built from a runtime
-// value: WGSL rejects a NaN constant expression.
-fn nan_f32(runtime_zero: u32) -> f32 {
-  return bitcast<f32>(0x7fc00000u | runtime_zero);
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,

@@ -1,5 +1,6 @@
 // Per-row negative log-likelihood: out[row_base + r] = -log(probs[r, ids[row_base + r]]);
 // NaN for an id >= cols. One thread per row of this binding's row block.
+// Preceded by nan.wgsl (nan_f32).
 struct Params {
   rows: u32,      // rows in this binding of probs
   cols: u32,      // V
@@ -11,12 +12,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read> probs: array<f32>;     // [rows, V]
 @group(0) @binding(2) var<storage, read> ids: array<u32>;       // [R], all rows
 @group(0) @binding(3) var<storage, read_write> out: array<f32>; // [R], all rows
-
-// A quiet NaN marking the output of an out-of-range id. Built from a runtime
-// value: WGSL rejects a NaN constant expression.
-fn nan_f32(runtime_zero: u32) -> f32 {
-  return bitcast<f32>(0x7fc00000u | runtime_zero);
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
