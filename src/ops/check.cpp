@@ -41,6 +41,13 @@ void same_shape(const char* op, const Tensor& a, const Tensor& b) {
                      shape_str(b.shape()));
 }
 
+void f32_like(const char* op, const char* name, const Tensor& t, const Tensor& x) {
+  same_device(op, {&x, &t});
+  dtype(op, name, t, DType::F32);
+  if (t.shape() != x.shape())
+    throw ShapeError(std::string("[") + op + "] shapes differ: " + operands({{"x", &x}, {name, &t}}));
+}
+
 void row_norm(const char* op, const Tensor& x, const RowNorm& n) {
   if (!n.weight || !n.weight->defined()) throw ValueError(std::string("[") + op + "] the row norm has no weight");
   same_device(op, {&x, n.weight});

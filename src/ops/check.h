@@ -18,6 +18,9 @@ void dtype(const char* op, const char* name, const Tensor& t, DType want);
 void rank(const char* op, const char* name, const Tensor& t, int lo, int hi);
 // a and b have equal shapes.
 void same_shape(const char* op, const Tensor& a, const Tensor& b);
+// t (an input named `name`) f32 of x's shape on x's device: one that pairs
+// with x element for element.
+void f32_like(const char* op, const char* name, const Tensor& t, const Tensor& x);
 // A row norm for x [.., K]: a weight (and bias, LayerNorm only) f32 [K] on x's device.
 void row_norm(const char* op, const Tensor& x, const RowNorm& n);
 // An op's output given by the caller (written IN PLACE): f32 of shape `want`

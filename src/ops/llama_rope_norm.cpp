@@ -150,16 +150,8 @@ RmsNormGrads rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& d
   const char* op = "rms_norm_bwd";
   check::same_device(op, {&x, &weight, &dy});
   RowsPlan p = rows_plan(op, x, eps);
-  check::dtype(op, "dy", dy, DType::F32);
-  if (dy.shape() != x.shape())
-    throw ShapeError(std::string("[") + op + "] shapes differ: " + check::operands({{"x", &x}, {"dy", &dy}}));
-  if (dx_add) {
-    check::same_device(op, {&x, dx_add});
-    check::dtype(op, "dx_add", *dx_add, DType::F32);
-    if (dx_add->shape() != x.shape())
-      throw ShapeError(std::string("[") + op + "] shapes differ: " +
-                       check::operands({{"x", &x}, {"dx_add", dx_add}}));
-  }
+  check::f32_like(op, "dy", dy, x);
+  if (dx_add) check::f32_like(op, "dx_add", *dx_add, x);
   check_weight(op, weight, p.cols);
   RmsNormGrads g;
   g.dx = Tensor::empty(x.shape(), DType::F32, x.device());

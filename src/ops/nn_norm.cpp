@@ -47,16 +47,8 @@ LayerNormGrads layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor&
   const char* op = "layernorm_bwd";
   check::same_device(op, {&x, &gamma, &dy});
   check_rows(op, "x", x);
-  check::dtype(op, "dy", dy, DType::F32);
-  if (dy.shape() != x.shape())
-    throw ShapeError(std::string("[") + op + "] shapes differ: " + check::operands({{"x", &x}, {"dy", &dy}}));
-  if (dx_add) {
-    check::same_device(op, {&x, dx_add});
-    check::dtype(op, "dx_add", *dx_add, DType::F32);
-    if (dx_add->shape() != x.shape())
-      throw ShapeError(std::string("[") + op + "] shapes differ: " +
-                       check::operands({{"x", &x}, {"dx_add", dx_add}}));
-  }
+  check::f32_like(op, "dy", dy, x);
+  if (dx_add) check::f32_like(op, "dx_add", *dx_add, x);
   int64_t cols = x.dim(-1);
   check_vector(op, "gamma", gamma, cols);
   check_eps(op, eps);
