@@ -1,6 +1,6 @@
 // Host side of sum_rows and sumsq (shaders/reduce.wgsl): a first pass of
 // partial sums over blocks of rows (or of values), a second pass over the
-// partials. Input split under the binding limit accumulates into the same
+// partials (for sum_rows, the first pass's kernel over them as one block). Input split under the binding limit accumulates into the same
 // partials, so the result does not depend on the split's boundaries beyond
 // f32 rounding.
 #include <algorithm>
@@ -14,7 +14,6 @@ namespace forge::webgpu {
 namespace {
 
 const gpu::Kernel kColPartial{"col_partial", shaders::reduce, "col_partial"};
-const gpu::Kernel kColFinal{"col_final", shaders::reduce, "col_final"};
 const gpu::Kernel kSqPartial{"sq_partial", shaders::reduce, "sq_partial"};
 const gpu::Kernel kSqFinal{"sq_final", shaders::reduce, "sq_final"};
 
@@ -51,9 +50,10 @@ void sum_rows(const Tensor& x, int64_t rows, int64_t cols, Tensor& out) {
     first_chunk = false;
   });
   if (groups == 1) return;
-  ReduceParams p{0, uint32_t(cols), uint32_t(groups), 0};
-  launch(dev, "sum_rows", kColFinal, p, {arg(partials), arg(out)},
-         grid_1d((uint64_t(cols) + 255) / 256, rt.limits()));
+  // The partials as the rows of one block.
+  ReduceParams p{uint32_t(groups), uint32_t(cols), 1, 0};
+  launch(dev, "sum_rows", kColPartial, p, {arg(partials), arg(out)},
+         grid_1d((uint64_t(cols) + kColTile - 1) / kColTile, rt.limits()));
 }
 
 void sumsq(const Tensor& x, Tensor& out) { sumsq_many({x}, out); }

@@ -1,9 +1,11 @@
 // Sum reductions in two passes with a fixed order (deterministic results).
 //
-// col_partial / col_final: column sums of src [rows, cols]. Pass 1 splits the
-// rows into `groups` contiguous blocks; workgroup (column tile, block g)
-// writes dst[g * cols + col], 64 columns by 4 row lanes per workgroup so that
-// loads along a row are contiguous. Pass 2 sums the blocks per column.
+// col_partial: column sums of src [rows, cols]. Pass 1 splits the rows into
+// `groups` contiguous blocks; workgroup (column tile, block g) writes
+// dst[g * cols + col], 64 columns by 4 row lanes per workgroup so that loads
+// along a row are contiguous. Pass 2 is the same kernel over the partials
+// [groups, cols] as one block: four lanes a column there too, where one
+// invocation a column waited on each partial in turn.
 // sq_partial / sq_final: the sum of squares of src [rows] (flat). Pass 1:
 // `groups` workgroups stride over the values and write dst[g]; pass 2: one
 // workgroup sums the partials into dst[0].
@@ -66,20 +68,6 @@ fn col_partial(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: v
     }
     store(g * p.cols + col, s);
   }
-}
-
-@compute @workgroup_size(WG)
-fn col_final(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
-             @builtin(local_invocation_index) lid: u32) {
-  let col = (wg.y * nwg.x + wg.x) * WG + lid;
-  if (col >= p.cols) {
-    return;
-  }
-  var s = 0.0;
-  for (var g = 0u; g < p.groups; g++) {
-    s += src[g * p.cols + col];
-  }
-  dst[col] = s;
 }
 
 @compute @workgroup_size(WG)
