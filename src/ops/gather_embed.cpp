@@ -146,10 +146,6 @@ int64_t check_chunked_transb(const char* op, const Tensor& a, const std::vector<
   return n_total;
 }
 
-void run_matmul(const Tensor& a, const Tensor& b, const MatmulPlan& p, Tensor& out) {
-  run_matmul_plan(a, b, nullptr, p, out);
-}
-
 }  // namespace
 
 ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tensor& a,
@@ -190,7 +186,7 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
     if (into) check::output(op, *into, w.shape(), {&dout, &a, &w});
     Tensor dw = into ? *into : Tensor::empty(w.shape(), DType::F32, w.device());
     pw.accumulate = accumulate && into;
-    run_matmul(dout2, a2, pw, dw);
+    run_matmul_plan(dout2, a2, nullptr, pw, dw);
     g.dchunks.push_back(dw);
     // da2 += alpha * (dout2 columns [col, col + n)) @ chunk [n, k].
     MatmulPlan pa;
@@ -198,7 +194,7 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
     pa.alpha = alpha;
     pa.lda = n_total, pa.ldb = k, pa.a_offset = col;
     pa.accumulate = col != 0;
-    run_matmul(dout2, w, pa, da2);
+    run_matmul_plan(dout2, w, nullptr, pa, da2);
     col += n;
   }
   return g;

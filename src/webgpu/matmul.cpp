@@ -548,19 +548,25 @@ bool matvec_fusable(const MatmulPlan& plan, const MatvecFusion& f, bool cpu_driv
   return plan.batch == 1;
 }
 
-bool tile_fusable(const MatmulPlan& plan, const MatvecFusion& f) {
-  if (f.norm || f.k_cache || plan.batch != 1 || triangles(plan)) return false;
+namespace {
+
+// Whether matmul runs this plan on the vec4 tiles (with their epilogues),
+// not the matrix-vector or scalar kernels, C's items dense [m, n].
+bool vec4_tiles_with_dense_c(const MatmulPlan& plan) {
   if ((plan.ldc != 0 && plan.ldc != plan.n) || plan.c_offset != 0) return false;
+  if (plan.c_batch_stride != 0 || plan.c_head_stride != 0) return false;
   const bool matvec = !plan.trans_a && matvec_rows(plan);
   return !serial_rows(plan) && !matvec && b_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR");
 }
 
-bool tiles_accumulate(const MatmulPlan& plan) {
-  const bool matvec = !plan.trans_a && matvec_rows(plan);
-  const bool c_dense = plan.c_batch_stride == 0 && plan.c_head_stride == 0 && plan.c_offset == 0 &&
-                       (plan.ldc == 0 || plan.ldc == plan.n);
-  return c_dense && !serial_rows(plan) && !matvec && b_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR");
+}  // namespace
+
+bool tile_fusable(const MatmulPlan& plan, const MatvecFusion& f) {
+  if (f.norm || f.k_cache || plan.batch != 1 || triangles(plan)) return false;
+  return vec4_tiles_with_dense_c(plan);
 }
+
+bool tiles_accumulate(const MatmulPlan& plan) { return vec4_tiles_with_dense_c(plan); }
 
 std::string matmul_tiling(const MatmulPlan& plan, const Device& dev) {
   const uint64_t limit = dev.runtime().binding_limit();

@@ -1,8 +1,9 @@
 // Host side of sum_rows and sumsq (shaders/reduce.wgsl): a first pass of
 // partial sums over blocks of rows (or of values), a second pass over the
-// partials (for sum_rows, the first pass's kernel over them as one block). Input split under the binding limit accumulates into the same
-// partials, so the result does not depend on the split's boundaries beyond
-// f32 rounding.
+// partials (for sum_rows, the first pass's kernel over them as one block).
+// Input split under the binding limit accumulates into the same partials,
+// so the result does not depend on the split's boundaries beyond f32
+// rounding.
 #include <algorithm>
 
 #include "forge_shaders.h"

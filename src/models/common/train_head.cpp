@@ -67,7 +67,8 @@ Tensor lm_head_nll(const std::vector<Tensor>& table, int64_t V, const Tensor& x_
     // they hold one (a later block or micro-batch), else written into the
     // slots' targets.
     std::vector<Tensor> into(table.size());
-    const bool add_into = dtable && std::all_of(dtable->begin(), dtable->end(), [](const Tensor& g) { return g.defined(); });
+    const bool add_into =
+        dtable && std::all_of(dtable->begin(), dtable->end(), [](const Tensor& g) { return g.defined(); });
     for (size_t c = 0; dtable && c < table.size(); ++c) {
       if (add_into) into[c] = (*dtable)[c];
       else if (const Tensor* t = (*dtable)[c].defined() ? nullptr : GradTargets::find((*dtable)[c])) into[c] = *t;
