@@ -1,5 +1,6 @@
 // Host side of the elementwise kernels (shaders/unary.wgsl, binary.wgsl).
 #include "forge_shaders.h"
+#include "webgpu/composed_kernel.h"
 #include "webgpu/kernels.h"
 #include "webgpu/launch.h"
 #include "webgpu/nn_kernels.h"
@@ -8,8 +9,8 @@ namespace forge::webgpu {
 
 namespace {
 
-const gpu::Kernel kBinary{"binary", shaders::binary};
-const gpu::Kernel kUnary{"unary", shaders::unary};
+const ComposedKernel kBinary{"binary", {shaders::elementwise_block, shaders::binary}};
+const ComposedKernel kUnary{"unary", {shaders::elementwise_block, shaders::unary}};
 
 struct ElementwiseParams {
   uint32_t count;
@@ -30,9 +31,9 @@ void for_each_chunk(const Tensor& t, const char* op, const std::function<void(ui
 void binary(BinaryOp code, const char* op, const Tensor& a, const Tensor& b, Tensor& out) {
   for_each_chunk(out, op, [&](uint64_t first, uint64_t count) {
     ElementwiseParams p{uint32_t(count), 0.0f, {}};
-    launch(out.device(), op, kBinary, p, {arg(a, first * 4, count * 4), arg(b, first * 4, count * 4),
+    launch(out.device(), op, kBinary.kernel(), p, {arg(a, first * 4, count * 4), arg(b, first * 4, count * 4),
                                           arg(out, first * 4, count * 4)},
-           grid_1d((count + 255) / 256, out.device().runtime().limits()), {{"OP", double(code)}});
+           elementwise_grid(count, out.device().runtime().limits()), {{"OP", double(code)}});
   });
 }
 
@@ -45,8 +46,8 @@ void mul(const Tensor& a, const Tensor& b, Tensor& out) { binary(kMul, "mul", a,
 void scale(const Tensor& x, float alpha, Tensor& out) {
   for_each_chunk(out, "scale", [&](uint64_t first, uint64_t count) {
     ElementwiseParams p{uint32_t(count), alpha, {}};
-    launch(out.device(), "scale", kUnary, p, {arg(x, first * 4, count * 4), arg(out, first * 4, count * 4)},
-           grid_1d((count + 255) / 256, out.device().runtime().limits()), {{"OP", kScale}});
+    launch(out.device(), "scale", kUnary.kernel(), p, {arg(x, first * 4, count * 4), arg(out, first * 4, count * 4)},
+           elementwise_grid(count, out.device().runtime().limits()), {{"OP", kScale}});
   });
 }
 

@@ -21,6 +21,10 @@ std::array<uint32_t, 3> grid_1d(uint64_t groups, const gpu::Limits& limits) {
   return {uint32_t(x), uint32_t(y), 1};
 }
 
+std::array<uint32_t, 3> elementwise_grid(uint64_t count, const gpu::Limits& limits) {
+  return grid_1d((count + kElementwiseBlock - 1) / kElementwiseBlock, limits);
+}
+
 void for_each_row_chunk(const gpu::Runtime& rt, const char* op, int64_t rows, uint64_t row_bytes,
                         const std::function<void(int64_t, int64_t)>& fn) {
   uint64_t limit = rt.binding_limit();

@@ -23,6 +23,11 @@ gpu::Arg arg(const Tensor& t, uint64_t offset, uint64_t bytes);
 // Kernels recover the linear index as wg.y * num_workgroups.x + wg.x.
 std::array<uint32_t, 3> grid_1d(uint64_t groups, const gpu::Limits& limits);
 
+// The grid of an elementwise kernel over `count` elements: a workgroup a
+// block of shaders/elementwise_block.wgsl's 256 x EW_PER.
+constexpr uint64_t kElementwiseBlock = 256 * 4;
+std::array<uint32_t, 3> elementwise_grid(uint64_t count, const gpu::Limits& limits);
+
 // The workgroup size of the one-row-a-workgroup kernels (shaders/row_reduce.wgsl's
 // WG) for rows of `cols` values: cols rounded up to a power of two, 32 to 256.
 // Idle lanes cost little on a GPU but a great deal on a CPU driver

@@ -13,9 +13,13 @@ namespace forge::webgpu {
 namespace {
 
 const gpu::Kernel kRope{"rope", shaders::rope};
-const ComposedKernel kRmsNorm{"rms_norm", {shaders::row_reduce, shaders::row_norm, shaders::rms_norm}};
-const ComposedKernel kRmsNormResidual{"rms_norm_residual", {shaders::row_reduce, shaders::row_norm, shaders::rms_norm_residual}};
-const ComposedKernel kRmsNormBwd{"rms_norm_bwd", {shaders::row_reduce, shaders::row_norm, shaders::rms_norm_bwd}};
+// A workgroup or a subgroup to a row (row_launch).
+const ReducingKernel kRmsNorm{"rms_norm", {shaders::row_norm, shaders::rms_norm}, shaders::row_reduce,
+                              shaders::row_subgroup};
+const ReducingKernel kRmsNormResidual{"rms_norm_residual", {shaders::row_norm, shaders::rms_norm_residual},
+                                      shaders::row_reduce, shaders::row_subgroup};
+const ReducingKernel kRmsNormBwd{"rms_norm_bwd", {shaders::row_norm, shaders::rms_norm_bwd}, shaders::row_reduce,
+                                 shaders::row_subgroup};
 
 struct RopeParams {
   uint32_t pairs, first_token, seq, hidden, head_dim, inverse;
@@ -55,14 +59,14 @@ void rms_norm(const Tensor& x, const Tensor* residual, const Tensor& weight, con
   for_each_row_chunk(dev.runtime(), op, plan.rows, row_bytes, [&](int64_t first, int64_t count) {
     RowParams p{uint32_t(count), uint32_t(plan.cols), plan.eps, 0};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
-    auto grid = grid_1d(uint64_t(count), dev.runtime().limits());
+    const RowLaunch rl = row_launch(residual ? kRmsNormResidual : kRmsNorm, dev.runtime(), count, plan.cols);
     if (residual)
-      launch(dev, op, kRmsNormResidual.kernel(), p,
+      launch(dev, op, *rl.kernel, p,
              {arg(x, off, bytes), arg(weight), arg(y, off, bytes), arg(*residual, off, bytes), arg(*sum, off, bytes)},
-             grid, {row_workgroup(plan.cols)});
+             rl.groups, {rl.workgroup});
     else
-      launch(dev, op, kRmsNorm.kernel(), p, {arg(x, off, bytes), arg(weight), arg(y, off, bytes)}, grid,
-             {row_workgroup(plan.cols)});
+      launch(dev, op, *rl.kernel, p, {arg(x, off, bytes), arg(weight), arg(y, off, bytes)}, rl.groups,
+             {rl.workgroup});
   });
 }
 
@@ -75,11 +79,11 @@ void rms_norm_bwd(const Tensor& x, const Tensor& weight, const Tensor& dy, const
     RowParams p{uint32_t(count), uint32_t(plan.cols), plan.eps, 0};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
     // Without dx_add, dy stands in for its binding (unread).
-    launch(dev, "rms_norm_bwd", kRmsNormBwd.kernel(), p,
+    const RowLaunch rl = row_launch(kRmsNormBwd, dev.runtime(), count, plan.cols);
+    launch(dev, "rms_norm_bwd", *rl.kernel, p,
            {arg(x, off, bytes), arg(weight), arg(dy, off, bytes), arg(dx, off, bytes), arg(dy_xhat, off, bytes),
             arg(dx_add ? *dx_add : dy, off, bytes)},
-           grid_1d(uint64_t(count), dev.runtime().limits()),
-           {row_workgroup(plan.cols), gpu::Constant{"ADD", dx_add ? 1.0 : 0.0}});
+           rl.groups, {rl.workgroup, gpu::Constant{"ADD", dx_add ? 1.0 : 0.0}});
   });
   sum_rows(dy_xhat, plan.rows, plan.cols, dweight);
 }

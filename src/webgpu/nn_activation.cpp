@@ -10,8 +10,9 @@ namespace forge::webgpu {
 namespace {
 
 // Both after gelu.wgsl: one gelu for them and the matrix-vector epilogue.
-const ComposedKernel kActivation{"activation", {shaders::gelu, shaders::activation}};
-const ComposedKernel kActivationBwd{"activation_bwd", {shaders::gelu, shaders::activation_bwd}};
+const ComposedKernel kActivation{"activation", {shaders::gelu, shaders::elementwise_block, shaders::activation}};
+const ComposedKernel kActivationBwd{"activation_bwd",
+                                   {shaders::gelu, shaders::elementwise_block, shaders::activation_bwd}};
 
 struct ActivationParams {
   uint32_t count;
@@ -47,7 +48,7 @@ void activation(Activation act, const Tensor& x, Tensor& y) {
     ActivationParams p{uint32_t(count), {}};
     uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
     launch(dev, op, kActivation.kernel(), p, {arg(x, off, bytes), arg(y, off, bytes)},
-           grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()), {{"OP", op_code(act)}});
+           elementwise_grid(uint64_t(count), dev.runtime().limits()), {{"OP", op_code(act)}});
   });
 }
 
@@ -58,7 +59,7 @@ void activation_bwd(Activation act, const Tensor& x, const Tensor& dy, Tensor& d
     ActivationParams p{uint32_t(count), {}};
     uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
     launch(dev, op, kActivationBwd.kernel(), p, {arg(x, off, bytes), arg(dy, off, bytes), arg(dx, off, bytes)},
-           grid_1d((uint64_t(count) + 255) / 256, dev.runtime().limits()), {{"OP", op_code(act)}});
+           elementwise_grid(uint64_t(count), dev.runtime().limits()), {{"OP", op_code(act)}});
   });
 }
 

@@ -1,6 +1,6 @@
 // Host side of layernorm and layernorm_bwd (shaders/layernorm.wgsl,
-// layernorm_bwd.wgsl): one workgroup per row, rows split under the binding
-// limit.
+// layernorm_bwd.wgsl): a workgroup or a subgroup to a row (row_launch),
+// rows split under the binding limit.
 #include "forge_shaders.h"
 #include "webgpu/composed_kernel.h"
 #include "webgpu/launch.h"
@@ -10,8 +10,10 @@ namespace forge::webgpu {
 
 namespace {
 
-const ComposedKernel kLayerNorm{"layernorm", {shaders::row_reduce, shaders::row_norm, shaders::layernorm}};
-const ComposedKernel kLayerNormBwd{"layernorm_bwd", {shaders::row_reduce, shaders::row_norm, shaders::layernorm_bwd}};
+const ReducingKernel kLayerNorm{"layernorm", {shaders::row_norm, shaders::layernorm}, shaders::row_reduce,
+                                shaders::row_subgroup};
+const ReducingKernel kLayerNormBwd{"layernorm_bwd", {shaders::row_norm, shaders::layernorm_bwd}, shaders::row_reduce,
+                                   shaders::row_subgroup};
 
 // Mirrors `struct Params` of shaders/row_norm.wgsl.
 struct LayerNormParams {
@@ -36,8 +38,9 @@ void layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float e
   for_each_row_chunk(dev.runtime(), "layernorm", rows, row_bytes, [&](int64_t first, int64_t count) {
     LayerNormParams p{uint32_t(count), uint32_t(cols), eps, 0};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
-    launch(dev, "layernorm", kLayerNorm.kernel(), p, {arg(x, off, bytes), arg(gamma), arg(beta), arg(y, off, bytes)},
-           grid_1d(uint64_t(count), dev.runtime().limits()), {row_workgroup(cols)});
+    const RowLaunch rl = row_launch(kLayerNorm, dev.runtime(), count, cols);
+    launch(dev, "layernorm", *rl.kernel, p, {arg(x, off, bytes), arg(gamma), arg(beta), arg(y, off, bytes)},
+           rl.groups, {rl.workgroup});
   });
 }
 
@@ -50,11 +53,11 @@ void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float
     LayerNormParams p{uint32_t(count), uint32_t(cols), eps, 0};
     uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
     // Without dx_add, dy stands in for its binding (unread).
-    launch(dev, "layernorm_bwd", kLayerNormBwd.kernel(), p,
+    const RowLaunch rl = row_launch(kLayerNormBwd, dev.runtime(), count, cols);
+    launch(dev, "layernorm_bwd", *rl.kernel, p,
            {arg(x, off, bytes), arg(gamma), arg(dy, off, bytes), arg(dx, off, bytes), arg(dy_xhat, off, bytes),
             arg(dx_add ? *dx_add : dy, off, bytes)},
-           grid_1d(uint64_t(count), dev.runtime().limits()),
-           {row_workgroup(cols), gpu::Constant{"ADD", dx_add ? 1.0 : 0.0}});
+           rl.groups, {rl.workgroup, gpu::Constant{"ADD", dx_add ? 1.0 : 0.0}});
   });
   sum_rows(dy_xhat, rows, cols, dgamma);
   sum_rows(dy, rows, cols, dbeta);

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "parity/parity.h"
+#include "unit/scoped_env.h"
 
 using namespace forge;
 using namespace forge::testing;
@@ -16,7 +17,8 @@ using namespace forge::testing;
 namespace {
 
 const std::vector<Shape> kElementwiseShapes = {{1}, {3}, {17}, {129}, {3, 17}, {2, 3, 129}, {1000, 3}};
-const std::vector<Shape> kRowShapes = {{1}, {3}, {17, 1}, {3, 17}, {17, 129}, {2, 3, 129}, {5, 300}, {1, 1, 576}};
+const std::vector<Shape> kRowShapes = {{1}, {3}, {17, 1}, {3, 17}, {17, 129}, {2, 3, 129}, {5, 300}, {1, 1, 576},
+                                       {130, 24}};
 
 // ---- RoPE -------------------------------------------------------------------------
 
@@ -100,40 +102,49 @@ TEST(LlamaValues, RopeKnownRotation) {
 // ---- RMS norm -----------------------------------------------------------------------
 
 TEST(LlamaParity, RmsNorm) {
-  uint32_t seed = 100;
-  for (const Shape& s : kRowShapes) {
-    int64_t c = s.back();
-    int64_t rows = numel(s) / c;
-    Tensor x = random_tensor(s, seed++, -2.0f, 3.0f);
-    Tensor r = random_tensor(s, seed++);
-    Tensor w = random_tensor({c}, seed++, 0.5f, 1.5f);
-    Tensor dy = random_tensor(s, seed++);
-    // f32 row reduction on the GPU vs double on the CPU; outputs O(3): 1e-5
-    // absolute and relative.
-    EXPECT_TRUE(cpu_gpu_parity({x, w}, [](auto& t) { return rms_norm(t[0], t[1]); }, 1e-5, 1e-5)) << shape_str(s);
-    EXPECT_TRUE(cpu_gpu_parity({x, r, w}, [](auto& t) { return rms_norm_residual(t[0], t[1], t[2]).out; }, 1e-5,
-                               1e-5))
-        << shape_str(s);
-    // The sum is one f32 add: exact.
-    EXPECT_TRUE(cpu_gpu_parity({x, r, w}, [](auto& t) { return rms_norm_residual(t[0], t[1], t[2]).sum; }, 0, 0))
-        << shape_str(s);
-    // dx: two f32 row reductions, 3e-5 absolute; dweight sums `rows` terms:
-    // 1e-5 (1 + sqrt(rows)) absolute, 1e-5 relative.
-    double sum_atol = 1e-5 * (1 + std::sqrt(double(rows)));
-    EXPECT_TRUE(cpu_gpu_parity({x, w, dy}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2]).dx; }, 3e-5, 1e-5))
-        << shape_str(s);
-    EXPECT_TRUE(cpu_gpu_parity({x, w, dy}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2]).dweight; }, sum_atol,
-                               1e-5))
-        << shape_str(s);
-    // With dx_add (r here): r + the norm's dx, on every device as add gives it.
-    EXPECT_TRUE(cpu_gpu_parity(
-        {x, w, dy, r}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2], 1e-5f, &t[3]).dx; }, 3e-5, 1e-5))
-        << shape_str(s);
-    for (const Device& dev : test_devices()) {
-      const Tensor X = x.to(dev), W = w.to(dev), DY = dy.to(dev), R = r.to(dev);
-      const Tensor plain = rms_norm_bwd(X, W, DY).dx, joined = rms_norm_bwd(X, W, DY, 1e-5f, &R).dx;
-      EXPECT_TRUE(all_close(joined.to(Device::cpu()), add(R, plain).to(Device::cpu()), 1e-6, 1e-6))
-          << dev.name() << " " << shape_str(s);
+  // Both row layouts where the device has subgroup sums: a subgroup to a row,
+  // taken here from one row on (130 rows: three workgroups of them at
+  // SwiftShader's 4 lanes, the last part past the rows), and a workgroup to a
+  // row.
+  for (const ReduceForm& form : reduce_forms()) {
+    ReduceFormScope scope(form);
+    const forge::testing::ScopedEnv every_row("FORGE_ROW_SUBGROUP_ROWS", form.tree ? nullptr : "1");
+    SCOPED_TRACE(form.name);
+    uint32_t seed = 100;
+    for (const Shape& s : kRowShapes) {
+      int64_t c = s.back();
+      int64_t rows = numel(s) / c;
+      Tensor x = random_tensor(s, seed++, -2.0f, 3.0f);
+      Tensor r = random_tensor(s, seed++);
+      Tensor w = random_tensor({c}, seed++, 0.5f, 1.5f);
+      Tensor dy = random_tensor(s, seed++);
+      // f32 row reduction on the GPU vs double on the CPU; outputs O(3): 1e-5
+      // absolute and relative.
+      EXPECT_TRUE(cpu_gpu_parity({x, w}, [](auto& t) { return rms_norm(t[0], t[1]); }, 1e-5, 1e-5)) << shape_str(s);
+      EXPECT_TRUE(cpu_gpu_parity({x, r, w}, [](auto& t) { return rms_norm_residual(t[0], t[1], t[2]).out; }, 1e-5,
+                                 1e-5))
+          << shape_str(s);
+      // The sum is one f32 add: exact.
+      EXPECT_TRUE(cpu_gpu_parity({x, r, w}, [](auto& t) { return rms_norm_residual(t[0], t[1], t[2]).sum; }, 0, 0))
+          << shape_str(s);
+      // dx: two f32 row reductions, 3e-5 absolute; dweight sums `rows` terms:
+      // 1e-5 (1 + sqrt(rows)) absolute, 1e-5 relative.
+      double sum_atol = 1e-5 * (1 + std::sqrt(double(rows)));
+      EXPECT_TRUE(cpu_gpu_parity({x, w, dy}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2]).dx; }, 3e-5, 1e-5))
+          << shape_str(s);
+      EXPECT_TRUE(cpu_gpu_parity({x, w, dy}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2]).dweight; }, sum_atol,
+                                 1e-5))
+          << shape_str(s);
+      // With dx_add (r here): r + the norm's dx, on every device as add gives it.
+      EXPECT_TRUE(cpu_gpu_parity(
+          {x, w, dy, r}, [](auto& t) { return rms_norm_bwd(t[0], t[1], t[2], 1e-5f, &t[3]).dx; }, 3e-5, 1e-5))
+          << shape_str(s);
+      for (const Device& dev : test_devices()) {
+        const Tensor X = x.to(dev), W = w.to(dev), DY = dy.to(dev), R = r.to(dev);
+        const Tensor plain = rms_norm_bwd(X, W, DY).dx, joined = rms_norm_bwd(X, W, DY, 1e-5f, &R).dx;
+        EXPECT_TRUE(all_close(joined.to(Device::cpu()), add(R, plain).to(Device::cpu()), 1e-6, 1e-6))
+            << dev.name() << " " << shape_str(s);
+      }
     }
   }
 }

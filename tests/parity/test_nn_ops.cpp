@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "parity/parity.h"
+#include "unit/scoped_env.h"
 
 using namespace forge;
 using namespace forge::testing;
@@ -13,7 +14,8 @@ namespace {
 
 const std::vector<Shape> kElementwiseShapes = {{1}, {3}, {17}, {129}, {3, 17}, {2, 3, 129}, {1000, 3}};
 // Row-wise ops: rows of 1, 3, 17, 129, 300 (> one workgroup) values.
-const std::vector<Shape> kRowShapes = {{1}, {3}, {17, 1}, {3, 17}, {17, 129}, {2, 3, 129}, {5, 300}, {1, 1, 768}};
+const std::vector<Shape> kRowShapes = {{1}, {3}, {17, 1}, {3, 17}, {17, 129}, {2, 3, 129}, {5, 300}, {1, 1, 768},
+                                       {130, 24}};
 
 // ---- Elementwise and activations -----------------------------------------
 
@@ -71,42 +73,51 @@ TEST(NnValues, ActivationsKnownPoints) {
 // ---- Layer norm and softmax gradient ------------------------------------
 
 TEST(NnParity, LayerNorm) {
-  uint32_t seed = 100;
-  for (const Shape& s : kRowShapes) {
-    int64_t c = s.back();
-    Tensor x = random_tensor(s, seed++, -2.0f, 3.0f);
-    Tensor gamma = random_tensor({c}, seed++, 0.5f, 1.5f);
-    Tensor beta = random_tensor({c}, seed++);
-    Tensor dy = random_tensor(s, seed++);
-    // Forward: f32 row reductions on the GPU vs double on the CPU; outputs
-    // are O(3): 1e-5 absolute and relative.
-    EXPECT_TRUE(cpu_gpu_parity({x, gamma, beta}, [](auto& t) { return layernorm(t[0], t[1], t[2], 1e-5f); },
-                               1e-5, 1e-5))
-        << shape_str(s);
-    // dx: three f32 row reductions, 3e-5 absolute; dgamma/dbeta sum `rows`
-    // terms: 1e-5 (1 + sqrt(rows)) absolute, 1e-5 relative.
-    int64_t rows = numel(s) / c;
-    double sum_atol = 1e-5 * (1 + std::sqrt(double(rows)));
-    EXPECT_TRUE(cpu_gpu_parity({x, gamma, dy}, [](auto& t) { return layernorm_bwd(t[0], t[1], t[2]).dx; }, 3e-5,
-                               1e-5))
-        << shape_str(s);
-    EXPECT_TRUE(cpu_gpu_parity({x, gamma, dy}, [](auto& t) { return layernorm_bwd(t[0], t[1], t[2]).dgamma; },
-                               sum_atol, 1e-5))
-        << shape_str(s);
-    EXPECT_TRUE(cpu_gpu_parity({x, gamma, dy}, [](auto& t) { return layernorm_bwd(t[0], t[1], t[2]).dbeta; },
-                               sum_atol, 1e-5))
-        << shape_str(s);
-    // With dx_add: dx_add + the norm's dx, on every device as add gives it.
-    const Tensor r = random_tensor(s, seed++);
-    EXPECT_TRUE(cpu_gpu_parity(
-        {x, gamma, dy, r}, [](auto& t) { return layernorm_bwd(t[0], t[1], t[2], 1e-5f, &t[3]).dx; }, 3e-5, 1e-5))
-        << shape_str(s);
-    for (const Device& dev : test_devices()) {
-      const Tensor X = x.to(dev), G = gamma.to(dev), DY = dy.to(dev), R = r.to(dev);
-      const LayerNormGrads plain = layernorm_bwd(X, G, DY), joined = layernorm_bwd(X, G, DY, 1e-5f, &R);
-      EXPECT_TRUE(all_close(joined.dx.to(Device::cpu()), add(R, plain.dx).to(Device::cpu()), 1e-6, 1e-6))
-          << dev.name() << " " << shape_str(s);
-      EXPECT_TRUE(all_close(joined.dgamma.to(Device::cpu()), plain.dgamma.to(Device::cpu()), 0, 0));
+  // Both row layouts where the device has subgroup sums: a subgroup to a row,
+  // taken here from one row on (130 rows: three workgroups of them at
+  // SwiftShader's 4 lanes, the last part past the rows), and a workgroup to a
+  // row.
+  for (const ReduceForm& form : reduce_forms()) {
+    ReduceFormScope scope(form);
+    const forge::testing::ScopedEnv every_row("FORGE_ROW_SUBGROUP_ROWS", form.tree ? nullptr : "1");
+    SCOPED_TRACE(form.name);
+    uint32_t seed = 100;
+    for (const Shape& s : kRowShapes) {
+      int64_t c = s.back();
+      Tensor x = random_tensor(s, seed++, -2.0f, 3.0f);
+      Tensor gamma = random_tensor({c}, seed++, 0.5f, 1.5f);
+      Tensor beta = random_tensor({c}, seed++);
+      Tensor dy = random_tensor(s, seed++);
+      // Forward: f32 row reductions on the GPU vs double on the CPU; outputs
+      // are O(3): 1e-5 absolute and relative.
+      EXPECT_TRUE(cpu_gpu_parity({x, gamma, beta}, [](auto& t) { return layernorm(t[0], t[1], t[2], 1e-5f); },
+                                 1e-5, 1e-5))
+          << shape_str(s);
+      // dx: three f32 row reductions, 3e-5 absolute; dgamma/dbeta sum `rows`
+      // terms: 1e-5 (1 + sqrt(rows)) absolute, 1e-5 relative.
+      int64_t rows = numel(s) / c;
+      double sum_atol = 1e-5 * (1 + std::sqrt(double(rows)));
+      EXPECT_TRUE(cpu_gpu_parity({x, gamma, dy}, [](auto& t) { return layernorm_bwd(t[0], t[1], t[2]).dx; }, 3e-5,
+                                 1e-5))
+          << shape_str(s);
+      EXPECT_TRUE(cpu_gpu_parity({x, gamma, dy}, [](auto& t) { return layernorm_bwd(t[0], t[1], t[2]).dgamma; },
+                                 sum_atol, 1e-5))
+          << shape_str(s);
+      EXPECT_TRUE(cpu_gpu_parity({x, gamma, dy}, [](auto& t) { return layernorm_bwd(t[0], t[1], t[2]).dbeta; },
+                                 sum_atol, 1e-5))
+          << shape_str(s);
+      // With dx_add: dx_add + the norm's dx, on every device as add gives it.
+      const Tensor r = random_tensor(s, seed++);
+      EXPECT_TRUE(cpu_gpu_parity(
+          {x, gamma, dy, r}, [](auto& t) { return layernorm_bwd(t[0], t[1], t[2], 1e-5f, &t[3]).dx; }, 3e-5, 1e-5))
+          << shape_str(s);
+      for (const Device& dev : test_devices()) {
+        const Tensor X = x.to(dev), G = gamma.to(dev), DY = dy.to(dev), R = r.to(dev);
+        const LayerNormGrads plain = layernorm_bwd(X, G, DY), joined = layernorm_bwd(X, G, DY, 1e-5f, &R);
+        EXPECT_TRUE(all_close(joined.dx.to(Device::cpu()), add(R, plain.dx).to(Device::cpu()), 1e-6, 1e-6))
+            << dev.name() << " " << shape_str(s);
+        EXPECT_TRUE(all_close(joined.dgamma.to(Device::cpu()), plain.dgamma.to(Device::cpu()), 0, 0));
+      }
     }
   }
 }

@@ -1,6 +1,6 @@
 // Activations over f32: y[i] = f(x[i]).
 // OP: 0 gelu (tanh approximation, gelu.wgsl's, which precedes this), 1
-// relu, 2 silu.
+// relu, 2 silu. Preceded by elementwise_block.wgsl too.
 override OP: u32 = 0u;
 
 struct Params {
@@ -14,17 +14,29 @@ struct Params {
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 
+fn act(v: f32) -> f32 {
+  switch OP {
+    case 1u: { return max(v, 0.0); }
+    case 2u: { return v / (1.0 + exp(-v)); }
+    default: { return gelu_tanh(v); }
+  }
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let i = (wg.y * nwg.x + wg.x) * 256u + lid;
-  if (i >= p.count) {
-    return;
+  let first = ew_first(wg, nwg, lid);
+  var v: array<f32, EW_PER>;
+  for (var e = 0u; e < EW_PER; e++) {
+    let i = first + 256u * e;
+    if (i < p.count) {
+      v[e] = x[i];
+    }
   }
-  let v = x[i];
-  switch OP {
-    case 1u: { y[i] = max(v, 0.0); }
-    case 2u: { y[i] = v / (1.0 + exp(-v)); }
-    default: { y[i] = gelu_tanh(v); }
+  for (var e = 0u; e < EW_PER; e++) {
+    let i = first + 256u * e;
+    if (i < p.count) {
+      y[i] = act(v[e]);
+    }
   }
 }

@@ -1,5 +1,5 @@
 // Elementwise binary ops over f32: out[i] = a[i] (op) b[i].
-// OP: 0 add, 1 sub, 2 mul.
+// OP: 0 add, 1 sub, 2 mul. Preceded by elementwise_block.wgsl.
 override OP: u32 = 0u;
 
 struct Params {
@@ -14,16 +14,31 @@ struct Params {
 @group(0) @binding(2) var<storage, read> b: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 
+fn apply(x: f32, y: f32) -> f32 {
+  switch OP {
+    case 1u: { return x - y; }
+    case 2u: { return x * y; }
+    default: { return x + y; }
+  }
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let i = (wg.y * nwg.x + wg.x) * 256u + lid;
-  if (i >= p.count) {
-    return;
+  let first = ew_first(wg, nwg, lid);
+  var va: array<f32, EW_PER>;
+  var vb: array<f32, EW_PER>;
+  for (var e = 0u; e < EW_PER; e++) {
+    let i = first + 256u * e;
+    if (i < p.count) {
+      va[e] = a[i];
+      vb[e] = b[i];
+    }
   }
-  switch OP {
-    case 1u: { out[i] = a[i] - b[i]; }
-    case 2u: { out[i] = a[i] * b[i]; }
-    default: { out[i] = a[i] + b[i]; }
+  for (var e = 0u; e < EW_PER; e++) {
+    let i = first + 256u * e;
+    if (i < p.count) {
+      out[i] = apply(va[e], vb[e]);
+    }
   }
 }

@@ -1,4 +1,5 @@
-// Layer norm over the last dim: one workgroup per row of `cols` values.
+// Layer norm over the last dim: a workgroup (or a subgroup, row_subgroup.wgsl)
+// to each row of `cols` values.
 // y = (x - mean) * inverseSqrt(var + eps) * gamma + beta, biased variance.
 // Preceded by row_norm.wgsl.
 @group(0) @binding(0) var<uniform> p: Params;
@@ -10,13 +11,12 @@
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let row = row_index(wg, nwg);
-  if (row >= p.rows) {
-    return;
-  }
-  let base = row * p.cols;
+  let at = row_at(wg, nwg, lid);
+  let base = at.base;
+  // Rows past the last store nothing.
+  let cols_out = select(0u, p.cols, at.live);
   let s = mean_rstd(base, lid);
-  for (var j = lid; j < p.cols; j += WG) {
+  for (var j = at.lane; j < cols_out; j += ROW_STRIDE) {
     y[base + j] = (x[base + j] - s.x) * s.y * gamma[j] + beta[j];
   }
 }

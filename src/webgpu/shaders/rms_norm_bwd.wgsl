@@ -1,5 +1,5 @@
-// Gradient of RMS norm: one workgroup per row. With rstd = inverseSqrt(
-// mean(x^2) + eps) and xhat = x rstd:
+// Gradient of RMS norm: a workgroup (or a subgroup, row_subgroup.wgsl) to
+// each row. With rstd = inverseSqrt(mean(x^2) + eps) and xhat = x rstd:
 //   dx = rstd (dy w - xhat mean(dy w xhat)),  dy_xhat = dy xhat
 // (dy_xhat is summed over rows on the host side into dweight), plus dx_add
 // where ADD (a residual stream's gradient joining the norm's).
@@ -16,18 +16,17 @@ override ADD: bool = false;
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let row = row_index(wg, nwg);
-  if (row >= p.rows) {
-    return;
-  }
-  let base = row * p.cols;
+  let at = row_at(wg, nwg, lid);
+  let base = at.base;
+  // Rows past the last store nothing.
+  let cols_out = select(0u, p.cols, at.live);
   let rstd = rms_rstd(base, lid);
   var dot = 0.0;
-  for (var j = lid; j < p.cols; j += WG) {
+  for (var j = at.lane; j < p.cols; j += ROW_STRIDE) {
     dot += dy[base + j] * w[j] * (x[base + j] * rstd);
   }
-  let mean_dot = workgroup_sum(dot, lid) / f32(p.cols);
-  for (var j = lid; j < p.cols; j += WG) {
+  let mean_dot = row_sum(dot, lid) / f32(p.cols);
+  for (var j = at.lane; j < cols_out; j += ROW_STRIDE) {
     let xhat = x[base + j] * rstd;
     let g = dy[base + j];
     let v = rstd * (g * w[j] - xhat * mean_dot);

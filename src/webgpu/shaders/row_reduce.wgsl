@@ -12,6 +12,23 @@ fn row_index(wg: vec3u, nwg: vec3u) -> u32 {
   return wg.y * nwg.x + wg.x;
 }
 
+// The row layout of the norm kernels (row_norm.wgsl), which row_subgroup.wgsl
+// gives a subgroup to a row instead: an invocation's row, its first column
+// and the step to its next, and the sums over its row.
+override ROW_STRIDE: u32 = WG;
+fn row_of(wg: vec3u, nwg: vec3u, lid: u32) -> u32 {
+  return row_index(wg, nwg);
+}
+fn row_lane(lid: u32) -> u32 {
+  return lid;
+}
+fn row_sum(v: f32, lid: u32) -> f32 {
+  return workgroup_sum(v, lid);
+}
+fn row_sum2(v: vec2f, lid: u32) -> vec2f {
+  return workgroup_sum2(v, lid);
+}
+
 // Both sums of v over the workgroup, returned to every invocation.
 fn workgroup_sum2(v: vec2f, lid: u32) -> vec2f {
   red[lid] = v;

@@ -1,5 +1,5 @@
 // Elementwise unary ops over f32: out[i] = f(x[i]).
-// OP: 0 scale by alpha.
+// OP: 0 scale by alpha. Preceded by elementwise_block.wgsl.
 override OP: u32 = 0u;
 
 struct Params {
@@ -16,11 +16,18 @@ struct Params {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let i = (wg.y * nwg.x + wg.x) * 256u + lid;
-  if (i >= p.count) {
-    return;
+  let first = ew_first(wg, nwg, lid);
+  var v: array<f32, EW_PER>;
+  for (var e = 0u; e < EW_PER; e++) {
+    let i = first + 256u * e;
+    if (i < p.count) {
+      v[e] = x[i];
+    }
   }
-  switch OP {
-    default: { out[i] = x[i] * p.alpha; }
+  for (var e = 0u; e < EW_PER; e++) {
+    let i = first + 256u * e;
+    if (i < p.count) {
+      out[i] = v[e] * p.alpha;  // OP 0, the only one
+    }
   }
 }
