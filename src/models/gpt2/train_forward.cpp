@@ -78,8 +78,10 @@ Gpt2Activations gpt2_forward_train(const Gpt2& model, const Tensor& ids_in, cons
     s.y = f.out.reshape({N, C});
     // The residual adds stay ops of their own: in the tiles' store
     // (Linear::residual, as inference has it) the attention projection's
-    // product at 8192 rows ran 20x slower on an H100 (0.23 -> 5.0 ms; the
-    // likely cause, not confirmed, is its tile sums leaving registers).
+    // product at 8192 rows ran 20x slower on an H100 (0.23 -> 5.0 ms). The
+    // slow kernel is the one that runs its last wave in pieces over k
+    // (matmul_pieces.wgsl) with the residual in its store; written-out
+    // stores did not cure it and slowed the other products (README).
     Tensor proj = maybe_dropout(b.attn_proj(s.y), dropout.resid, s.seed_resid1);
     s.x1 = add(x, proj.reshape({B, T, C}));
     s.ln2 = layernorm(s.x1, b.ln_2_w, b.ln_2_b, eps).reshape({N, C});
