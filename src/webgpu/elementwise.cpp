@@ -1,4 +1,5 @@
-// Host side of the elementwise kernels (shaders/unary.wgsl, binary.wgsl).
+// Host side of the elementwise binary ops (shaders/binary.wgsl; scale is an
+// OP of activation.wgsl, nn_activation.cpp).
 #include "forge_shaders.h"
 #include "webgpu/composed_kernel.h"
 #include "webgpu/kernels.h"
@@ -10,17 +11,14 @@ namespace forge::webgpu {
 namespace {
 
 const ComposedKernel kBinary{"binary", {shaders::elementwise_block, shaders::binary}};
-const ComposedKernel kUnary{"unary", {shaders::elementwise_block, shaders::unary}};
 
-struct ElementwiseParams {
+struct BinaryParams {
   uint32_t count;
-  float alpha;
-  uint32_t pad[2];
+  uint32_t pad[3];
 };
-static_assert(sizeof(ElementwiseParams) == 16);
+static_assert(sizeof(BinaryParams) == 16);
 
 enum BinaryOp : uint32_t { kAdd = 0, kSub = 1, kMul = 2 };
-enum UnaryOp : uint32_t { kScale = 0 };
 
 // Elementwise work split into bindings within the device's limit.
 void for_each_chunk(const Tensor& t, const char* op, const std::function<void(uint64_t, uint64_t)>& fn) {
@@ -30,7 +28,7 @@ void for_each_chunk(const Tensor& t, const char* op, const std::function<void(ui
 
 void binary(BinaryOp code, const char* op, const Tensor& a, const Tensor& b, Tensor& out) {
   for_each_chunk(out, op, [&](uint64_t first, uint64_t count) {
-    ElementwiseParams p{uint32_t(count), 0.0f, {}};
+    BinaryParams p{uint32_t(count), {}};
     launch(out.device(), op, kBinary.kernel(), p, {arg(a, first * 4, count * 4), arg(b, first * 4, count * 4),
                                           arg(out, first * 4, count * 4)},
            elementwise_grid(count, out.device().runtime().limits()), {{"OP", double(code)}});
@@ -42,13 +40,5 @@ void binary(BinaryOp code, const char* op, const Tensor& a, const Tensor& b, Ten
 void add(const Tensor& a, const Tensor& b, Tensor& out) { binary(kAdd, "add", a, b, out); }
 void sub(const Tensor& a, const Tensor& b, Tensor& out) { binary(kSub, "sub", a, b, out); }
 void mul(const Tensor& a, const Tensor& b, Tensor& out) { binary(kMul, "mul", a, b, out); }
-
-void scale(const Tensor& x, float alpha, Tensor& out) {
-  for_each_chunk(out, "scale", [&](uint64_t first, uint64_t count) {
-    ElementwiseParams p{uint32_t(count), alpha, {}};
-    launch(out.device(), "scale", kUnary.kernel(), p, {arg(x, first * 4, count * 4), arg(out, first * 4, count * 4)},
-           elementwise_grid(count, out.device().runtime().limits()), {{"OP", kScale}});
-  });
-}
 
 }  // namespace forge::webgpu

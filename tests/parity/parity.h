@@ -89,6 +89,19 @@ struct ReduceFormScope {
   ReduceFormScope& operator=(const ReduceFormScope&) = delete;
 };
 
+// The norms' row layouts for a scope (row_launch in webgpu/composed_kernel.h):
+// with the subgroup form, a subgroup to a row from one row on (the device
+// takes it only for many rows), else a workgroup to a row -- with
+// `for (ReduceForm form : reduce_forms()) { RowLayoutScope layout(form); ... }`.
+struct RowLayoutScope {
+  explicit RowLayoutScope(const ReduceForm& form)
+      : form_(form), rows_("FORGE_ROW_SUBGROUP_ROWS", form.tree ? nullptr : "1") {}
+
+ private:
+  ReduceFormScope form_;
+  ScopedEnv rows_;
+};
+
 // Runs `fn` and expects exception E whose message starts with "[op]" (and
 // contains `also` when given).
 template <class E>

@@ -5,7 +5,6 @@
 #include <functional>
 
 #include "parity/parity.h"
-#include "unit/scoped_env.h"
 
 using namespace forge;
 using namespace forge::testing;
@@ -73,13 +72,10 @@ TEST(NnValues, ActivationsKnownPoints) {
 // ---- Layer norm and softmax gradient ------------------------------------
 
 TEST(NnParity, LayerNorm) {
-  // Both row layouts where the device has subgroup sums: a subgroup to a row,
-  // taken here from one row on (130 rows: three workgroups of them at
-  // SwiftShader's 4 lanes, the last part past the rows), and a workgroup to a
-  // row.
+  // Both row layouts (130 rows: three workgroups of them at SwiftShader's 4
+  // lanes a subgroup, the last part past the rows).
   for (const ReduceForm& form : reduce_forms()) {
-    ReduceFormScope scope(form);
-    const forge::testing::ScopedEnv every_row("FORGE_ROW_SUBGROUP_ROWS", form.tree ? nullptr : "1");
+    RowLayoutScope layout(form);
     SCOPED_TRACE(form.name);
     uint32_t seed = 100;
     for (const Shape& s : kRowShapes) {

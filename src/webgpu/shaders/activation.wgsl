@@ -1,11 +1,11 @@
-// Activations over f32: y[i] = f(x[i]).
+// Elementwise maps over f32, y[i] = f(x[i]): the activations and scale.
 // OP: 0 gelu (tanh approximation, gelu.wgsl's, which precedes this), 1
-// relu, 2 silu. Preceded by elementwise_block.wgsl too.
+// relu, 2 silu, 3 x * alpha. Preceded by elementwise_block.wgsl too.
 override OP: u32 = 0u;
 
 struct Params {
   count: u32,
-  _pad0: u32,
+  alpha: f32,  // OP 3's
   _pad1: u32,
   _pad2: u32,
 }
@@ -18,6 +18,7 @@ fn act(v: f32) -> f32 {
   switch OP {
     case 1u: { return max(v, 0.0); }
     case 2u: { return v / (1.0 + exp(-v)); }
+    case 3u: { return v * p.alpha; }
     default: { return gelu_tanh(v); }
   }
 }

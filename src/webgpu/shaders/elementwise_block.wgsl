@@ -1,5 +1,5 @@
 // Shared snippet (no entry point) of the 256-wide elementwise kernels
-// (unary, binary, the activations and their gradients): a workgroup takes a
+// (binary, the activations and scale, their gradients): a workgroup takes a
 // block of 256 * EW_PER consecutive elements, each invocation EW_PER of them
 // 256 apart, so that adjacent invocations still touch adjacent words; the
 // kernels load all of an invocation's before they compute any. One element
