@@ -20,18 +20,14 @@ static_assert(sizeof(BinaryParams) == 16);
 
 enum BinaryOp : uint32_t { kAdd = 0, kSub = 1, kMul = 2 };
 
-// Elementwise work split into bindings within the device's limit.
-void for_each_chunk(const Tensor& t, const char* op, const std::function<void(uint64_t, uint64_t)>& fn) {
-  for_each_row_chunk(t.device().runtime(), op, t.numel(), 4,
-                     [&](int64_t first, int64_t count) { fn(uint64_t(first), uint64_t(count)); });
-}
-
+// Split into bindings within the device's limit, as the activations are.
 void binary(BinaryOp code, const char* op, const Tensor& a, const Tensor& b, Tensor& out) {
-  for_each_chunk(out, op, [&](uint64_t first, uint64_t count) {
+  const Device& dev = out.device();
+  for_each_row_chunk(dev.runtime(), op, out.numel(), 4, [&](int64_t first, int64_t count) {
     BinaryParams p{uint32_t(count), {}};
-    launch(out.device(), op, kBinary.kernel(), p, {arg(a, first * 4, count * 4), arg(b, first * 4, count * 4),
-                                          arg(out, first * 4, count * 4)},
-           elementwise_grid(count, out.device().runtime().limits()), {{"OP", double(code)}});
+    uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
+    launch(dev, op, kBinary.kernel(), p, {arg(a, off, bytes), arg(b, off, bytes), arg(out, off, bytes)},
+           elementwise_grid(uint64_t(count), dev.runtime().limits()), {{"OP", double(code)}});
   });
 }
 
