@@ -59,6 +59,7 @@ struct FlashParams {
 static_assert(sizeof(FlashParams) == 96);
 
 constexpr uint32_t kBlock = 64;           // queries (or keys) per workgroup
+constexpr uint32_t kStatsRows = 16;       // rows per workgroup of flash_bwd_stats (its ROWS)
 constexpr uint32_t kTileFloats = 2048;    // TILE_FLOATS of flash_rows.wgsl
 constexpr uint32_t kDkvTileFloats = 1984; // TILE_FLOATS of flash_bwd_dkv
 constexpr int64_t kDecodeMaxQueries = 8;  // up to this many queries use the split-K kernel
@@ -314,7 +315,7 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   const double dim = double(plan.head_dim);
   const uint64_t rows = uint64_t(plan.batch * plan.heads * plan.seq_q);
   launch(dev, op, kBwdStats.kernel(), f, {arg(out), arg(grad_out), arg(lse), arg(stats)},
-         grid_1d(ceil_div(rows, kBlock), lim), {{"HEAD_DIM", dim}});
+         grid_1d(ceil_div(rows, kStatsRows), lim), {{"HEAD_DIM", dim}});
   if (const std::optional<FlashScoresTiling> t = grads_by_products(dev, plan)) {
     backward_by_products(dev, op, f, *t, plan, q, k, v, m, grad_out, stats, grad_q, grad_k, grad_v);
     return;

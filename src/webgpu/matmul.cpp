@@ -45,8 +45,8 @@ struct TileKernels {
 };
 const TileKernels kTilesF32{"matmul_vec4", "matmul_vec4_sa", shaders::weights_f32};
 const TileKernels kTilesBf16{"matmul_vec4_bf16", "matmul_vec4_bf16_sa", shaders::weights_bf16};
-const ComposedKernel kSplitKReduce{"matmul_split_k", {shaders::gelu, shaders::matmul_epilogue,
-                                                       shaders::matmul_partials, shaders::matmul_split_k}};
+const ComposedKernel kSplitKReduce{"matmul_split_k", {shaders::gelu, shaders::matmul_epilogue, shaders::matmul_partials,
+                                                       shaders::elementwise_block, shaders::matmul_split_k}};
 const ComposedKernel kPiecesFixup{"matmul_pieces_fixup",
                                   {shaders::gelu, shaders::matmul_epilogue, shaders::matmul_partials,
                                    shaders::matmul_pieces_fixup}};
@@ -822,7 +822,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
                  uint32_t(plan.c_offset), 0, 0};
   const std::array<gpu::Arg, 4> reduce_args{arg(part), bias ? arg(*bias) : arg(part), arg(out), residual_arg};
   launch(out.device(), "matmul", kSplitKReduce.kernel(), r, reduce_args,
-         grid_1d(uint64_t(ceil_div(plan.m * plan.n, 256)), limits), partials_constants);
+         elementwise_grid(uint64_t(plan.m * plan.n), limits), partials_constants);
 }
 
 }  // namespace forge::webgpu

@@ -60,6 +60,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   for (; j + 3u * WG < p.cols; j += 4u * WG) {
     ms = joined4(ms, vec4f(x[base + j], x[base + j + WG], x[base + j + 2u * WG], x[base + j + 3u * WG]));
   }
+  let full = j - lid;  // this invocation's columns below `full` went in rounds of 4 WG
   for (; j < p.cols; j += WG) {
     ms = joined1(ms, x[base + j]);
   }
@@ -67,19 +68,21 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let sum = workgroup_sum(ms.y * exp(ms.x - mx), lid);
   let inv = 1.0 / sum;
 
-  // Four loads in flight an invocation here too.
+  // Backwards from the end of the row, which the first pass read last: that
+  // part is the likeliest still in the cache. Four loads in flight an
+  // invocation here too.
   let bad = id >= p.cols;
   let nan = nan_f32(id & 0u);
-  var c = lid;
-  for (; c + 3u * WG < p.cols; c += 4u * WG) {
+  for (var c = full + lid; c < p.cols; c += WG) {
+    x[base + c] = gradient(exp(x[base + c] - mx) * inv, c, id, bad, nan);
+  }
+  for (var r = full; r > 0u; r -= 4u * WG) {
+    let c = r - 4u * WG + lid;
     let v = vec4f(x[base + c], x[base + c + WG], x[base + c + 2u * WG], x[base + c + 3u * WG]);
     let probs = exp(v - vec4f(mx)) * inv;
     for (var e = 0u; e < 4u; e++) {
       x[base + c + e * WG] = gradient(probs[e], c + e * WG, id, bad, nan);
     }
-  }
-  for (; c < p.cols; c += WG) {
-    x[base + c] = gradient(exp(x[base + c] - mx) * inv, c, id, bad, nan);
   }
   if (lid == 0u) {
     loss[p.row_base + row] = select(mx + log(sum) - xt, nan, bad);
