@@ -276,6 +276,13 @@ TEST(Parity, MatmulLastWaveInPieces) {
     EXPECT_EQ(webgpu::matmul_tiling(plan(130, 1000, 72, false, false), gpu), "128x128, 2 tiles in 3 pieces");
     check_matmul({{130, 1000}, {1000, 72}, false, false, true, -1}, seed += 3);
   }
+  {
+    // 6 pieces: the fixup's rounds of four pieces and one after them.
+    ScopedEnv pieces("FORGE_MATMUL_PIECES", "6");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(130, 1000, 72, false, false), gpu), "128x128, 2 tiles in 6 pieces");
+    check_matmul({{130, 1000}, {1000, 72}, false, false, true, -1}, seed += 3);
+    check_matmul({{1000, 130}, {72, 1000}, true, true, false, -1}, seed += 3);
+  }
   // Unforced: 5 tiles, one past a whole wave, alone on its core: in 4 pieces
   // (a wave of pieces, a quarter of one of tiles).
   EXPECT_EQ(webgpu::matmul_tiling(plan(640, 512, 128, false, true), gpu), "128x128, 1 tiles in 4 pieces");
