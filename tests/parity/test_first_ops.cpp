@@ -277,7 +277,7 @@ TEST(Parity, MatmulLastWaveInPieces) {
     check_matmul({{130, 1000}, {1000, 72}, false, false, true, -1}, seed += 3);
   }
   {
-    // 6 pieces: the fixup's rounds of four pieces and one after them.
+    // 6 pieces of the same tiles.
     ScopedEnv pieces("FORGE_MATMUL_PIECES", "6");
     EXPECT_EQ(webgpu::matmul_tiling(plan(130, 1000, 72, false, false), gpu), "128x128, 2 tiles in 6 pieces");
     check_matmul({{130, 1000}, {1000, 72}, false, false, true, -1}, seed += 3);

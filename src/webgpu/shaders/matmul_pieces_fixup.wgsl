@@ -30,20 +30,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     if (row >= p.m) {
       break;
     }
-    // Four pieces' loads in flight at a time (one at a time left the memory
-    // idle), added in k order all the same.
-    let first = split * p.splits;
-    var s = part[first * slot_size + idx];
-    var j = 1u;
-    for (; j + 3u < p.splits; j += 4u) {
-      let a = part[(first + j) * slot_size + idx];
-      let b = part[(first + j + 1u) * slot_size + idx];
-      let c = part[(first + j + 2u) * slot_size + idx];
-      let d = part[(first + j + 3u) * slot_size + idx];
-      s = (((s + a) + b) + c) + d;
-    }
-    for (; j < p.splits; j++) {
-      s += part[(first + j) * slot_size + idx];
+    var s = part[split * p.splits * slot_size + idx];
+    for (var j = 1u; j < p.splits; j++) {
+      s += part[(split * p.splits + j) * slot_size + idx];
     }
     let col = col0 + 4u * (idx % BN4);
     for (var e = 0u; e < 4u; e++) {
