@@ -34,7 +34,7 @@ const ComposedKernel kForwardTiled{"flash_fwd_tiled", {shaders::flash_params, sh
 const ReducingKernel kDecode{"flash_decode", {shaders::flash_params, shaders::philox, shaders::flash_common,
                                               shaders::flash_decode}};
 const ComposedKernel kCombine{"flash_combine", {shaders::flash_params, shaders::flash_combine}};
-const ComposedKernel kBwdStats{"flash_bwd_stats", {shaders::flash_params, shaders::flash_bwd_stats}};
+const ReducingKernel kBwdStats{"flash_bwd_stats", {shaders::flash_params, shaders::flash_bwd_stats}};
 const ComposedKernel kBwdDq{"flash_bwd_dq", {shaders::flash_params, shaders::philox, shaders::flash_common,
                                              shaders::flash_rows, shaders::flash_bwd_dq}};
 const ComposedKernel kBwdDkv{"flash_bwd_dkv", {shaders::flash_params, shaders::philox, shaders::flash_common,
@@ -314,7 +314,7 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   FlashParams f = params(plan);
   const double dim = double(plan.head_dim);
   const uint64_t rows = uint64_t(plan.batch * plan.heads * plan.seq_q);
-  launch(dev, op, kBwdStats.kernel(), f, {arg(out), arg(grad_out), arg(lse), arg(stats)},
+  launch(dev, op, kBwdStats.kernel(dev.runtime()), f, {arg(out), arg(grad_out), arg(lse), arg(stats)},
          grid_1d(ceil_div(rows, kStatsRows), lim), {{"HEAD_DIM", dim}});
   if (const std::optional<FlashScoresTiling> t = grads_by_products(dev, plan)) {
     backward_by_products(dev, op, f, *t, plan, q, k, v, m, grad_out, stats, grad_q, grad_k, grad_v);

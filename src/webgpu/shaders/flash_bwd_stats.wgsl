@@ -3,7 +3,9 @@
 // invocations a row, each reading every LANES-th value, so that a row's
 // loads are contiguous across its lanes (one invocation a row read 256-byte
 // rows apart, one value at a time: on an H100, GPT-2's B8 x T1024 rows
-// 62 -> 32 us); ROWS rows a workgroup. Preceded by flash_params.
+// 62 -> 32 us); ROWS rows a workgroup of 256, the lanes' sums run_sum4's.
+// Preceded by flash_params; reduce_tree.wgsl or reduce_subgroup.wgsl
+// follows (ReducingKernel).
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> out: array<f32>;
 @group(0) @binding(2) var<storage, read> dout: array<f32>;
@@ -12,7 +14,6 @@
 
 const LANES: u32 = 16u;
 const ROWS: u32 = 16u;  // the host's kStatsRows
-var<workgroup> red: array<f32, 256>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -30,18 +31,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       delta += dout[base + d] * out[base + d];
     }
   }
-  // The row's lanes summed by a tree (rows past the last take part in the
-  // barriers, with zeros).
-  red[lid] = delta;
-  workgroupBarrier();
-  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
-    if (lane < s) {
-      red[lid] += red[lid + s];
-    }
-    workgroupBarrier();
-  }
+  // Rows past the last take part in the sums (uniform control flow), with zeros.
+  let total = run_sum4(vec4f(delta, 0.0, 0.0, 0.0), lid, LANES).x;
   if (live && lane == 0u) {
     stats[2u * rr] = lse[rr];
-    stats[2u * rr + 1u] = red[lid];
+    stats[2u * rr + 1u] = total;
   }
 }
