@@ -101,16 +101,17 @@ void scatter_rows(const char* op, Tensor& dst, const Tensor& ids, const Tensor& 
 // cache when the second pass reads it back (a 50257-wide row is 201 KB).
 // On an H100, a block of 1280 GPT-2 rows: 433 us with 256 invocations and
 // the second pass forwards, 412 with it backwards, 375 with 1024
-// invocations too. FORGE_CE_WORKGROUP=N forces N (a power of two), to
-// measure.
+// invocations too. FORGE_CE_WORKGROUP=N forces N, to measure: a power of
+// two from 32 to 1024 (the workgroup sums are trees), else ignored.
 constexpr int64_t kCeWideCols = 16384;
 constexpr uint32_t kCeWideWorkgroup = 1024;
 gpu::Constant ce_workgroup(int64_t cols, const gpu::Limits& lim) {
   static const char* env = std::getenv("FORGE_CE_WORKGROUP");
   const int64_t forced = env ? std::atoll(env) : 0;
+  uint32_t wg = kCeWideWorkgroup;
+  if (forced >= 32 && forced <= 1024 && (forced & (forced - 1)) == 0) wg = uint32_t(forced);
+  else if (cols < kCeWideCols) return row_workgroup(cols);
   const uint32_t most = std::min(lim.max_workgroup_invocations, lim.max_workgroup_size_x);
-  uint32_t wg = forced > 0 ? uint32_t(forced) : cols >= kCeWideCols ? kCeWideWorkgroup : 0;
-  if (wg == 0) return row_workgroup(cols);
   while (wg > 256 && wg > most) wg /= 2;
   return {"WG", double(wg)};
 }

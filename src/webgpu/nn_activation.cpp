@@ -32,6 +32,7 @@ double op_code(Activation act) {
   }
   return 0;
 }
+constexpr double kScaleOp = 3;  // activation.wgsl's OP for x * alpha (no backward)
 
 const char* op_name(Activation act, bool bwd) {
   switch (act) {
@@ -72,7 +73,7 @@ void scale(const Tensor& x, float alpha, Tensor& out) {
     ActivationParams p{uint32_t(count), alpha, {}};
     uint64_t off = uint64_t(first) * 4, bytes = uint64_t(count) * 4;
     launch(dev, "scale", kActivation.kernel(), p, {arg(x, off, bytes), arg(out, off, bytes)},
-           elementwise_grid(uint64_t(count), dev.runtime().limits()), {{"OP", 3.0}});
+           elementwise_grid(uint64_t(count), dev.runtime().limits()), {{"OP", kScaleOp}});
   });
 }
 
