@@ -289,6 +289,19 @@ Tiles vec4_tiles(const MatmulPlan& p, int64_t edge) {
   return narrow ? Tiles{128, 64} : Tiles{edge, edge};
 }
 
+// Invocations along each side of a vec4 tile's workgroup (matmul_vec4.wgsl's
+// WGD): 16 (256 invocations of T x TN outputs), or, with
+// FORGE_MATMUL_THREADS=8, 64x64 tiles in 8x8 invocations of 8x8 outputs
+// over slices of 8 (each value read from workgroup memory feeds twice the
+// sums it feeds in 4x4 outputs, at a quarter of the invocations a tile). A
+// measurement switch, not yet timed on a GPU: attention's batched products
+// (64x64 tiles of 4x4 outputs, about 22 TFLOP/s in GPT-2's training) are
+// what it is for.
+int64_t tile_threads(int64_t rows, int64_t cols) {
+  if (rows != 64 || cols != 64) return 16;
+  return env_int("FORGE_MATMUL_THREADS", 16) == 8 ? 8 : 16;
+}
+
 // The depth of the vec4 tiles' k slices (matmul_vec4.wgsl's BK) for tiles of
 // `tile` x `tile_n` over depth k. 128x128 tiles take slices of 8 where k is a
 // multiple of 8: with no check of k their threads fit in the registers that
@@ -582,6 +595,7 @@ std::string matmul_tiling(const MatmulPlan& plan, const Device& dev) {
   const int64_t splits = split_k(plan, t.rows, t.cols, limit);
   const int64_t group_rows = tile_group_rows(plan, t.rows, t.cols);
   std::string tiles = std::to_string(t.rows) + "x" + std::to_string(t.cols);
+  if (tile_threads(t.rows, t.cols) == 8) tiles += " of 8x8 invocations";
   if (splits > 1) tiles += " in " + std::to_string(splits) + " slices";
   if (group_rows > 0) tiles += ", groups of " + std::to_string(group_rows) + " rows";
   return tiles;
@@ -743,14 +757,15 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   // split's slices and its short last one each take the slice depth that
   // suits them).
   auto tile_constants_of = [&](int64_t rows, int64_t cols, int64_t k, bool epilogues, int64_t group_rows) {
-    const int64_t bk = slice_depth_bk(rows, cols, k);
-    return std::array<gpu::Constant, 12>{
-        trans_a, trans_b, gpu::Constant{"T", double(rows / 16)}, gpu::Constant{"TN", double(cols / 16)}, tri,
+    const int64_t wgd = tile_threads(rows, cols);
+    const int64_t bk = wgd == 8 ? 8 : slice_depth_bk(rows, cols, k);
+    return std::array<gpu::Constant, 13>{
+        trans_a, trans_b, gpu::Constant{"T", double(rows / wgd)}, gpu::Constant{"TN", double(cols / wgd)}, tri,
         tri_c, gpu::Constant{"BK", double(bk)}, gpu::Constant{"K_WHOLE", k % bk == 0 ? 1.0 : 0.0},
         gpu::Constant{"GELU", epilogues && gelu ? 1.0 : 0.0},
         gpu::Constant{"RESIDUAL", epilogues && residual ? 1.0 : 0.0},
         gpu::Constant{"ACCUMULATE", epilogues && plan.accumulate ? 1.0 : 0.0},
-        gpu::Constant{"GROUP_ROWS", double(group_rows)}};
+        gpu::Constant{"GROUP_ROWS", double(group_rows)}, gpu::Constant{"WGD", double(wgd)}};
   };
   // The split-K slices and batch items order their tiles alike.
   const int64_t group_rows = tile_group_rows(plan, vt.rows, vt.cols);

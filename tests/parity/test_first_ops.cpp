@@ -203,6 +203,24 @@ MatmulPlan plan(int64_t m, int64_t k, int64_t n, bool ta, bool tb) {
   return p;
 }
 
+// 64x64 tiles in 8x8 invocations of 8x8 outputs (FORGE_MATMUL_THREADS=8):
+// the tiling it names, then parity over batch items, each layout, A read as
+// scalars, k no slice divides, k-slices and a bias.
+TEST(Parity, MatmulEightByEightInvocations) {
+  ScopedEnv threads("FORGE_MATMUL_THREADS", "8");
+  EXPECT_EQ(webgpu::matmul_tiling(plan(100, 64, 64, false, false), gpu_device()), "64x64 of 8x8 invocations");
+  const std::vector<MatmulCase> cases = {
+      {{3, 64, 64}, {3, 64, 16}, false, false, false, -1},
+      {{2, 96, 40}, {2, 96, 24}, true, false, true, -1},
+      {{100, 68}, {36, 68}, false, true, true, -1},
+      {{70, 33}, {44, 70}, true, true, false, -1},
+      {{70, 1027}, {1027, 24}, false, false, true, -1},
+      {{72, 1024}, {1024, 20}, false, false, true, -1},
+  };
+  uint32_t seed = 1300;
+  for (const auto& c : cases) check_matmul(c, seed += 3);
+}
+
 // 128 x 64 tiles where B is stored [k, n] and 128 x 128 tiles would leave
 // their last wave under 85% full (at one tile a core): the choice by shape
 // and layout, then parity in that tiling, with a k no slice depth divides

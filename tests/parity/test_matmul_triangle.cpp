@@ -121,6 +121,16 @@ TEST(Parity, MatmulTriangle) {
   check_triangle({{2, 40, 40}, {40, 8}, false, false, Triangle::Upper}, seed += 2, DType::BF16);
 }
 
+// Attention's triangles in 64x64 tiles of 8x8 invocations
+// (FORGE_MATMUL_THREADS=8).
+TEST(Parity, MatmulTriangleInEightByEightInvocations) {
+  ScopedEnv threads("FORGE_MATMUL_THREADS", "8");
+  uint32_t seed = 4300;
+  check_triangle({{3, 64, 64}, {3, 64, 16}, false, false, Triangle::Lower}, seed += 2);
+  check_triangle({{2, 96, 96}, {2, 96, 32}, true, false, Triangle::Upper}, seed += 2);
+  check_triangle({{2, 70, 70}, {2, 70, 72}, false, false, Triangle::Lower, Triangle::Lower}, seed += 2);
+}
+
 // Exact values: ones under a triangle of A count the terms each row sums;
 // a triangle of C keeps its side of the diagonal.
 TEST(Values, MatmulTriangleCountsItsTerms) {

@@ -106,7 +106,7 @@ class DawnRuntime final : public gpu::Runtime, public std::enable_shared_from_th
     PipelineLayoutHandle pipeline_layout;
     ComputePipelineHandle pipeline;
   };
-  static constexpr size_t kMaxConstants = 12;
+  static constexpr size_t kMaxConstants = 16;
   // A kernel and the values of its override constants.
   struct PipelineKey {
     const gpu::Kernel* kernel = nullptr;

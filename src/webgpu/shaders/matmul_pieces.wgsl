@@ -12,13 +12,13 @@
 // room for one workgroup a core instead of two).
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;  // [pieces][16 T][BN4] a split tile
 
-@compute @workgroup_size(16, 16)
+@compute @workgroup_size(WGD, WGD)
 fn main_pieces(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
                @builtin(local_invocation_id) lid: vec3u) {
   let index = wg.y * nwg.x + wg.x;
-  let tiles_n = (p.n + 16u * TN - 1u) / (16u * TN);
+  let tiles_n = (p.n + WGD * TN - 1u) / (WGD * TN);
   let ipt = (p.k + BK - 1u) / BK;  // k-slices a tile
-  let tiles = tiles_n * ((p.m + 16u * T - 1u) / (16u * T));
+  let tiles = tiles_n * ((p.m + WGD * T - 1u) / (WGD * T));
   if (index >= p.split_from + (tiles - p.split_from) * p.pieces) {
     return;  // past the grid (a 2-D grid rounds up)
   }
@@ -37,21 +37,21 @@ fn main_pieces(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: v
     let t = tile_of(vec2u(index % tiles_n, index / tiles_n), vec2u(tiles_n, p.split_from / tiles_n));
     tile = t.y * tiles_n + t.x;
   }
-  let row0 = (tile / tiles_n) * 16u * T;
-  let col0 = (tile % tiles_n) * 16u * TN;
+  let row0 = (tile / tiles_n) * WGD * T;
+  let col0 = (tile % tiles_n) * WGD * TN;
   var acc: array<vec4<f32>, 16>;
-  tile_sums(0u, row0, col0, s0 * BK, min(s1 * BK, p.k), lid.y * 16u + lid.x, lid, &acc);
+  tile_sums(0u, row0, col0, s0 * BK, min(s1 * BK, p.k), lid.y * WGD + lid.x, lid, &acc);
   if (index < p.split_from) {
     store_tile(0u, row0, col0, lid, &acc);
     return;
   }
   // Piece (index - split_from) of the split tiles, times alpha, as rows of BN4 vec4s.
-  let base = (index - p.split_from) * 16u * T * BN4;
+  let base = (index - p.split_from) * WGD * T * BN4;
   for (var i = 0u; i < TM4; i++) {
     for (var r = 0u; r < 4u; r++) {
-      let row = 4u * (lid.y + 16u * i) + r;
+      let row = 4u * (lid.y + WGD * i) + r;
       for (var j = 0u; j < TN4; j++) {
-        part[base + row * BN4 + lid.x + 16u * j] = p.alpha * acc[(4u * i + r) * MAX_T4 + j];
+        part[base + row * BN4 + lid.x + WGD * j] = p.alpha * acc[(4u * i + r) * MAX_T4 + j];
       }
     }
   }

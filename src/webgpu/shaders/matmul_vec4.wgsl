@@ -2,10 +2,11 @@
 // (+ bias[n]) when each operand's contiguous dim, row stride, batch stride
 // and offset are multiples of 4 (the host checks; matmul.wgsl takes the
 // rest); A alone may be unaligned (matmul_a_scalar.wgsl: the LM head's
-// logit gradient, whose row stride is the vocabulary). A workgroup of 16x16
-// threads computes a (16 T)x(16 TN) tile of C. Each thread owns
-// (T/4)x(TN/4) blocks of 4x4 outputs, block (i, j) at rows
-// 4 * (lid.y + 16 i) and columns 4 * (lid.x + 16 j): one vec4 read of
+// logit gradient, whose row stride is the vocabulary). A workgroup of WGD x
+// WGD threads (16, or 8 for 64x64 tiles of 8x8 outputs) computes a
+// (WGD T)x(WGD TN) tile of C. Each thread owns (T/4)x(TN/4) blocks of 4x4
+// outputs, block (i, j) at rows 4 * (lid.y + WGD i) and columns
+// 4 * (lid.x + WGD j): one vec4 read of
 // workgroup memory feeds four FMAs, and adjacent threads read adjacent
 // vec4s. k advances in slices of BK; the next slice is fetched from global
 // memory into registers while the current one is multiplied. The kernel is
@@ -39,17 +40,21 @@ override ACCUMULATE: bool = false;
 // every column, so the whole of B passes through the cache each wave; in
 // groups, a wave spans GROUP_ROWS rows and wave / GROUP_ROWS columns.
 override GROUP_ROWS: u32 = 0u;
+// Threads along each side of the workgroup (WGD x WGD): 16, or 8 for 64x64
+// tiles of 8x8 outputs a thread (attention's batched products).
+override WGD: u32 = 16u;
+override NT: u32 = WGD * WGD;
 
 const MAX_T4: u32 = 2u;           // TM4 and TN4 at most
 const MAX_LOADS: u32 = 2u;        // LOADS_A and LOADS_B at most
 override TM4: u32 = T / 4u;
 override TN4: u32 = TN / 4u;
-override BM4: u32 = 4u * T;       // vec4s across a tile's rows (BM / 4)
-override BN4: u32 = 4u * TN;      // and across its columns (BN / 4)
+override BM4: u32 = WGD * T / 4u;   // vec4s across a tile's rows (BM / 4)
+override BN4: u32 = WGD * TN / 4u;  // and across its columns (BN / 4)
 override TILE4_A: u32 = BK * BM4;  // vec4s of each operand's slice
 override TILE4_B: u32 = BK * BN4;
-override LOADS_A: u32 = (TILE4_A + 255u) / 256u;  // vec4s of each operand a thread stages per slice
-override LOADS_B: u32 = (TILE4_B + 255u) / 256u;
+override LOADS_A: u32 = (TILE4_A + NT - 1u) / NT;  // vec4s of each operand a thread stages per slice
+override LOADS_B: u32 = (TILE4_B + NT - 1u) / NT;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(2) var<storage, read> B: array<WeightVec4>;
@@ -137,13 +142,13 @@ fn tile_sums(batch: u32, row0: u32, col0: u32, k_begin: u32, k_end: u32, tid: u3
   // tile outside C's): the check costs registers even where it holds.
   if ((TRI != 2u && TRI_C == 0u) || k_begin < k_end) {
     for (var l = 0u; l < LOADS_A; l++) {
-      let idx = tid + 256u * l;
+      let idx = tid + NT * l;
       if (idx < TILE4_A) {
         ra[l] = fetch_a(a_base, row0, k_begin, idx);
       }
     }
     for (var l = 0u; l < LOADS_B; l++) {
-      let idx = tid + 256u * l;
+      let idx = tid + NT * l;
       if (idx < TILE4_B) {
         rb[l] = fetch_b(b_base, col0, k_begin, idx);
       }
@@ -153,13 +158,13 @@ fn tile_sums(batch: u32, row0: u32, col0: u32, k_begin: u32, k_end: u32, tid: u3
   for (var t = k_begin; t < k_end; t += BK) {
     workgroupBarrier();  // the previous slice is no longer being read
     for (var l = 0u; l < LOADS_A; l++) {
-      let idx = tid + 256u * l;
+      let idx = tid + NT * l;
       if (idx < TILE4_A) {
         stage(false, TRANS_A, idx, ra[l]);
       }
     }
     for (var l = 0u; l < LOADS_B; l++) {
-      let idx = tid + 256u * l;
+      let idx = tid + NT * l;
       if (idx < TILE4_B) {
         stage(true, !TRANS_B, idx, weight4(rb[l]));
       }
@@ -169,13 +174,13 @@ fn tile_sums(batch: u32, row0: u32, col0: u32, k_begin: u32, k_end: u32, tid: u3
     let tn = t + BK;
     if (tn < k_end) {
       for (var l = 0u; l < LOADS_A; l++) {
-        let idx = tid + 256u * l;
+        let idx = tid + NT * l;
         if (idx < TILE4_A) {
           ra[l] = fetch_a(a_base, row0, tn, idx);
         }
       }
       for (var l = 0u; l < LOADS_B; l++) {
-        let idx = tid + 256u * l;
+        let idx = tid + NT * l;
         if (idx < TILE4_B) {
           rb[l] = fetch_b(b_base, col0, tn, idx);
         }
@@ -185,10 +190,10 @@ fn tile_sums(batch: u32, row0: u32, col0: u32, k_begin: u32, k_end: u32, tid: u3
       var av: array<vec4<f32>, MAX_T4>;
       var bv: array<vec4<f32>, MAX_T4>;
       for (var i = 0u; i < TM4; i++) {
-        av[i] = As[kk * BM4 + lid.y + 16u * i];
+        av[i] = As[kk * BM4 + lid.y + WGD * i];
       }
       for (var j = 0u; j < TN4; j++) {
-        bv[j] = Bs[kk * BN4 + lid.x + 16u * j];
+        bv[j] = Bs[kk * BN4 + lid.x + WGD * j];
       }
       for (var i = 0u; i < TM4; i++) {
         for (var r = 0u; r < 4u; r++) {
@@ -208,12 +213,12 @@ fn store_tile(batch: u32, row0: u32, col0: u32, lid: vec3u, acc: ptr<function, a
   let c_base = c_item(batch);
   for (var i = 0u; i < TM4; i++) {
     for (var r = 0u; r < 4u; r++) {
-      let row = row0 + 4u * (lid.y + 16u * i) + r;
+      let row = row0 + 4u * (lid.y + WGD * i) + r;
       if (row >= p.m) {
         continue;
       }
       for (var j = 0u; j < TN4; j++) {
-        let col = col0 + 4u * (lid.x + 16u * j);
+        let col = col0 + 4u * (lid.x + WGD * j);
         let v = (*acc)[(4u * i + r) * MAX_T4 + j];
         for (var e = 0u; e < 4u; e++) {
           if (col + e < p.n) {
@@ -243,17 +248,17 @@ fn tile_of(wg: vec2u, n: vec2u) -> vec2u {
   return vec2u(in_group / rows, first + in_group % rows);
 }
 
-@compute @workgroup_size(16, 16)
+@compute @workgroup_size(WGD, WGD)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) lid: vec3u) {
   let tile = tile_of(wg.xy, nwg.xy);
-  let row0 = tile.y * 16u * T;
-  let col0 = tile.x * 16u * TN;
+  let row0 = tile.y * WGD * T;
+  let col0 = tile.x * WGD * TN;
   // The k this tile sums: all of it, its rows' part of a triangular A, or
   // none for a tile outside C's triangle.
   let k_begin = tri_k_begin(row0);
-  let k_end = select(tri_k_end(row0, 16u * T), k_begin, tri_c_skips(row0, col0, 16u * T, 16u * TN));
+  let k_end = select(tri_k_end(row0, WGD * T), k_begin, tri_c_skips(row0, col0, WGD * T, WGD * TN));
   var acc: array<vec4<f32>, 16>;  // [4 * i + r][j]: row 4 (lid.y + 16 i) + r, columns of block j
-  tile_sums(wg.z, row0, col0, k_begin, k_end, lid.y * 16u + lid.x, lid, &acc);
+  tile_sums(wg.z, row0, col0, k_begin, k_end, lid.y * WGD + lid.x, lid, &acc);
   store_tile(wg.z, row0, col0, lid, &acc);
 }

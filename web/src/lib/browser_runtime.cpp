@@ -232,7 +232,7 @@ class BrowserRuntime final : public Runtime, public std::enable_shared_from_this
 
  private:
   static constexpr size_t kMaxBindings = 10;
-  static constexpr size_t kMaxConstants = 12;
+  static constexpr size_t kMaxConstants = 16;
 
   struct PipelineKey {
     const Kernel* kernel = nullptr;
