@@ -758,6 +758,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   // suits them).
   auto tile_constants_of = [&](int64_t rows, int64_t cols, int64_t k, bool epilogues, int64_t group_rows) {
     const int64_t wgd = tile_threads(rows, cols);
+    // 64 invocations stage a slice of 16 in 4 vec4s each, past the kernel's
+    // MAX_LOADS of 2: slices of 8.
     const int64_t bk = wgd == 8 ? 8 : slice_depth_bk(rows, cols, k);
     return std::array<gpu::Constant, 13>{
         trans_a, trans_b, gpu::Constant{"T", double(rows / wgd)}, gpu::Constant{"TN", double(cols / wgd)}, tri,

@@ -10,7 +10,7 @@
 // does one tile or one piece: the tiles' sums keep every register they have
 // in main (a loop over several pieces a workgroup, as stream-K does it, left
 // room for one workgroup a core instead of two).
-@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;  // [pieces][16 T][BN4] a split tile
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;  // [pieces][WGD T][BN4] a split tile
 
 @compute @workgroup_size(WGD, WGD)
 fn main_pieces(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,

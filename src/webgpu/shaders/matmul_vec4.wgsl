@@ -41,7 +41,7 @@ override ACCUMULATE: bool = false;
 // groups, a wave spans GROUP_ROWS rows and wave / GROUP_ROWS columns.
 override GROUP_ROWS: u32 = 0u;
 // Threads along each side of the workgroup (WGD x WGD): 16, or 8 for 64x64
-// tiles of 8x8 outputs a thread (attention's batched products).
+// tiles of 8x8 outputs a thread (the host's FORGE_MATMUL_THREADS switch).
 override WGD: u32 = 16u;
 override NT: u32 = WGD * WGD;
 
@@ -258,7 +258,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // none for a tile outside C's triangle.
   let k_begin = tri_k_begin(row0);
   let k_end = select(tri_k_end(row0, WGD * T), k_begin, tri_c_skips(row0, col0, WGD * T, WGD * TN));
-  var acc: array<vec4<f32>, 16>;  // [4 * i + r][j]: row 4 (lid.y + 16 i) + r, columns of block j
+  var acc: array<vec4<f32>, 16>;  // [4 * i + r][j]: row 4 (lid.y + WGD i) + r, columns of block j
   tile_sums(wg.z, row0, col0, k_begin, k_end, lid.y * WGD + lid.x, lid, &acc);
   store_tile(wg.z, row0, col0, lid, &acc);
 }
