@@ -26,6 +26,9 @@ void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float
 // x [rows, cols] -> out [cols]: blocks of rows reduced to partial sums, then
 // the partials reduced per column (two passes, fixed order).
 void sum_rows(const Tensor& x, int64_t rows, int64_t cols, Tensor& out);
+// sum_rows of x and of y ([rows, cols] each) into out_x and out_y, in the same
+// dispatches (a norm's two weight gradients).
+void sum_rows_pair(const Tensor& x, const Tensor& y, int64_t rows, int64_t cols, Tensor& out_x, Tensor& out_y);
 // Sum of squares of all of x into out [1], on the device.
 void sumsq(const Tensor& x, Tensor& out);
 

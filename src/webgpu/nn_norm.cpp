@@ -59,8 +59,7 @@ void layernorm_bwd(const Tensor& x, const Tensor& gamma, const Tensor& dy, float
             arg(dx_add ? *dx_add : dy, off, bytes)},
            rl.groups, {rl.workgroup, gpu::Constant{"ADD", dx_add ? 1.0 : 0.0}});
   });
-  sum_rows(dy_xhat, rows, cols, dgamma);
-  sum_rows(dy, rows, cols, dbeta);
+  sum_rows_pair(dy_xhat, dy, rows, cols, dgamma, dbeta);
 }
 
 }  // namespace forge::webgpu

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "parity/parity.h"
 
@@ -181,6 +182,30 @@ TEST(NnValues, SoftmaxBwdKeepsMaskedZeros) {
     // Each row of dx sums to zero (the softmax Jacobian's rows do): 1e-6.
     for (int r = 0; r < 4; ++r) EXPECT_NEAR(dx[r * 4] + dx[r * 4 + 1] + dx[r * 4 + 2] + dx[r * 4 + 3], 0, 1e-6);
   }
+}
+
+// dgamma and dbeta come from one pair of column-sum passes over dy * xhat and
+// dy: many row blocks (1,000 rows: 15 blocks of partials), and rows split
+// under a lowered binding limit, the later chunks adding into the partials.
+TEST(NnParity, LayerNormWeightGradientsOverRowBlocksAndChunks) {
+  const Shape s = {1000, 40};
+  Tensor x = random_tensor(s, 510, -2.0f, 3.0f), gamma = random_tensor({40}, 511, 0.5f, 1.5f);
+  Tensor dy = random_tensor(s, 512);
+  const double atol = 1e-5 * (1 + std::sqrt(1000.0));
+  for (uint64_t limit : {uint64_t(0), uint64_t(256 * 40 * 4)}) {
+    SCOPED_TRACE(limit);
+    std::optional<LoweredBindingLimit> lowered;
+    if (limit) lowered.emplace(limit);
+    EXPECT_TRUE(cpu_gpu_parity({x, gamma, dy}, [](auto& t) { return layernorm_bwd(t[0], t[1], t[2]).dgamma; }, atol,
+                               1e-5));
+    EXPECT_TRUE(cpu_gpu_parity({x, gamma, dy}, [](auto& t) { return layernorm_bwd(t[0], t[1], t[2]).dbeta; }, atol,
+                               1e-5));
+  }
+  // dbeta is the column sum of dy, whatever x and gamma are.
+  const Tensor ones = Tensor::from_vector<float>(std::vector<float>(3 * 130, 1.0f), {130, 3}, gpu_device());
+  const Tensor g = Tensor::from_vector<float>({1, 2, 3}, {3}, gpu_device());
+  const LayerNormGrads lg = layernorm_bwd(random_tensor({130, 3}, 513).to(gpu_device()), g, ones);
+  EXPECT_EQ(lg.dbeta.to_vector<float>(), (std::vector<float>{130, 130, 130}));
 }
 
 // ---- Reductions ----------------------------------------------------------
