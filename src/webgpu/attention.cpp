@@ -185,6 +185,14 @@ std::optional<FlashScoresTiling> grads_by_products(const Device& dev, const Atte
   return flash_scores_tiling(p.head_dim, rt.workgroup_storage(), workgroup_invocations(rt));
 }
 
+// Whether flash_bwd_scores lays each 32 invocations out as 4 x 8 of its grid
+// (WARP_4X8): FORGE_FLASH_SCORES_WARP=4x8 (measurement), where the grid's
+// side t / 4 is a multiple of 8.
+bool scores_warp_4x8(uint32_t t) {
+  const char* e = std::getenv("FORGE_FLASH_SCORES_WARP");
+  return e && std::string(e) == "4x8" && t % 32 == 0;
+}
+
 // The backward from P z and dS [B * H, Sq, Sk] (flash_bwd_scores): per query
 // head, grad_q [Sq, D] = scale dS K, grad_k [Sk, D] = scale dS^T Q and grad_v
 // = (P z)^T dO, over dS's lower triangle when causal. The products read K, Q
@@ -204,7 +212,7 @@ void backward_by_products(const Device& dev, const char* op, const FlashParams& 
   launch(dev, op, kBwdScores.kernel(), f,
          {arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(probs), arg(ds)}, grid_1d(tiles, lim),
          {{"HEAD_DIM", double(D)}, {"T", double(t.t)}, {"DC", double(t.dc)}, {"STRIDE", double(t.stride)},
-          {"SM_VEC4", double(t.vec4s)}});
+          {"SM_VEC4", double(t.vec4s)}, {"WARP_4X8", scores_warp_4x8(t.t) ? 1.0 : 0.0}});
 
   MatmulPlan mq;  // grad_q per head [Sq, D] = scale dS [Sq, Sk] @ K [Sk, D]
   mq.batch = B * H, mq.m = Sq, mq.n = D, mq.k = Sk, mq.alpha = p.scale;

@@ -28,6 +28,10 @@ override T: u32;        // tile edge: queries and keys, 32 or 64
 override DC: u32;       // vec4 columns of the head staged at a time
 override STRIDE: u32;   // vec4s per staged row: DC made odd against bank conflicts
 override SM_VEC4: u32;  // 4 * T * STRIDE
+// Each 32 invocations (a warp) as 4 query rows x 8 key columns of the grid
+// instead of 2 x 16: fewer distinct K and V vec4s a read of workgroup
+// memory (FORGE_FLASH_SCORES_WARP=4x8, measurement; T / 4 a multiple of 8).
+override WARP_4X8: bool = false;
 
 // Q, dO, K, V chunks [T, STRIDE] each, in that order.
 var<workgroup> sm: array<vec4f, SM_VEC4>;
@@ -62,8 +66,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let b = bh / p.heads;
   let h = bh % p.heads;
   let g = h / (p.heads / p.kv_heads);
-  let ty = lid / tn;
-  let tx = lid % tn;
+  var ty = lid / tn;
+  var tx = lid % tn;
+  if (WARP_4X8) {
+    let wx = tn / 8u;  // warps across a row of the grid
+    let warp = lid / 32u;
+    let lane = lid % 32u;
+    tx = (warp % wx) * 8u + lane % 8u;
+    ty = (warp / wx) * 4u + lane / 8u;
+  }
   let q_stride = p.heads * d4;
   let kv_stride = p.kv_heads * d4;
 
