@@ -6,6 +6,7 @@
 // differences in tests/unit/test_attention_grad.cpp); the tiled prefill
 // kernel again at the smaller tilings of devices with less workgroup
 // storage; then validation.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -279,6 +280,25 @@ TEST(AttentionParity, BackwardAtSmallerTilings) {
       auto t = webgpu::flash_bwd_tiling(c.dim, storage, 256);
       SCOPED_TRACE(c.name + " at " + std::to_string(storage) + " bytes: " +
                    (t ? "bk " + std::to_string(t->bk) + " bq " + std::to_string(t->bq) : std::string("untiled")));
+      expect_backward_parity(c);
+    }
+  }
+}
+
+// The scores kernel with each 32 invocations laid out as 4 query rows x 8 key
+// columns (FORGE_FLASH_SCORES_WARP=4x8), in 64x64 tiles and, at 16 KiB of
+// workgroup storage, 32x32, over the cases that take it: causal (with GQA;
+// with dropout) and not.
+TEST(AttentionParity, BackwardWithScoresWarpsFourByEight) {
+  ScopedEnv warp("FORGE_FLASH_SCORES_WARP", "4x8");
+  const uint32_t device_storage = gpu_device().runtime().limits().max_workgroup_storage;
+  const std::vector<std::string> names = {"gqa2 causal d32 prefill", "mha causal dropout prefill d64",
+                                          "prefill d16 two blocks non-causal"};
+  for (uint32_t storage : {device_storage, 16384u}) {
+    LoweredWorkgroupStorage lowered(std::min(storage, device_storage));
+    for (const Case& c : cases()) {
+      if (std::find(names.begin(), names.end(), c.name) == names.end()) continue;
+      SCOPED_TRACE(c.name + " at " + std::to_string(storage) + " bytes");
       expect_backward_parity(c);
     }
   }
