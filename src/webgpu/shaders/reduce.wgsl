@@ -46,27 +46,45 @@ fn tree_sum(lid: u32) {
   }
 }
 
+// col_partial's share of the work: column `col` over rows [first, end) of
+// row block wg.z, every LANES-th row from the lane's own.
+struct ColBlock {
+  col: u32,
+  first: u32,
+  end: u32,
+}
+
+fn col_block(wg: vec3u, nwg: vec3u, lid: vec3u) -> ColBlock {
+  let per = (p.rows + p.groups - 1u) / p.groups;
+  return ColBlock((wg.y * nwg.x + wg.x) * TILE + lid.x, wg.z * per + lid.y, min(p.rows, (wg.z + 1u) * per));
+}
+
+// The sum of the LANES lanes' partials of each column (lane 0's result):
+// each writes its own into red, then lane 0 adds them in lane order.
+fn lanes_sum(acc: f32, lid: vec3u) -> f32 {
+  red[lid.y * TILE + lid.x] = acc;
+  workgroupBarrier();
+  var s = red[lid.x];
+  for (var l = 1u; l < LANES; l++) {
+    s += red[l * TILE + lid.x];
+  }
+  workgroupBarrier();  // red free for the next sum
+  return s;
+}
+
 @compute @workgroup_size(TILE, LANES)
 fn col_partial(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
                @builtin(local_invocation_id) lid: vec3u) {
-  let col = (wg.y * nwg.x + wg.x) * TILE + lid.x;
-  let g = wg.z;
-  let per = (p.rows + p.groups - 1u) / p.groups;
-  let end = min(p.rows, (g + 1u) * per);
+  let c = col_block(wg, nwg, lid);
   var acc = 0.0;
-  if (col < p.cols) {
-    for (var r = g * per + lid.y; r < end; r += LANES) {
-      acc += src[r * p.cols + col];
+  if (c.col < p.cols) {
+    for (var r = c.first; r < c.end; r += LANES) {
+      acc += src[r * p.cols + c.col];
     }
   }
-  red[lid.y * TILE + lid.x] = acc;
-  workgroupBarrier();
-  if (lid.y == 0u && col < p.cols) {
-    var s = red[lid.x];
-    for (var l = 1u; l < LANES; l++) {
-      s += red[l * TILE + lid.x];
-    }
-    store(g * p.cols + col, s);
+  let s = lanes_sum(acc, lid);
+  if (lid.y == 0u && c.col < p.cols) {
+    store(wg.z * p.cols + c.col, s);
   }
 }
 
