@@ -1,4 +1,4 @@
-// Host side of sum_rows and sumsq (shaders/reduce.wgsl): a first pass of
+// Host side of sum_rows (and sum_rows_pair) and sumsq (shaders/reduce.wgsl): a first pass of
 // partial sums over blocks of rows (or of values), a second pass over the
 // partials (for sum_rows, the first pass's kernel over them as one block).
 // Input split under the binding limit accumulates into the same partials,
@@ -33,10 +33,6 @@ constexpr uint64_t kMaxColGroups = 64;
 constexpr uint64_t kValuesPerGroup = 4096;
 constexpr uint64_t kMaxSqGroups = 2048;  // enough loads in flight to stream at memory speed
 
-}  // namespace
-
-namespace {
-
 // sum_rows of x, and of y into out_y where y is given (col_partial_pair: both
 // in each dispatch).
 void sum_rows_of(const Tensor& x, const Tensor* y, int64_t rows, int64_t cols, Tensor& out, Tensor* out_y) {
@@ -52,16 +48,18 @@ void sum_rows_of(const Tensor& x, const Tensor* y, int64_t rows, int64_t cols, T
     return groups == 1 ? o : Tensor::empty({int64_t(groups), cols}, DType::F32, dev);
   };
   Tensor partials = partials_of(out), partials_y = y ? partials_of(*out_y) : Tensor();
-  auto grid = grid_1d((uint64_t(cols) + kColTile - 1) / kColTile, rt.limits());
+  // Pass 1: column tiles x row blocks; pass 2: the column tiles alone.
+  const std::array<uint32_t, 3> grid = grid_1d((uint64_t(cols) + kColTile - 1) / kColTile, rt.limits());
+  std::array<uint32_t, 3> block_grid = grid;
+  block_grid[2] = uint32_t(groups);
   bool first_chunk = true;
   for_each_row_chunk(rt, "sum_rows", rows, row_bytes, [&](int64_t first, int64_t count) {
     ReduceParams p{uint32_t(count), uint32_t(cols), uint32_t(groups), first_chunk ? 0u : 1u};
     const uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
-    std::array<uint32_t, 3> g = grid;
-    g[2] = uint32_t(groups);
     if (y)
-      launch(dev, "sum_rows", kernel, p, {arg(x, off, bytes), arg(partials), arg(*y, off, bytes), arg(partials_y)}, g);
-    else launch(dev, "sum_rows", kernel, p, {arg(x, off, bytes), arg(partials)}, g);
+      launch(dev, "sum_rows", kernel, p, {arg(x, off, bytes), arg(partials), arg(*y, off, bytes), arg(partials_y)},
+             block_grid);
+    else launch(dev, "sum_rows", kernel, p, {arg(x, off, bytes), arg(partials)}, block_grid);
     first_chunk = false;
   });
   if (groups == 1) return;
