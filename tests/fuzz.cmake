@@ -23,7 +23,9 @@ if(FORGE_FUZZ)
     # the link adds libFuzzer's main. Headers are tracked through depfiles.
     set(FORGE_FUZZ_FLAGS -std=c++20 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -I${CMAKE_SOURCE_DIR}/include
         -I${CMAKE_SOURCE_DIR}/src -I${CMAKE_SOURCE_DIR}/tools/forge)
-    # forge_fuzz_object(OUT_VAR SOURCE): the object file of SOURCE.
+    # forge_fuzz_object(OUT_VAR SOURCE): the object file of SOURCE, compiled
+    # through the build's compiler launcher (ccache, scripts/ccache-env.sh) when
+    # it has one.
     function(forge_fuzz_object out src)
       file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR} ${src})
       string(REPLACE "/" "_" rel ${rel})
@@ -33,7 +35,7 @@ if(FORGE_FUZZ)
         set_property(GLOBAL PROPERTY FORGE_FUZZ_OBJ_${rel} TRUE)
         add_custom_command(
           OUTPUT ${obj}
-          COMMAND ${FORGE_FUZZ_CXX} ${FORGE_FUZZ_FLAGS}
+          COMMAND ${CMAKE_CXX_COMPILER_LAUNCHER} ${FORGE_FUZZ_CXX} ${FORGE_FUZZ_FLAGS}
                   "$<$<BOOL:${FORGE_FUZZ_JSON_INCLUDES}>:-I$<JOIN:${FORGE_FUZZ_JSON_INCLUDES},;-I>>"
                   -MD -MF ${obj}.d -c ${src} -o ${obj}
           DEPENDS ${src}

@@ -9,6 +9,7 @@
 #include "forge/safetensors.h"
 #include "forge/tensor.h"
 #include "parity/parity.h"
+#include "unit/this_build.h"
 
 namespace forge::testing {
 
@@ -16,7 +17,8 @@ struct Fixture {
   std::string dir;
   SafetensorsFile ref;
   explicit Fixture(const std::string& name)
-      : dir(std::string(FORGE_TEST_DATA) + "/" + name), ref(SafetensorsFile::open(dir + "/reference.safetensors")) {}
+      : dir(std::string(forge::testing::test_data_dir()) + "/" + name),
+        ref(SafetensorsFile::open(dir + "/reference.safetensors")) {}
   std::vector<float> f32(const std::string& n) const { return ref.get(n).to_f32(); }
   Shape shape(const std::string& n) const { return ref.get(n).shape(); }
   bool has(const std::string& n) const { return ref.contains(n); }

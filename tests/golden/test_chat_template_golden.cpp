@@ -12,13 +12,14 @@
 
 #include "forge/chat_template.h"
 #include "unit/process_temp_dir.h"
+#include "unit/this_build.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
-const fs::path kDir = fs::path(FORGE_TEST_DATA) / "chat-templates";
+const fs::path kDir = fs::path(forge::testing::test_data_dir()) / "chat-templates";
 
 ojson load(const fs::path& p) {
   std::ifstream in(p);
@@ -52,7 +53,7 @@ fs::path temp_path(const std::string& name) { return forge::testing::process_tem
 
 CliResult run_cli(const std::string& args) {
   const fs::path err_file = temp_path("stderr.txt");
-  const std::string cmd = std::string(FORGE_CLI) + " " + args + " 2>" + err_file.string();
+  const std::string cmd = std::string(forge::testing::cli_path()) + " " + args + " 2>" + err_file.string();
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "", "popen failed"};
   std::string out;

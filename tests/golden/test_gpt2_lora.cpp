@@ -16,13 +16,14 @@
 #include "models/gpt2/build.h"
 #include "parity/parity.h"
 #include "unit/cli_process.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using forge::testing::all_close;
 
 namespace {
 
-const std::string kDir = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+const std::string kDir = std::string(forge::testing::test_data_dir()) + "/gpt2-tiny";
 
 Tensor probe_ids() { return Tensor::from_vector(std::vector<uint32_t>{3, 17, 400, 999, 5, 6, 7, 8, 42, 1}, {1, 10}); }
 

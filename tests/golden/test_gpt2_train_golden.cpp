@@ -24,13 +24,14 @@
 #include "forge/gpt2_train.h"
 #include "forge/safetensors.h"
 #include "parity/parity.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using forge::testing::gpu_device;
 
 namespace {
 
-const std::string kDir = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+const std::string kDir = std::string(forge::testing::test_data_dir()) + "/gpt2-tiny";
 
 struct Ref {
   SafetensorsFile f = SafetensorsFile::open(kDir + "/reference.safetensors");

@@ -23,6 +23,7 @@
 #include "golden/reference_fixture.h"
 #include "models/llama/train.h"
 #include "parity/parity.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using forge::testing::Fixture;
@@ -60,7 +61,7 @@ TEST(LlamaTrainGolden, TenLossesQwen2WebGpu) { check_ten_losses("qwen2-tiny", gp
 TEST(LlamaTrainGolden, TenLossesMistralWebGpu) { check_ten_losses("mistral-tiny", gpu_device(), 5e-3); }
 
 TEST(LlamaTrainGolden, QuantizedModelIsAnError) {
-  auto model = load_model(std::string(FORGE_TEST_DATA) + "/llama-tiny-mlx4", Device::cpu());
+  auto model = load_model(std::string(forge::testing::test_data_dir()) + "/llama-tiny-mlx4", Device::cpu());
   EXPECT_THROW(LlamaTrainer(*model, fixture_config()), ValueError);
 }
 

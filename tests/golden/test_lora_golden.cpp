@@ -25,6 +25,7 @@
 #include "models/llama/train.h"
 #include "parity/parity.h"
 #include "unit/cli_process.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using forge::testing::all_close;
@@ -34,7 +35,7 @@ using forge::testing::gpu_device;
 namespace {
 
 const std::string kBase = "llama3-tiny";
-std::string adapter_dir() { return std::string(FORGE_TEST_DATA) + "/llama3-tiny/adapter"; }
+std::string adapter_dir() { return std::string(forge::testing::test_data_dir()) + "/llama3-tiny/adapter"; }
 
 TrainConfig lora_config() {
   TrainConfig c;
@@ -143,7 +144,7 @@ TEST(LoraGolden, GradientsMatchFiniteDifferencesCpu) {
 }
 
 TEST(LoraGolden, GradientsOverQuantizedBaseCpu) {
-  auto model = load_model(std::string(FORGE_TEST_DATA) + "/llama-tiny-mlx4", Device::cpu());
+  auto model = load_model(std::string(forge::testing::test_data_dir()) + "/llama-tiny-mlx4", Device::cpu());
   attach_new_adapter(*model, {.rank = 2, .alpha = 4, .targets = {"k_proj", "gate_proj", "down_proj"}, .rslora = true},
                      3);
   randomise_adapter(*model, 4);
@@ -214,7 +215,7 @@ TEST(LoraGolden, MergedModelMatchesAdapterCpu) {
   EXPECT_FALSE(attached_adapter(*model));
   EXPECT_TRUE(all_close(model->forward(ref.input_ids()).to_f32(), ref.f32("logits_with_adapter"), 1e-4, 1e-4));
   // Over the 4-bit base (the adapter has its shapes): dequantized, then merged.
-  auto q = load_model(std::string(FORGE_TEST_DATA) + "/llama-tiny-mlx4", Device::cpu());
+  auto q = load_model(std::string(forge::testing::test_data_dir()) + "/llama-tiny-mlx4", Device::cpu());
   load_adapter(*q, adapter_dir());
   const std::vector<float> with = q->forward(ref.input_ids()).to_f32();
   merge_adapter(*q);
@@ -293,7 +294,7 @@ TEST(LoraGolden, CachedDecodeAppliesTheAdapterCpu) {
 // the adapter (1e-3, as the quantized model's golden bound) and three
 // training steps of it (5e-3, as the other WebGPU training bounds).
 TEST(LoraGolden, QuantizedBaseMatchesCpuWebGpu) {
-  const std::string dir = std::string(FORGE_TEST_DATA) + "/llama-tiny-mlx4";
+  const std::string dir = std::string(forge::testing::test_data_dir()) + "/llama-tiny-mlx4";
   Fixture f("llama-tiny-mlx4");
   const Tensor ids = f.input_ids();
   std::vector<std::vector<float>> logits;

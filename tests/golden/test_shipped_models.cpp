@@ -13,16 +13,17 @@
 #include "forge/model.h"
 #include "forge/perplexity.h"
 #include "forge/tokenizer.h"
+#include "unit/this_build.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace forge;
 
-fs::path repo_root() { return fs::path(FORGE_TEST_DATA).parent_path().parent_path(); }
+fs::path repo_root() { return fs::path(forge::testing::test_data_dir()).parent_path().parent_path(); }
 
 double heldout_loss(const std::string& name) {
-  std::ifstream in(fs::path(FORGE_TEST_DATA) / "heldout-fortunes.txt", std::ios::binary);
+  std::ifstream in(fs::path(forge::testing::test_data_dir()) / "heldout-fortunes.txt", std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
   const fs::path dir = repo_root() / "models" / name;

@@ -14,6 +14,7 @@
 #include "forge/ops.h"
 #include "gpu/runtime.h"
 #include "unit/scoped_env.h"
+#include "unit/this_build.h"
 
 namespace forge::testing {
 
@@ -26,11 +27,8 @@ inline const Device& gpu_device() {
 // The devices a test that runs on every backend loops over: the CPU, and the
 // WebGPU device when forge is built with it (the cpu-only preset is not).
 inline std::vector<Device> test_devices() {
-#ifdef FORGE_HAVE_WEBGPU
-  return {Device::cpu(), gpu_device()};
-#else
+  if (forge::testing::webgpu_built()) return {Device::cpu(), gpu_device()};
   return {Device::cpu()};
-#endif
 }
 
 // Restores the device's real binding limit when a test ends, even on failure.
@@ -68,22 +66,17 @@ struct ReduceForm {
   bool tree;
 };
 inline std::vector<ReduceForm> reduce_forms() {
-#ifdef FORGE_HAVE_WEBGPU
-  if (gpu_device().runtime().subgroup_size() != 0) return {{"subgroup sums", false}, {"tree sums", true}};
-#endif
+  if (forge::testing::webgpu_built() && gpu_device().runtime().subgroup_size() != 0)
+    return {{"subgroup sums", false}, {"tree sums", true}};
   return {{"tree sums", true}};
 }
 // Sets a form for a scope; the device's own choice again after it.
 struct ReduceFormScope {
-  explicit ReduceFormScope([[maybe_unused]] const ReduceForm& form) {
-#ifdef FORGE_HAVE_WEBGPU
-    gpu_device().runtime().set_tree_sums_for_testing(form.tree);
-#endif
+  explicit ReduceFormScope(const ReduceForm& form) {
+    if (forge::testing::webgpu_built()) gpu_device().runtime().set_tree_sums_for_testing(form.tree);
   }
   ~ReduceFormScope() {
-#ifdef FORGE_HAVE_WEBGPU
-    gpu_device().runtime().set_tree_sums_for_testing(false);
-#endif
+    if (forge::testing::webgpu_built()) gpu_device().runtime().set_tree_sums_for_testing(false);
   }
   ReduceFormScope(const ReduceFormScope&) = delete;
   ReduceFormScope& operator=(const ReduceFormScope&) = delete;

@@ -9,6 +9,7 @@
 
 #include "forge/safetensors.h"
 #include "parity/parity.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using namespace forge::testing;
@@ -99,7 +100,7 @@ TEST(QuantValues, AffineDequantizeHandPacked) {
 }
 
 TEST(QuantValues, AffineDequantizeFixture) {
-  std::string dir = std::string(FORGE_TEST_DATA) + "/llama-tiny-mlx8/";
+  std::string dir = std::string(forge::testing::test_data_dir()) + "/llama-tiny-mlx8/";
   SafetensorsFile model = SafetensorsFile::open(dir + "model.safetensors");
   SafetensorsFile ref = SafetensorsFile::open(dir + "reference.safetensors");
   auto load = [&](const std::string& name, DType dt) {

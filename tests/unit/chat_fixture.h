@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "unit/this_build.h"
+
 namespace forge::testing {
 
 // GPT-2's byte <-> printable character map of byte-level BPE, as UTF-8.
@@ -74,11 +76,12 @@ inline void write_text(const std::filesystem::path& p, const std::string& s) { s
 
 // llama-tiny + the tokenizer + SmolLM2's template, in `root`/model.
 inline std::filesystem::path make_chat_model(const std::filesystem::path& root) {
-  const std::filesystem::path src = std::filesystem::path(FORGE_TEST_DATA) / "llama-tiny", dir = root / "model";
+  const std::filesystem::path src = std::filesystem::path(forge::testing::test_data_dir()) / "llama-tiny";
+  const std::filesystem::path dir = root / "model";
   std::filesystem::create_directories(dir);
   for (const char* f : {"config.json", "generation_config.json", "model.safetensors"}) std::filesystem::copy_file(src / f, dir / f);
   write_text(dir / "tokenizer.json", tiny_tokenizer().dump());
-  std::ifstream in(std::filesystem::path(FORGE_TEST_DATA) / "chat-templates" / "smollm2.json");
+  std::ifstream in(std::filesystem::path(forge::testing::test_data_dir()) / "chat-templates" / "smollm2.json");
   const nlohmann::json smol = nlohmann::json::parse(in);
   const nlohmann::json cfg = {{"bos_token", smol["bos_token"]}, {"eos_token", smol["eos_token"]}, {"chat_template", smol["template"]}};
   write_text(dir / "tokenizer_config.json", cfg.dump());

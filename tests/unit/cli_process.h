@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "unit/this_build.h"
+
 namespace forge::testing {
 
 struct CliOptions {
@@ -55,7 +57,7 @@ class CliProcess {
         ::setrlimit(RLIMIT_FSIZE, &r);
       }
       std::vector<char*> argv;
-      std::string exe = FORGE_CLI;
+      std::string exe = forge::testing::cli_path();
       argv.push_back(exe.data());
       std::vector<std::string> copy = args;
       for (auto& a : copy) argv.push_back(a.data());

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "unit/this_build.h"
+
 namespace forge::testing {
 
 struct CliResult {
@@ -19,7 +21,8 @@ struct CliResult {
 };
 
 inline CliResult run_forge(const std::string& args, bool with_stderr = true) {
-  const std::string cmd = std::string(FORGE_CLI) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  const std::string cmd =
+      std::string(forge::testing::cli_path()) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed"};
   std::string out;

@@ -29,6 +29,7 @@
 #include "forge/ops.h"
 #include "forge/tokenizer.h"
 #include "train_data.h"
+#include "unit/this_build.h"
 
 namespace {
 
@@ -39,7 +40,7 @@ using forge::testing::lines_of;
 using forge::testing::read_bytes;
 using forge::testing::ScratchDir;
 
-const fs::path kData = FORGE_TEST_DATA;
+const fs::path kData = forge::testing::test_data_dir();
 
 void write_file(const fs::path& p, const std::string& bytes) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
@@ -149,7 +150,7 @@ TEST(BadInput, CliTableEachAClearOneLineError) {
   const std::string m_bad_tok = model("m_bad_tok", "tokenizer.json", tok_text.substr(0, 1000));
   // A small tokenizer whose ids fit the model's vocab of 1000.
   const std::string m_tok =
-      model("m_tok", "tokenizer.json", read_bytes(fs::path(FORGE_TEST_DATA).parent_path() / "fuzz" /
+      model("m_tok", "tokenizer.json", read_bytes(fs::path(forge::testing::test_data_dir()).parent_path() / "fuzz" /
                                                   "corpus_tokenizer" / "components.json"));
   // Its special ids are the tokenizer's, not GPT-2's 50256.
   write_file(fs::path(m_tok) / "config.json",
@@ -225,7 +226,8 @@ TEST(BadInput, CliTableEachAClearOneLineError) {
       {"not a number", g({"-m", gpt2, "--prompt-ids", "1", "-n", "many"}), "many"},
       {"negative count", g({"-m", gpt2, "--prompt-ids", "1", "-n", "-5"}), "-5"},
       {"unknown device", {"eval", "-m", gpt2, "--input", ref, "--output", out, "--device", "tpu"}, "tpu", {}, out},
-      {"unknown benchmark", {"bench", "nosuch"}, "nosuch"},
+      // (Without the bench commands, preset asan, `bench` is the unknown command.)
+      {"unknown benchmark", {"bench", "nosuch"}, forge::testing::bench_built() ? "nosuch" : "'bench'"},
       {"unknown preset", {"init", "--preset", "huge", "--out", q_out}, "huge", {}, q_out},
       // Missing files and folders where files are expected.
       {"missing model folder", g({"-m", (s / "nope").string(), "--prompt-ids", "1"}), "does not exist"},
@@ -342,15 +344,14 @@ TEST(BadInput, CliTableEachAClearOneLineError) {
       {"quantize to 3 bits", {"quantize", "-m", gpt2, "--bits", "3", "--out", q_out}, "--bits", {}, q_out},
       {"quantize into a non-empty folder", {"quantize", "-m", gpt2, "--out", (s / "r_opt").string()}, "r_opt"},
   };
-#ifdef FORGE_HAVE_WEBGPU
   // The environment (read when the WebGPU device opens).
-  cases.insert(cases.end(), {
-      {"FORGE_GPU_TIMEOUT not a number", {"info"}, "FORGE_GPU_TIMEOUT", {{"FORGE_GPU_TIMEOUT", "abc"}}},
-      {"FORGE_GPU_TIMEOUT negative", {"info"}, "FORGE_GPU_TIMEOUT", {{"FORGE_GPU_TIMEOUT", "-3"}}},
-      {"FORGE_SWIFTSHADER_ICD not a file", {"info"}, "FORGE_SWIFTSHADER_ICD",
-       {{"FORGE_SWIFTSHADER_ICD", (s / "nope.json").string()}, {"VK_LOADER_DRIVERS_SELECT", "nothing"}}},
-  });
-#endif
+  if (forge::testing::webgpu_built())
+    cases.insert(cases.end(), {
+        {"FORGE_GPU_TIMEOUT not a number", {"info"}, "FORGE_GPU_TIMEOUT", {{"FORGE_GPU_TIMEOUT", "abc"}}},
+        {"FORGE_GPU_TIMEOUT negative", {"info"}, "FORGE_GPU_TIMEOUT", {{"FORGE_GPU_TIMEOUT", "-3"}}},
+        {"FORGE_SWIFTSHADER_ICD not a file", {"info"}, "FORGE_SWIFTSHADER_ICD",
+         {{"FORGE_SWIFTSHADER_ICD", (s / "nope.json").string()}, {"VK_LOADER_DRIVERS_SELECT", "nothing"}}},
+    });
   ASSERT_GE(cases.size(), 40u);
 
   int index = 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "unit/cli_process.h"
+#include "unit/this_build.h"
 
 using namespace forge::testing;
 
@@ -16,9 +17,9 @@ namespace {
 
 nlohmann::json bench(const std::vector<std::string>& extra) {
   ScratchDir dir("bench_train_cli");
-  std::vector<std::string> args = {"bench", "train",  "--arch",   std::string(FORGE_TEST_DATA) + "/llama3-tiny/config.json",
-                                   "--shapes", "1x16", "--steps", "3",
-                                   "--device", "cpu",  "--json"};
+  const std::string config = std::string(forge::testing::test_data_dir()) + "/llama3-tiny/config.json";
+  std::vector<std::string> args = {"bench",  "train", "--arch",   config, "--shapes",
+                                   "1x16",   "--steps", "3",       "--device", "cpu", "--json"};
   args.insert(args.end(), extra.begin(), extra.end());
   const CliRun r = run_cli(args, dir.path);
   EXPECT_EQ(r.code, 0) << r.out;

@@ -17,6 +17,7 @@
 #include "golden/reference_fixture.h"
 #include "unit/cli_process.h"
 #include "unit/lora_cli.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using namespace forge::testing;
@@ -64,9 +65,7 @@ TEST(Bf16TrainCli, LoraOverABf16BaseEqualsLoraOverItsValuesInF32) {
   Fixture base("mistral-tiny");  // f32 projections, most of them not bf16 values
   write_rounded_copy(base.dir, dir.path / "rounded");
   std::vector<std::string> devices{"cpu"};
-#ifdef FORGE_HAVE_WEBGPU
-  devices.push_back("webgpu");
-#endif
+  if (forge::testing::webgpu_built()) devices.push_back("webgpu");
   for (const std::string& device : devices) {
     auto train = [&](const std::string& model, const std::string& dtype) {
       return fixed_batch_losses(dir, {"train", "--model", model, "--fixed-batch", base.dir + "/reference.safetensors",
@@ -103,7 +102,7 @@ TEST(Bf16TrainCli, FullTrainingRefusesABf16Base) {
   EXPECT_NE(b.out.find("frozen LoRA base"), std::string::npos) << b.out;
   // The library says the same to a caller that skips the command line.
   for (const char* model : {"llama3-tiny", "gpt2-tiny"}) {
-    auto m = load_model(std::string(FORGE_TEST_DATA) + "/" + model, Device::cpu(), DType::BF16);
+    auto m = load_model(std::string(forge::testing::test_data_dir()) + "/" + model, Device::cpu(), DType::BF16);
     EXPECT_THROW(FixedBatchTrainer(*m, Gpt2TrainConfig{}), ValueError) << model;
   }
 }

@@ -16,6 +16,7 @@
 #include "forge/tokenizer.h"
 #include "unit/chat_fixture.h"
 #include "unit/cli_process.h"
+#include "unit/this_build.h"
 
 namespace fs = std::filesystem;
 using forge::testing::CliOptions;
@@ -293,8 +294,8 @@ TEST_F(ChatCli, ModelWithoutTemplateSaysWhatToDoInstead) {
 }
 
 TEST_F(ChatCli, ModelWithoutTemplateSaysSo) {
-  const auto g = run_cli({"chat", "-m", (fs::path(FORGE_TEST_DATA) / "gpt2-tiny").string(), "--device", "cpu"},
-                         dir.path);
+  const std::string gpt2 = (fs::path(forge::testing::test_data_dir()) / "gpt2-tiny").string();
+  const auto g = run_cli({"chat", "-m", gpt2, "--device", "cpu"}, dir.path);
   EXPECT_EQ(g.code, 1) << g.out;
   EXPECT_NE(g.out.find("has no chat template (tokenizer_config.json chat_template or chat_template.jinja); use forge "
                        "generate"),
@@ -335,7 +336,7 @@ pid_t chat_in_terminal(const fs::path& model, const std::vector<std::string>& ex
   const pid_t pid = ::forkpty(fd, nullptr, nullptr, nullptr);
   if (pid == 0) {
     ::setenv("OMP_NUM_THREADS", "1", 0);
-    std::string exe = FORGE_CLI;
+    std::string exe = forge::testing::cli_path();
     std::vector<std::string> args = {exe, "chat", "-m", model.string(), "--device", "cpu"};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;

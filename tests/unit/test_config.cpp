@@ -5,13 +5,14 @@
 #include "forge/error.h"
 #include "forge/model_config.h"
 #include "test_safetensors_util.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using json = nlohmann::json;
 
 namespace {
 
-const std::string kData = FORGE_TEST_DATA;
+const std::string kData = forge::testing::test_data_dir();
 
 json fixture(const std::string& name) { return json::parse(forge::testing::read_file(kData + "/" + name + "/config.json")); }
 

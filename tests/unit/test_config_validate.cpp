@@ -10,13 +10,14 @@
 #include "forge/error.h"
 #include "forge/model_config.h"
 #include "forge/tokenizer.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using nlohmann::json;
 
 namespace {
 
-const std::string kData = FORGE_TEST_DATA;
+const std::string kData = forge::testing::test_data_dir();
 
 json fixture(const std::string& name) {
   std::ifstream in(kData + "/" + name + "/config.json");

@@ -6,12 +6,13 @@
 #include "forge/model_config.h"
 #include "forge/safetensors.h"
 #include "test_safetensors_util.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 
 namespace {
 
-const std::string kData = FORGE_TEST_DATA;
+const std::string kData = forge::testing::test_data_dir();
 
 struct Fixture {
   ModelConfig config;

@@ -13,6 +13,7 @@
 #include "forge/device.h"
 #include "forge/ops.h"
 #include "parity/parity.h"
+#include "unit/this_build.h"
 
 using forge::Tensor;
 using forge::testing::random_tensor;
@@ -41,7 +42,7 @@ TEST(CpuBlas, NamesTheKernelsThatRun) {
 TEST(CpuBlas, CliNeverRunsGenericKernelsOnAnAvx2Cpu) {
 #if FORGE_HAVE_OPENBLAS && defined(__x86_64__)
   auto info = [](const std::string& env) {
-    const std::string cmd = "env " + env + " " + std::string(FORGE_CLI) + " info 2>&1";
+    const std::string cmd = "env " + env + " " + std::string(forge::testing::cli_path()) + " info 2>&1";
     FILE* p = popen(cmd.c_str(), "r");
     std::string out;
     char buf[4096];

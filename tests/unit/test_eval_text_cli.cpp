@@ -14,10 +14,11 @@
 #include "forge/safetensors.h"
 #include "forge/tokenizer.h"
 #include "unit/cli_shell.h"
+#include "unit/this_build.h"
 
 namespace {
 
-const std::string kData = FORGE_TEST_DATA;
+const std::string kData = forge::testing::test_data_dir();
 const std::string kModel = kData + "/gpt2-vocab50257";  // n_positions 64
 const std::string kTok = kData + "/tokenizer-gpt2/tokenizer.json";
 
@@ -109,20 +110,20 @@ TEST(EvalTextCli, SlidingWindowMatchesTheLibrary) {
     // windows leave each window's first id unscored.
     EXPECT_EQ(ref.tokens, c.stride < c.ctx ? T - 1 : T - ref.windows) << c.flags;
   }
-#ifdef FORGE_HAVE_WEBGPU
-  // WebGPU: the same windows of a short text (SwiftShader runs the 50257-way
-  // head slowly), within 1e-3 relative (long f32 reductions on the device).
-  const std::string short_file = write_file(tmp, "short.txt", "Nobody remembers who built the first bridge.\n");
-  const std::string window_flags = " --tokenizer " + kTok + " --ctx 8 --stride 3 --json --device ";
-  CliResult c = run_forge("eval --model " + kModel + " --text-file " + short_file + window_flags + "cpu", false);
-  CliResult g = run_forge("eval --model " + kModel + " --text-file " + short_file + window_flags + "webgpu", false);
-  ASSERT_EQ(c.code, 0) << c.out;
-  ASSERT_EQ(g.code, 0) << g.out;
-  EXPECT_GE(last_json_line(c.out)["windows"], 2);
-  EXPECT_EQ(last_json_line(g.out)["tokens"], last_json_line(c.out)["tokens"]);
-  const double lc = last_json_line(c.out)["loss"], lg = last_json_line(g.out)["loss"];
-  EXPECT_NEAR(lg, lc, 1e-3 * lc);
-#endif
+  if (forge::testing::webgpu_built()) {
+    // WebGPU: the same windows of a short text (SwiftShader runs the 50257-way
+    // head slowly), within 1e-3 relative (long f32 reductions on the device).
+    const std::string short_file = write_file(tmp, "short.txt", "Nobody remembers who built the first bridge.\n");
+    const std::string window_flags = " --tokenizer " + kTok + " --ctx 8 --stride 3 --json --device ";
+    CliResult c = run_forge("eval --model " + kModel + " --text-file " + short_file + window_flags + "cpu", false);
+    CliResult g = run_forge("eval --model " + kModel + " --text-file " + short_file + window_flags + "webgpu", false);
+    ASSERT_EQ(c.code, 0) << c.out;
+    ASSERT_EQ(g.code, 0) << g.out;
+    EXPECT_GE(last_json_line(c.out)["windows"], 2);
+    EXPECT_EQ(last_json_line(g.out)["tokens"], last_json_line(c.out)["tokens"]);
+    const double lc = last_json_line(c.out)["loss"], lg = last_json_line(g.out)["loss"];
+    EXPECT_NEAR(lg, lc, 1e-3 * lc);
+  }
   // Without --json: one readable line.
   CliResult text = run_forge("eval --model " + kModel + " --text-file " + file + " --tokenizer " + kTok + " --device cpu",
                              false);

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "unit/cli_process.h"
+#include "unit/this_build.h"
 
 namespace {
 
@@ -22,7 +23,7 @@ using forge::testing::lines_of;
 using forge::testing::run_cli;
 using forge::testing::ScratchDir;
 
-const std::string kTiny = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+const std::string kTiny = std::string(forge::testing::test_data_dir()) + "/gpt2-tiny";
 
 // One line, "forge: error: ..." holding `what`.
 void expect_one_error_line(const forge::testing::CliRun& r, const std::string& what) {
@@ -155,7 +156,7 @@ TEST(ForgeCli, EveryModelOptionHasTheShortForm) {
     EXPECT_NE(r.out.find("-m,--model"), std::string::npos) << r.out;
   }
   // And it works: the tokenizer commands with -m, as with --model.
-  const std::string tok = std::string(FORGE_TEST_DATA) + "/tokenizer-gpt2";
+  const std::string tok = std::string(forge::testing::test_data_dir()) + "/tokenizer-gpt2";
   const auto a = run_cli({"tokenize", "-m", tok, "--text", "Hello world", "--json"}, dir.path);
   const auto b = run_cli({"tokenize", "--model", tok, "--text", "Hello world", "--json"}, dir.path);
   EXPECT_EQ(a.code, 0) << a.out;
@@ -165,7 +166,7 @@ TEST(ForgeCli, EveryModelOptionHasTheShortForm) {
   EXPECT_EQ(d.code, 0) << d.out;
   EXPECT_NE(d.out.find("Hello world"), std::string::npos) << d.out;
   // inspect takes its folder as PATH or as -m, the same report either way; not both, not neither.
-  const std::string llama = std::string(FORGE_TEST_DATA) + "/llama-tiny";
+  const std::string llama = std::string(forge::testing::test_data_dir()) + "/llama-tiny";
   const auto p = run_cli({"inspect", llama, "--json"}, dir.path);
   const auto m = run_cli({"inspect", "-m", llama, "--json"}, dir.path);
   EXPECT_EQ(p.code, 0) << p.out;
@@ -319,7 +320,7 @@ TEST(ForgeCli, ByteTokenizerIsSavedWithTheModel) {
 // first loss is near ln(vocab): its logits start near zero).
 TEST(ForgeCli, InitFromAConfigWritesARandomModelThatTrains) {
   ScratchDir dir("cli_init_config");
-  const std::string llama = std::string(FORGE_TEST_DATA) + "/llama3-tiny";
+  const std::string llama = std::string(forge::testing::test_data_dir()) + "/llama3-tiny";
   const fs::path a = dir.path / "a", b = dir.path / "b", c = dir.path / "c";
   for (const auto& [out, seed] : {std::pair{a, "3"}, std::pair{b, "3"}, std::pair{c, "4"}}) {
     const auto r = run_cli({"init", "--config", llama + "/config.json", "--seed", seed, "--out", out.string()}, dir.path);

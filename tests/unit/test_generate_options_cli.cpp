@@ -11,10 +11,11 @@
 #include "forge/model.h"
 #include "forge/ops.h"
 #include "unit/cli_shell.h"
+#include "unit/this_build.h"
 
 namespace {
 
-const std::string kData = FORGE_TEST_DATA;
+const std::string kData = forge::testing::test_data_dir();
 
 using forge::testing::CliResult;
 using forge::testing::last_json_line;
@@ -70,13 +71,11 @@ TEST(GenerateOptionsCli, MinPOneIsGreedyOnBothBackends) {
     ASSERT_EQ(greedy.size(), 8u) << fx;
     EXPECT_EQ(generated(base + "--min-p 1 --temperature 1.5 --seed 9 --device cpu"), greedy) << fx;
     EXPECT_NE(generated(base + "--temperature 1.5 --seed 9 --device cpu"), greedy) << fx << ": without min-p it samples";
-#ifdef FORGE_HAVE_WEBGPU
-    if (std::string(fx) != "gpt2-tiny") continue;
+    if (!forge::testing::webgpu_built() || std::string(fx) != "gpt2-tiny") continue;
     EXPECT_EQ(generated(base + "--min-p 1 --seed 4 --device webgpu"), greedy) << fx;
     // A loose min-p samples, the same ids on both backends for one seed.
     const std::string loose = base + "--min-p 0.05 --seed 21 --device ";
     EXPECT_EQ(generated(loose + "cpu"), generated(loose + "webgpu")) << fx;
-#endif
   }
 }
 
@@ -93,9 +92,8 @@ TEST(GenerateOptionsCli, RepeatPenaltyMatchesAHostReference) {
     const std::string pen = base + "--repeat-penalty 1.5 --repeat-last-n 6 ";
     EXPECT_EQ(generated(pen + "--device cpu"), want) << fx;
     EXPECT_EQ(generated(pen + "--device cpu --no-cache"), want) << fx;
-#ifdef FORGE_HAVE_WEBGPU
-    if (std::string(fx) == "gpt2-tiny") EXPECT_EQ(generated(pen + "--device webgpu"), want) << fx;
-#endif
+    if (forge::testing::webgpu_built() && std::string(fx) == "gpt2-tiny")
+      EXPECT_EQ(generated(pen + "--device webgpu"), want) << fx;
     EXPECT_NE(generated(base + "--device cpu"), want) << fx << ": the penalty should change the greedy ids";
     // --repeat-penalty 1 is off.
     EXPECT_EQ(generated(base + "--repeat-penalty 1 --device cpu"), generated(base + "--device cpu")) << fx;
@@ -175,7 +173,5 @@ TEST(GenerateOptionsCli, ContextShiftGeneratesPastTheContext) {
                             " --greedy -n 8 --context-shift --keep 1 --device ";
   const std::vector<uint32_t> cpu = generated(shift + "cpu");
   EXPECT_EQ(cpu.size(), 8u);
-#ifdef FORGE_HAVE_WEBGPU
-  EXPECT_EQ(generated(shift + "webgpu"), cpu);
-#endif
+  if (forge::testing::webgpu_built()) EXPECT_EQ(generated(shift + "webgpu"), cpu);
 }

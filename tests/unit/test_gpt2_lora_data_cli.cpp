@@ -17,6 +17,7 @@
 #include "parity/parity.h"
 #include "unit/cli_process.h"
 #include "unit/lora_cli.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using namespace forge::testing;
@@ -25,7 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kModel = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+const std::string kModel = std::string(forge::testing::test_data_dir()) + "/gpt2-tiny";
 
 // forge train of a fresh rank-4 adapter over `model` on `data` (byte ids), 6
 // steps of B 2 x T 16, into dir/out.
@@ -234,7 +235,7 @@ TEST(Gpt2LoraDataCli, WebGpuFollowsTheCpu) {
 // assistant's tokens only; forge generate --chat then applies the adapter.
 TEST(Gpt2LoraDataCli, ChatJsonlRun) {
   ScratchDir dir("gpt2_lora_chat");
-  const std::string data = FORGE_TEST_DATA;
+  const std::string data = forge::testing::test_data_dir();
   const fs::path model = dir.path / "model";
   fs::create_directories(model);
   for (const char* f : {"config.json", "model.safetensors"})

@@ -22,6 +22,7 @@
 #include "forge/hub.h"
 #include "hub/hub_hash.h"
 #include "unit/scoped_env.h"
+#include "unit/this_build.h"
 
 namespace fs = std::filesystem;
 using namespace forge;
@@ -171,7 +172,7 @@ class Hub : public ::testing::Test {
     cache_ = fs::temp_directory_path() / ("forge_hub_" + std::to_string(::getpid()) + "_" +
                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(cache_);
-    fixture_ = fs::path(FORGE_TEST_DATA) / "gpt2-tiny";
+    fixture_ = fs::path(forge::testing::test_data_dir()) / "gpt2-tiny";
     auto& main = hub_.repos["org/tiny"][kCommit];
     main["config.json"] = {read_bytes(fixture_ / "config.json"), false};
     main["generation_config.json"] = {read_bytes(fixture_ / "generation_config.json"), false};

@@ -13,6 +13,7 @@
 #include "models/llama/llama.h"
 #include "parity/parity.h"
 #include "unit/dense_linear.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using namespace forge::models;
@@ -144,7 +145,7 @@ namespace {
 void for_each_loaded_layer(const std::string& fixture, const std::function<void(const LlamaLayer&)>& check) {
   for (const Device& dev : test_devices()) {
     SCOPED_TRACE(dev.name());
-    auto m = load_model(std::string(FORGE_TEST_DATA) + "/" + fixture, dev);
+    auto m = load_model(std::string(forge::testing::test_data_dir()) + "/" + fixture, dev);
     auto* llama = dynamic_cast<LlamaModel*>(m.get());
     ASSERT_NE(llama, nullptr);
     for (const LlamaLayer& y : llama->layers()) check(y);

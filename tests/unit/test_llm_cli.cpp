@@ -15,11 +15,12 @@
 #include "forge/safetensors.h"
 #include "parity/parity.h"
 #include "unit/cli_shell.h"
+#include "unit/this_build.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kData = FORGE_TEST_DATA;
+const std::string kData = forge::testing::test_data_dir();
 
 using forge::testing::CliResult;
 using forge::testing::last_json_line;

@@ -32,6 +32,7 @@
 #include "forge/model.h"
 #include "gpu/runtime.h"
 #include "parity/parity.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 
@@ -67,17 +68,6 @@ double rss_bytes() {
   long long size = 0, resident = 0;
   f >> size >> resident;
   return double(resident) * double(::sysconf(_SC_PAGESIZE));
-}
-
-// A WebGPU device of its own, so that its pool's figures are this test's.
-Device own_webgpu_device() {
-#ifdef FORGE_HAVE_WEBGPU
-  std::shared_ptr<gpu::Runtime> rt = gpu::create_runtime(gpu::AdapterPreference::Any);
-  if (!rt) throw std::runtime_error("no WebGPU adapter (neither a GPU nor SwiftShader)");
-  return Device(rt);
-#else
-  return Device::webgpu();  // throws: built without WebGPU
-#endif
 }
 
 bool is_software(const Device& dev) { return dev.is_webgpu() && dev.runtime().adapter().adapter_type == "cpu"; }
@@ -147,7 +137,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 void generate_long(const Device& dev, int64_t tokens) {
-  std::unique_ptr<CausalLM> model = load_model(std::string(FORGE_TEST_DATA) + "/gpt2-tiny", dev);
+  std::unique_ptr<CausalLM> model = load_model(std::string(forge::testing::test_data_dir()) + "/gpt2-tiny", dev);
   ASSERT_EQ(model->context_length(), 64);
   GenerateOptions o;
   o.max_new_tokens = tokens;
@@ -214,8 +204,10 @@ void train_long(const Device& dev, int steps) {
 
 TEST(LongRun, Generate20000TokensKeepsMemoryFlatCpu) { generate_long(Device::cpu(), kTokens); }
 
-TEST(LongRun, Generate20000TokensKeepsMemoryFlatWebGpu) { generate_long(own_webgpu_device(), kTokens); }
+TEST(LongRun, Generate20000TokensKeepsMemoryFlatWebGpu) {
+  generate_long(forge::testing::own_webgpu_device(), kTokens);
+}
 
 TEST(LongRun, Train500StepsKeepsMemoryFlatCpu) { train_long(Device::cpu(), kSteps); }
 
-TEST(LongRun, Train500StepsKeepsMemoryFlatWebGpu) { train_long(own_webgpu_device(), kSteps); }
+TEST(LongRun, Train500StepsKeepsMemoryFlatWebGpu) { train_long(forge::testing::own_webgpu_device(), kSteps); }

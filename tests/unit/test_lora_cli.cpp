@@ -15,6 +15,7 @@
 #include "golden/reference_fixture.h"
 #include "unit/cli_process.h"
 #include "unit/lora_cli.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using namespace forge::testing;
@@ -115,8 +116,9 @@ TEST(LoraCli, ClearErrors) {
   EXPECT_EQ(last_line(spaced.out), last_line(plain.out));
   fails_with(with({"--adapter", (dir.path / "nowhere").string()}), "nowhere");
   fails_with(with({"--adapter", ref.dir, "--lora-rank", "4"}), "--lora-rank");
-  fails_with({"eval", "--model", std::string(FORGE_TEST_DATA) + "/gpt2-tiny", "--adapter", ref.dir, "--input", batch,
-              "--output", (dir.path / "x.safetensors").string()},
+  const std::string gpt2 = std::string(forge::testing::test_data_dir()) + "/gpt2-tiny";
+  fails_with({"eval", "--model", gpt2, "--adapter", ref.dir, "--input", batch, "--output",
+              (dir.path / "x.safetensors").string()},
              "Llama family");
   fails_with({"merge", "--model", base.dir, "--adapter", (dir.path / "nowhere").string(), "--out",
               (dir.path / "m").string()},
@@ -129,7 +131,7 @@ TEST(LoraCli, ClearErrors) {
 TEST(LoraCli, DataRunWithLoraResumesExactly) {
   ScratchDir dir("lora_cli_data");
   write_sample_text(dir.path / "d.txt");
-  const std::string base = std::string(FORGE_TEST_DATA) + "/llama3-tiny";
+  const std::string base = std::string(forge::testing::test_data_dir()) + "/llama3-tiny";
   auto train = [&](const std::string& out, std::vector<std::string> extra) {
     std::vector<std::string> v = {"train", "--model", base, "--data", (dir.path / "d.txt").string(), "--tokenizer",
                                   "bytes", "--lora-rank", "4", "--out", (dir.path / out).string(), "--steps", "6",
@@ -162,7 +164,7 @@ TEST(LoraCli, DataRunWithLoraResumesExactly) {
 TEST(LoraCli, DataRunFullFineTuningOfLlama) {
   ScratchDir dir("lora_cli_full");
   write_sample_text(dir.path / "d.txt");
-  const std::string base = std::string(FORGE_TEST_DATA) + "/qwen2-tiny";
+  const std::string base = std::string(forge::testing::test_data_dir()) + "/qwen2-tiny";
   const CliRun r = run_cli({"train", "--model", base, "--data", (dir.path / "d.txt").string(), "--tokenizer", "bytes",
                             "--out", (dir.path / "run").string(), "--steps", "3", "--batch", "2", "--seq", "16",
                             "--sample-tokens", "4", "--lr", "1e-3", "--device", "cpu", "--json"},
@@ -182,7 +184,7 @@ TEST(LoraCli, DataRunFullFineTuningOfLlama) {
 TEST(LoraCli, MergeOverQuantizedBase) {
   ScratchDir dir("lora_cli_merge_q");
   Fixture ref(kAdapter);
-  const std::string q = std::string(FORGE_TEST_DATA) + "/llama-tiny-mlx4";
+  const std::string q = std::string(forge::testing::test_data_dir()) + "/llama-tiny-mlx4";
   const std::string input = ref.dir + "/reference.safetensors";
   const CliRun e = run_cli({"eval", "--model", q, "--adapter", ref.dir, "--input", input, "--output",
                             (dir.path / "with.safetensors").string(), "--device", "cpu"},
@@ -199,7 +201,7 @@ TEST(LoraCli, ChatJsonlRun) {
   ScratchDir dir("lora_cli_chat");
   const std::filesystem::path model_dir = dir.path / "model";
   std::filesystem::create_directories(model_dir);
-  const std::string data = FORGE_TEST_DATA;
+  const std::string data = forge::testing::test_data_dir();
   std::filesystem::copy_file(data + "/tokenizer-smollm2/tokenizer.json", model_dir / "tokenizer.json");
   const int64_t vocab = int64_t(Tokenizer::from_path(model_dir / "tokenizer.json").vocab_size());
   const std::string config = R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": )" +
@@ -240,7 +242,7 @@ TEST(LoraCli, ChatJsonlRun) {
 // the merged model (whose checkpoint keeps the Conv1D layout).
 TEST(LoraCli, Gpt2FreshAdapterTrainsEvaluatesAndMerges) {
   ScratchDir dir("lora_cli_gpt2");
-  const std::string model = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+  const std::string model = std::string(forge::testing::test_data_dir()) + "/gpt2-tiny";
   const std::string batch = (dir.path / "batch.safetensors").string();
   {
     const std::vector<int32_t> ids{3, 17, 400, 999, 5, 6, 7, 8, 42, 1, 2, 3, 4, 5, 6, 7};

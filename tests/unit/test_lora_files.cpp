@@ -18,13 +18,14 @@
 #include "forge/error.h"
 #include "models/lora_files.h"
 #include "unit/cli_process.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kSeeds = fs::path(FORGE_TEST_DATA) / ".." / "fuzz" / "corpus_adapter";
+const fs::path kSeeds = fs::path(forge::testing::test_data_dir()) / ".." / "fuzz" / "corpus_adapter";
 
 const std::vector<lora::Module> kModules = {
     {"model.layers.0.self_attn.q_proj", 8, 8}, {"model.layers.0.self_attn.k_proj", 8, 4},

@@ -15,6 +15,7 @@
 #include "forge/model.h"
 #include "parity/parity.h"
 #include "unit/on_threads.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 
@@ -25,7 +26,8 @@ constexpr int kThreads = 4;
 void generate_on_threads(const Device& dev, const std::vector<const char*>& fixtures, int64_t tokens, int rounds) {
   for (const char* fixture : fixtures) {
     SCOPED_TRACE(fixture);
-    const std::unique_ptr<CausalLM> model = load_model(std::string(FORGE_TEST_DATA) + "/" + fixture, dev);
+    const std::unique_ptr<CausalLM> model =
+        load_model(std::string(forge::testing::test_data_dir()) + "/" + fixture, dev);
     GenerateOptions o;
     o.max_new_tokens = tokens;
     o.sample.temperature = 0;  // greedy: one answer per prompt

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_process.h"
+#include "unit/this_build.h"
 
 namespace fs = std::filesystem;
 using forge::testing::CliOptions;
@@ -21,7 +22,7 @@ using forge::testing::ScratchDir;
 
 namespace {
 
-const std::string kData = FORGE_TEST_DATA;
+const std::string kData = forge::testing::test_data_dir();
 
 // Each command with its output folder last.
 std::vector<std::vector<std::string>> writers(const fs::path& out) {

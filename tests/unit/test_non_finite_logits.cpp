@@ -20,6 +20,7 @@
 #include "unit/cli_process.h"
 #include "unit/serve_process.h"
 #include "unit/test_safetensors_util.h"
+#include "unit/this_build.h"
 
 namespace {
 
@@ -28,7 +29,7 @@ using json = nlohmann::json;
 using forge::testing::TempDir;
 using forge::testing::test_devices;
 
-const fs::path kData = FORGE_TEST_DATA;
+const fs::path kData = forge::testing::test_data_dir();
 
 std::string read_all(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "unit/cli_process.h"
+#include "unit/this_build.h"
 
 namespace {
 
@@ -23,7 +24,7 @@ using forge::testing::lines_of;
 using forge::testing::run_cli;
 using forge::testing::ScratchDir;
 
-const std::string kGpt2 = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+const std::string kGpt2 = std::string(forge::testing::test_data_dir()) + "/gpt2-tiny";
 
 struct Table {
   std::string header;

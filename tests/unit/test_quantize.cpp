@@ -16,13 +16,14 @@
 #include "forge/quantize.h"
 #include "forge/safetensors.h"
 #include "parity/parity.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kData = FORGE_TEST_DATA;
+const std::string kData = forge::testing::test_data_dir();
 
 struct TempDir {
   fs::path path;
@@ -94,7 +95,7 @@ TEST_P(QuantizeFolder, CommandWritesLoadableFolder) {
   const std::string name = GetParam();
   TempDir tmp("cmd_" + name);
   const fs::path out = tmp.path / "q4";
-  const std::string cmd = std::string(FORGE_CLI) + " quantize --model " + kData + "/" + name +
+  const std::string cmd = std::string(forge::testing::cli_path()) + " quantize --model " + kData + "/" + name +
                           " --bits 4 --group-size 32 --out " + out.string() + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   nlohmann::json cfg = nlohmann::json::parse(std::ifstream(out / "config.json"));
@@ -126,7 +127,7 @@ TEST_P(QuantizeFolder, CommandWritesLoadableFolder) {
 TEST(Quantize, CommandErrors) {
   TempDir tmp("err");
   auto run = [&](const std::string& args) {
-    return std::system((std::string(FORGE_CLI) + " quantize " + args + " >/dev/null 2>&1").c_str());
+    return std::system((std::string(forge::testing::cli_path()) + " quantize " + args + " >/dev/null 2>&1").c_str());
   };
   EXPECT_NE(run("--model " + kData + "/tokenizer-gpt2 --bits 4 --out " + (tmp.path / "a").string()), 0);
   EXPECT_NE(run("--model " + kData + "/llama-tiny-mlx8 --bits 4 --out " + (tmp.path / "b").string()), 0);
@@ -145,7 +146,7 @@ TEST(Quantize, CommandErrors) {
 TEST(Quantize, Gpt2EightBitsCloseToDense) {
   TempDir tmp("gpt2");
   const fs::path out = tmp.path / "q8";
-  const std::string cmd = std::string(FORGE_CLI) + " quantize --model " + kData +
+  const std::string cmd = std::string(forge::testing::cli_path()) + " quantize --model " + kData +
                           "/gpt2-tiny --bits 8 --group-size 32 --out " + out.string() + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   nlohmann::json cfg = nlohmann::json::parse(std::ifstream(out / "config.json"));

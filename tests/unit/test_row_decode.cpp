@@ -11,12 +11,15 @@
 #include "forge/model.h"
 #include "forge/ops.h"
 #include "parity/parity.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 
 namespace {
 
-std::filesystem::path fixture(const char* name) { return std::filesystem::path(FORGE_TEST_DATA) / name; }
+std::filesystem::path fixture(const char* name) {
+  return std::filesystem::path(forge::testing::test_data_dir()) / name;
+}
 
 uint32_t argmax(const std::vector<float>& v, size_t begin, size_t n) {
   size_t best = begin;

@@ -8,13 +8,14 @@
 #include "forge/model_config.h"
 #include "forge/safetensors.h"
 #include "test_safetensors_util.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using forge::testing::TempDir;
 
 namespace {
 
-const std::string kLlama = std::string(FORGE_TEST_DATA) + "/llama-tiny";
+const std::string kLlama = std::string(forge::testing::test_data_dir()) + "/llama-tiny";
 
 // Splits llama-tiny into two shards plus an index in `dir`; returns the weight map.
 nlohmann::json shard_llama(const TempDir& dir) {

@@ -5,14 +5,15 @@
 #include <cstdio>
 
 #include "test_safetensors_util.h"
+#include "unit/this_build.h"
 
 namespace {
 
-const std::string kData = FORGE_TEST_DATA;
+const std::string kData = forge::testing::test_data_dir();
 
 // Runs the CLI; returns stdout and sets `status` to the exit code.
 std::string run_cli(const std::string& args, int& status) {
-  std::string cmd = std::string(FORGE_CLI) + " " + args + " 2>&1";
+  std::string cmd = std::string(forge::testing::cli_path()) + " " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) throw std::runtime_error("popen failed: " + cmd);
   std::string out;

@@ -10,13 +10,14 @@
 #include "forge/error.h"
 #include "forge/safetensors.h"
 #include "test_safetensors_util.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using forge::testing::TempDir;
 
 namespace {
 
-const std::string kData = FORGE_TEST_DATA;
+const std::string kData = forge::testing::test_data_dir();
 
 long resident_bytes() {
   std::ifstream statm("/proc/self/statm");

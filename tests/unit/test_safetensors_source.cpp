@@ -13,13 +13,14 @@
 #include "forge/ops.h"
 #include "forge/safetensors.h"
 #include "test_safetensors_util.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using forge::testing::TempDir;
 
 namespace {
 
-const std::string kData = FORGE_TEST_DATA;
+const std::string kData = forge::testing::test_data_dir();
 
 std::vector<std::byte> file_bytes(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

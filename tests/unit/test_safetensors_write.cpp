@@ -7,6 +7,7 @@
 #include "forge/error.h"
 #include "forge/safetensors.h"
 #include "test_safetensors_util.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using forge::testing::bytes_of;
@@ -70,7 +71,8 @@ TEST(SafetensorsWrite, NoMetadataMeansNoMetadataKey) {
 }
 
 TEST(SafetensorsWrite, FixtureRoundTripsThroughWriter) {
-  SafetensorsFile src = SafetensorsFile::open(std::string(FORGE_TEST_DATA) + "/llama-tiny-mlx8/model.safetensors");
+  SafetensorsFile src =
+      SafetensorsFile::open(std::string(forge::testing::test_data_dir()) + "/llama-tiny-mlx8/model.safetensors");
   std::vector<TensorToWrite> ts;
   for (const TensorInfo& t : src.tensors()) ts.push_back({t.name, t.dtype, t.shape, src.view(t).bytes});
   TempDir dir;

@@ -18,6 +18,7 @@
 
 #include "unit/chat_fixture.h"
 #include "unit/serve_process.h"
+#include "unit/this_build.h"
 
 namespace fs = std::filesystem;
 using forge::testing::parse_sse;
@@ -288,10 +289,11 @@ void check_concurrent(const fs::path& model, const fs::path& scratch, const std:
 
 TEST_F(ServeCli, ConcurrentRequestsEqualSequential) { check_concurrent(model(), scratch(), "cpu", 10, 10); }
 
-#ifdef FORGE_HAVE_WEBGPU
 // Fewer and shorter on WebGPU: SwiftShader takes a good part of a second per step.
-TEST_F(ServeCli, ConcurrentRequestsEqualSequentialWebGpu) { check_concurrent(model(), scratch(), "webgpu", 4, 3); }
-#endif
+TEST_F(ServeCli, ConcurrentRequestsEqualSequentialWebGpu) {
+  if (!forge::testing::webgpu_built()) GTEST_SKIP() << "built without WebGPU";
+  check_concurrent(model(), scratch(), "webgpu", 4, 3);
+}
 
 TEST_F(ServeCli, ErrorsAnswerInOpenAiShapeAndTheServerKeepsServing) {
   ServeProcess s(model(), scratch(), {"--api-key", "sekret", "--ctx", "64", "--max-batch", "1", "--queue", "0"});
@@ -484,7 +486,7 @@ TEST_F(ServeCli, SigtermFinishesTheRequestInFlightAndExitsZero) {
 // GPT-2 decodes in the same batched rows as the Llama family, with the
 // results of forge generate, and a folder without a tokenizer takes ids.
 TEST_F(ServeCli, Gpt2WithoutTokenizerServesTokenIds) {
-  const fs::path gpt2 = fs::path(FORGE_TEST_DATA) / "gpt2-tiny";
+  const fs::path gpt2 = fs::path(forge::testing::test_data_dir()) / "gpt2-tiny";
   ServeProcess s(gpt2, scratch(), {"--max-batch", "3"});
   ASSERT_TRUE(s.up()) << s.output();
   EXPECT_NE(s.output().find("batched decode"), std::string::npos) << s.output();
@@ -511,14 +513,14 @@ TEST_F(ServeCli, Gpt2WithoutTokenizerServesTokenIds) {
 
 // 32 concurrent clients on GPT-2 in one batch of 32 rows, as sequential runs.
 TEST_F(ServeCli, Gpt2ConcurrentRequestsEqualSequential) {
-  check_concurrent(fs::path(FORGE_TEST_DATA) / "gpt2-tiny", scratch(), "cpu", 32, 8, id_prompt, 32);
+  check_concurrent(fs::path(forge::testing::test_data_dir()) / "gpt2-tiny", scratch(), "cpu", 32, 8, id_prompt, 32);
 }
 
 // --adapter: the served tokens are forge generate --adapter's (the adapter
 // applies in the batched rows too); a folder that is no adapter stops the
 // server before it listens, with a message naming it.
 TEST_F(ServeCli, AdapterAppliesAsInGenerate) {
-  const fs::path base = fs::path(FORGE_TEST_DATA) / "llama3-tiny", adapter = base / "adapter";
+  const fs::path base = fs::path(forge::testing::test_data_dir()) / "llama3-tiny", adapter = base / "adapter";
   const std::vector<uint32_t> prompt = {17, 230, 9, 41, 5};
   auto generated = [&](bool with) {
     std::vector<std::string> args = {"generate", "-m", base.string(), "--prompt-ids", id_list(prompt), "-n", "8",
@@ -554,7 +556,7 @@ TEST_F(ServeCli, AdapterAppliesAsInGenerate) {
 // The official OpenAI Node SDK (npm `openai`, installed by `npm ci`) as the
 // client: tests/node/openai_sdk.mjs.
 TEST_F(ServeCli, OpenAiNodeSdk) {
-  const fs::path root = fs::path(FORGE_TEST_DATA).parent_path().parent_path();
+  const fs::path root = fs::path(forge::testing::test_data_dir()).parent_path().parent_path();
   if (!fs::exists(root / "node_modules" / "openai" / "package.json") || std::system("node --version > /dev/null 2>&1") != 0)
     GTEST_SKIP() << "node or the npm package openai is missing (run npm ci)";
   ServeProcess s(model(), scratch(), {"--max-batch", "32"});

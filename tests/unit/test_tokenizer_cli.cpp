@@ -6,13 +6,14 @@
 #include <string>
 
 #include "unit/cli_shell.h"
+#include "unit/this_build.h"
 
 namespace {
 
 using forge::testing::CliResult;
 using forge::testing::run_forge;
 
-const std::string kTokenizer = std::string(FORGE_TEST_DATA) + "/tokenizer-gpt2/tokenizer.json";
+const std::string kTokenizer = std::string(forge::testing::test_data_dir()) + "/tokenizer-gpt2/tokenizer.json";
 
 }  // namespace
 
@@ -20,7 +21,7 @@ TEST(TokenizerCli, TokenizePrintsIds) {
   CliResult r = run_forge("tokenize --tokenizer " + kTokenizer + " --text 'Hello, world!'");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out, "15496 11 995 0\n");
-  r = run_forge("tokenize --model " + std::string(FORGE_TEST_DATA) +
+  r = run_forge("tokenize --model " + std::string(forge::testing::test_data_dir()) +
           "/tokenizer-gpt2 --text 'Hello, world!' --json");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["ids"], (std::vector<int>{15496, 11, 995, 0}));
@@ -45,7 +46,7 @@ TEST(TokenizerCli, DetokenizePrintsTextAndRejectsBadIds) {
 
 TEST(TokenizerCli, BenchReportsThroughputJson) {
   const CliResult r = run_forge("bench tokenizer --tokenizer " + kTokenizer + " --text-file " +
-                    std::string(FORGE_TEST_DATA) + "/tokenizer-gpt2/cases.json --json");
+                    std::string(forge::testing::test_data_dir()) + "/tokenizer-gpt2/cases.json --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["bench"], "tokenizer");
@@ -80,8 +81,8 @@ TEST(TokenizerCli, IdsTakeCommasOrSpaces) {
 
 TEST(TokenizerCli, BenchMeasuresEveryStyle) {
   const CliResult r =
-      run_forge("bench tokenizer --styles-dir " + std::string(FORGE_TEST_DATA) + " --text-file " +
-          std::string(FORGE_TEST_DATA) + "/tokenizer-gpt2/cases.json --json");
+      run_forge("bench tokenizer --styles-dir " + std::string(forge::testing::test_data_dir()) + " --text-file " +
+          std::string(forge::testing::test_data_dir()) + "/tokenizer-gpt2/cases.json --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   std::vector<std::string> names;

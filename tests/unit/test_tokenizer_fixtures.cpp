@@ -16,6 +16,7 @@
 
 #include "forge/tokenizer.h"
 #include "text/utf8.h"
+#include "unit/this_build.h"
 
 namespace {
 
@@ -26,7 +27,7 @@ namespace fs = std::filesystem;
 const char* const kStyles[] = {"gpt2", "llama3", "qwen2", "smollm2", "spm", "metaspace"};
 
 std::string dir_of(const std::string& style) {
-  return std::string(FORGE_TEST_DATA) + "/tokenizer-" + style;
+  return std::string(forge::testing::test_data_dir()) + "/tokenizer-" + style;
 }
 
 // cases.json, then (with_extra) cases-extra.json where a fixture has one
@@ -51,7 +52,7 @@ const forge::Tokenizer& tokenizer(const std::string& style) {
 }
 
 std::string run_cli(const std::string& args, int& code) {
-  const std::string cmd = std::string(FORGE_CLI) + " " + args + " 2>&1";
+  const std::string cmd = std::string(forge::testing::cli_path()) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) {
     code = -1;

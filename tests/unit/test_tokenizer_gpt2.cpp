@@ -6,10 +6,11 @@
 
 #include "forge/error.h"
 #include "forge/tokenizer.h"
+#include "unit/this_build.h"
 
 namespace {
 
-const std::string kDir = std::string(FORGE_TEST_DATA) + "/tokenizer-gpt2";
+const std::string kDir = std::string(forge::testing::test_data_dir()) + "/tokenizer-gpt2";
 
 const forge::Tokenizer& gpt2() {
   static const forge::Tokenizer tok = forge::Tokenizer::from_file(kDir + "/tokenizer.json");

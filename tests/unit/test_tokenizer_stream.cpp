@@ -6,12 +6,13 @@
 
 #include "forge/tokenizer.h"
 #include "text/utf8.h"
+#include "unit/this_build.h"
 
 namespace {
 
 const forge::Tokenizer& gpt2() {
   static const forge::Tokenizer tok =
-      forge::Tokenizer::from_file(std::string(FORGE_TEST_DATA) + "/tokenizer-gpt2/tokenizer.json");
+      forge::Tokenizer::from_file(std::string(forge::testing::test_data_dir()) + "/tokenizer-gpt2/tokenizer.json");
   return tok;
 }
 
@@ -52,7 +53,7 @@ TEST(TokenizerStream, HoldsBackEmojiSplitAcrossTokens) {
 }
 
 TEST(TokenizerStream, ConcatenationEqualsFullDecode) {
-  std::ifstream in(std::string(FORGE_TEST_DATA) + "/tokenizer-gpt2/cases.json");
+  std::ifstream in(std::string(forge::testing::test_data_dir()) + "/tokenizer-gpt2/cases.json");
   const auto cases = nlohmann::json::parse(in);
   ASSERT_FALSE(cases.empty());
   for (const auto& c : cases) {
@@ -86,7 +87,7 @@ TEST(TokenizerStream, InvalidBytesBecomeReplacementCharacter) {
 // UTF-8 is one U+FFFD per byte, its valid bytes ("}" below) included, and the
 // stream must keep that run as context across pushes.
 TEST(TokenizerStream, InvalidByteFallbackRunStaysReplacedAcrossPushes) {
-  const auto tok = forge::Tokenizer::from_file(std::string(FORGE_TEST_DATA) +
+  const auto tok = forge::Tokenizer::from_file(std::string(forge::testing::test_data_dir()) +
                                                "/tokenizer-spm/tokenizer.json");
   auto id = [&](const char* t) {
     const auto i = tok.token_id(t);
@@ -118,7 +119,7 @@ TEST(TokenizerStream, InvalidByteFallbackRunStaysReplacedAcrossPushes) {
 // stream cannot take back. It keeps what it emitted, goes on (no error
 // mid-generation), and says it is no longer exact.
 TEST(TokenizerStream, RewrittenByteFallbackRunGoesOnAndSaysSo) {
-  const auto tok = forge::Tokenizer::from_file(std::string(FORGE_TEST_DATA) +
+  const auto tok = forge::Tokenizer::from_file(std::string(forge::testing::test_data_dir()) +
                                                "/tokenizer-spm/tokenizer.json");
   auto id = [&](const char* t) { return tok.token_id(t).value_or(0); };
   const std::vector<std::uint32_t> ids = {id("<0xE6>"), id("<0x97>"), id("<0xA5>"), id("<0x80>"),

@@ -13,13 +13,14 @@
 #include "forge/tokenizer.h"
 #include "train_data.h"
 #include "unit/cli_process.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using namespace forge::cli;
 
 namespace {
 
-const std::string kData = FORGE_TEST_DATA;
+const std::string kData = forge::testing::test_data_dir();
 
 ChatTemplate smollm2_template() {
   std::ifstream f(kData + "/chat-templates/smollm2.json");

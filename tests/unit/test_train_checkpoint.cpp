@@ -9,12 +9,13 @@
 
 #include "forge/gpt2_train.h"
 #include "forge/safetensors.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 
 namespace {
 
-const std::string kDir = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+const std::string kDir = std::string(forge::testing::test_data_dir()) + "/gpt2-tiny";
 
 Tensor fixture_ids() {
   SafetensorsFile f = SafetensorsFile::open(kDir + "/reference.safetensors");

@@ -13,10 +13,11 @@
 #include <unistd.h>
 
 #include "unit/cli_shell.h"
+#include "unit/this_build.h"
 
 namespace {
 
-const std::string kTiny = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+const std::string kTiny = std::string(forge::testing::test_data_dir()) + "/gpt2-tiny";
 
 using forge::testing::CliResult;
 

@@ -9,6 +9,7 @@
 
 #include "forge/error.h"
 #include "train_data.h"
+#include "unit/this_build.h"
 
 using forge::IoError;
 using forge::cli::read_token_file;
@@ -16,7 +17,7 @@ using forge::cli::write_token_file;
 
 namespace {
 
-const std::string kFuzz = std::string(FORGE_TEST_DATA) + "/../fuzz/corpus_train_data/";
+const std::string kFuzz = std::string(forge::testing::test_data_dir()) + "/../fuzz/corpus_train_data/";
 
 std::filesystem::path scratch(const std::string& name) {
   return std::filesystem::path(::testing::TempDir()) / ("forge_train_data_" + name);

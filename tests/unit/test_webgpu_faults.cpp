@@ -14,6 +14,7 @@
 #include "forge/safetensors.h"
 #include "parity/parity.h"
 #include "webgpu/dawn/dawn_runtime.h"
+#include "unit/this_build.h"
 
 using namespace forge;
 using forge::testing::all_close;
@@ -83,7 +84,7 @@ TEST(WebGpuFaults, TimedOutWaitIsAGpuErrorAndTheDeviceStaysUsable) {
 
 TEST(WebGpuFaults, GarbageTimeoutInTheEnvironmentIsAClearError) {
   for (const char* value : {"abc", "0", "-5", "1e999", "5s"}) {
-    CliRun r = run_cli(std::string("FORGE_GPU_TIMEOUT=") + value + " " + FORGE_CLI + " info");
+    CliRun r = run_cli(std::string("FORGE_GPU_TIMEOUT=") + value + " " + forge::testing::cli_path() + " info");
     EXPECT_EQ(r.code, 1) << value << ": " << r.out;
     EXPECT_NE(r.out.find(std::string("FORGE_GPU_TIMEOUT='") + value + "' is not a positive number"),
               std::string::npos)
@@ -91,11 +92,11 @@ TEST(WebGpuFaults, GarbageTimeoutInTheEnvironmentIsAClearError) {
   }
   // A tiny limit makes the read back of the logits time out: an error and no
   // output file, not an abort with a corrupted heap.
-  const std::string fx = std::string(FORGE_TEST_DATA) + "/gpt2-tiny";
+  const std::string fx = std::string(forge::testing::test_data_dir()) + "/gpt2-tiny";
   const std::string out = ::testing::TempDir() + "forge_timeout_eval.safetensors";
   std::remove(out.c_str());
-  CliRun r = run_cli(std::string("FORGE_GPU_TIMEOUT=0.000001 ") + FORGE_CLI + " eval --model " + fx + " --input " + fx +
-                  "/reference.safetensors --output " + out + " --device webgpu");
+  CliRun r = run_cli(std::string("FORGE_GPU_TIMEOUT=0.000001 ") + forge::testing::cli_path() + " eval --model " + fx +
+                     " --input " + fx + "/reference.safetensors --output " + out + " --device webgpu");
   EXPECT_EQ(r.out.find("free()"), std::string::npos) << r.out;
   if (r.code == 0) {
     // A hardware GPU may finish this tiny model before a wait first reads
@@ -119,7 +120,7 @@ TEST(WebGpuFaults, GarbageTimeoutInTheEnvironmentIsAClearError) {
 // `forge info` lists; without it, the device the suite runs on reports what
 // its probe found.
 TEST(WebGpuFaults, SubgroupSumsOffByTheEnvironment) {
-  CliRun off = run_cli(std::string("FORGE_SUBGROUPS=0 ") + FORGE_CLI + " info --json");
+  CliRun off = run_cli(std::string("FORGE_SUBGROUPS=0 ") + forge::testing::cli_path() + " info --json");
   ASSERT_EQ(off.code, 0) << off.out;
   size_t at = 0;
   int adapters = 0;
@@ -131,7 +132,7 @@ TEST(WebGpuFaults, SubgroupSumsOffByTheEnvironment) {
   }
   EXPECT_GE(adapters, 1) << off.out;
   if (gpu_device().runtime().adapter().subgroup_size != 0) {
-    CliRun on = run_cli(std::string(FORGE_CLI) + " info --json");
+    CliRun on = run_cli(std::string(forge::testing::cli_path()) + " info --json");
     ASSERT_EQ(on.code, 0) << on.out;
     EXPECT_NE(on.out.find("\"subgroup_sums\": " + std::to_string(gpu_device().runtime().adapter().subgroup_size)),
               std::string::npos)
