@@ -1,8 +1,9 @@
 // Host side of flash attention (shaders/flash_*.wgsl): the parameter block,
 // the choice between the tiled prefill kernel, the one-query-per-invocation
 // prefill kernel (where the tiled one does not fit) and the split-K decode
-// kernel, and the backward passes: stats, then either the scores' gradients
-// in tiles followed by three products (see grads_by_products), or grad_k /
+// kernel (a CPU driver's: an invocation a row, flash_decode_serial), and the
+// backward passes: stats, then either the scores' gradients in tiles
+// followed by three products (see grads_by_products), or grad_k /
 // grad_v through the register-tiled kernel where it fits (summed over the
 // query heads of a GQA group in a second pass), else the
 // one-key-per-invocation kernel, with grad_q one query per invocation.
@@ -33,6 +34,9 @@ const ComposedKernel kForwardTiled{"flash_fwd_tiled", {shaders::flash_params, sh
                                                         shaders::flash_common, shaders::flash_fwd_tiled}};
 const ReducingKernel kDecode{"flash_decode", {shaders::flash_params, shaders::philox, shaders::flash_common,
                                               shaders::flash_decode}};
+const ComposedKernel kDecodeSerial{"flash_decode_serial", {shaders::flash_params, shaders::philox,
+                                                           shaders::flash_common, shaders::flash_decode_serial}};
+constexpr uint64_t kSerialRows = 64;  // flash_decode_serial's ROWS
 const ComposedKernel kCombine{"flash_combine", {shaders::flash_params, shaders::flash_combine}};
 const ReducingKernel kBwdStats{"flash_bwd_stats", {shaders::flash_params, shaders::flash_bwd_stats}};
 const ComposedKernel kBwdDq{"flash_bwd_dq", {shaders::flash_params, shaders::philox, shaders::flash_common,
@@ -255,7 +259,7 @@ std::string attention_backward_kernel(const AttentionPlan& plan, const Device& d
 }
 
 std::string attention_forward_kernel(int64_t seq_q, int64_t head_dim, const gpu::Runtime& rt) {
-  if (seq_q <= kDecodeMaxQueries) return "flash_decode";
+  if (seq_q <= kDecodeMaxQueries) return rt.cpu_driver() ? "flash_decode_serial" : "flash_decode";
   auto t = prefill_tiling(head_dim, rt);
   return t ? "flash_fwd_tiled " + std::to_string(t->bq) + "x" + std::to_string(t->bk) : "flash_fwd";
 }
@@ -285,10 +289,17 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
            {{"HEAD_DIM", dim}});
     return;
   }
+  const uint64_t rows = uint64_t(plan.batch * plan.seq_q * plan.heads);
+  if (dev.runtime().cpu_driver()) {
+    // A CPU driver (SwiftShader) runs a workgroup's barriers as switches
+    // between its invocations: there an invocation scores a row alone.
+    launch(dev, op, kDecodeSerial.kernel(), f, {arg(q), arg(k), arg(v), arg(m), arg(out), arg(lse)},
+           grid_1d(ceil_div(rows, kSerialRows), lim), {{"HEAD_DIM", dim}});
+    return;
+  }
   // Decode: split the keys so that the rows x splits workgroups fill the device.
   // Causal queries over a cache see its first kv_offset + seq_q keys at most:
   // the splits cover those, not the whole capacity.
-  const uint64_t rows = uint64_t(plan.batch * plan.seq_q * plan.heads);
   const uint64_t keys = plan.causal ? std::min<uint64_t>(uint64_t(plan.seq_k), uint64_t(plan.kv_offset + plan.seq_q))
                                     : uint64_t(plan.seq_k);
   // Up to kDirectKeys keys one workgroup per row reads them all and writes

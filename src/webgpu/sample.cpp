@@ -2,7 +2,8 @@
 // (shaders/repeat_penalty.wgsl): one workgroup per row, rows split so that the
 // logits and the scratch weights stay within the binding limit. Greedy rows
 // over a large vocabulary take shaders/sample_greedy.wgsl instead: chunks of
-// the row scanned by workgroups of their own, then reduced.
+// the row scanned by workgroups of their own, then reduced; a CPU driver's
+// greedy rows its `serial` scan, an invocation a row.
 #include "forge_shaders.h"
 #include "webgpu/composed_kernel.h"
 #include "webgpu/launch.h"
@@ -18,6 +19,8 @@ namespace {
 const ComposedKernel kSample{"sample", {shaders::philox, shaders::argmax, shaders::sample, shaders::reduce_tree}};
 const ComposedKernel kGreedyPartial{"sample_greedy", {shaders::argmax, shaders::sample_greedy}, "partial"};
 const ComposedKernel kGreedyFinish{"sample_greedy", {shaders::argmax, shaders::sample_greedy}, "finish"};
+const ComposedKernel kGreedySerial{"sample_greedy", {shaders::argmax, shaders::sample_greedy}, "serial"};
+constexpr int64_t kSerialRows = 64;  // rows a workgroup of `serial` scans (one an invocation)
 // sample_greedy.wgsl's CHUNK: logits a workgroup of `partial` scans.
 constexpr int64_t kGreedyChunk = 2048;
 
@@ -49,6 +52,19 @@ void sample(const Tensor& logits, const SamplePlan& plan, Tensor& out) {
   const Device& dev = out.device();
   const uint32_t max_groups = dev.runtime().limits().max_workgroups_per_dim;
   const int64_t chunks = (plan.vocab + kGreedyChunk - 1) / kGreedyChunk;
+  if (plan.greedy && dev.runtime().cpu_driver() && plan.rows <= kSerialRows * int64_t(max_groups)) {
+    // A CPU driver pays for each barrier round of the workgroup scans (1.9 ms
+    // a row of 1,000 logits on SwiftShader): there an invocation scans a row.
+    const uint64_t row_bytes = uint64_t(plan.vocab) * 4;
+    const Tensor unused = Tensor::empty({1, 2}, DType::U32, dev);  // the module's `part` binding
+    for_each_row_chunk(dev.runtime(), "sample", plan.rows, row_bytes, [&](int64_t first, int64_t count) {
+      GreedyParams p{uint32_t(count), uint32_t(plan.vocab), 1u, uint32_t(first)};
+      const uint32_t groups = uint32_t((count + kSerialRows - 1) / kSerialRows);
+      launch(dev, "sample", kGreedySerial.kernel(), p,
+             {arg(logits, first * row_bytes, count * row_bytes), arg(unused), arg(out)}, {groups, 1u, 1u});
+    });
+    return;
+  }
   if (plan.greedy && chunks > 1 && plan.rows <= int64_t(max_groups) && chunks <= int64_t(max_groups)) {
     const uint64_t row_bytes = uint64_t(plan.vocab) * 4;
     for_each_row_chunk(dev.runtime(), "sample", plan.rows, row_bytes, [&](int64_t first, int64_t count) {

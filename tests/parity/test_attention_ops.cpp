@@ -222,7 +222,10 @@ TEST(AttentionParity, ForwardAtSmallerTilings) {
 
 // The decode kernel (flash_decode: the tile's max by wg_max) in both forms
 // of the workgroup reductions the device offers: subgroups and the tree.
+// (As a GPU's driver: a CPU driver's decode takes flash_decode_serial, below.)
 TEST(AttentionParity, DecodeInEveryReduceForm) {
+  ForcedCpuDriver gpu_driver(false);
+  EXPECT_EQ(webgpu::attention_forward_kernel(1, 64, gpu_device().runtime()), "flash_decode");
   int decode_cases = 0;
   for (const ReduceForm& form : reduce_forms()) {
     ReduceFormScope form_scope(form);
@@ -234,6 +237,22 @@ TEST(AttentionParity, DecodeInEveryReduceForm) {
     }
   }
   EXPECT_GT(decode_cases, 0);
+}
+
+// A CPU driver's decode: flash_decode_serial, an invocation a row, over the
+// decode cases (long caches, windows, masks, dropout among them).
+TEST(AttentionParity, DecodeOnACpuDriverTakesTheRowKernel) {
+  ForcedCpuDriver cpu_driver(true);
+  EXPECT_EQ(webgpu::attention_forward_kernel(1, 64, gpu_device().runtime()), "flash_decode_serial");
+  EXPECT_EQ(webgpu::attention_forward_kernel(8, 128, gpu_device().runtime()), "flash_decode_serial");
+  int decode_cases = 0;
+  for (const Case& c : cases()) {
+    if (c.seq_q > 8) continue;
+    ++decode_cases;
+    SCOPED_TRACE(c.name);
+    expect_gpu_forward_matches(c);
+  }
+  EXPECT_GT(decode_cases, 5);
 }
 
 // Backward: WebGPU against the CPU, |got - cpu| <= 5e-4 + 5e-3 |cpu|; lse

@@ -46,20 +46,25 @@ TEST(SampleParity, SameIdOnBothBackends) {
 }
 
 TEST(SampleParity, GreedyIsArgmaxLowestIndexOnTies) {
-  std::vector<float> v = {0.5f, 2.0f, -1.0f, 2.0f, 1.9f, -INFINITY, 2.0f};
-  Tensor t = Tensor::from_vector(v, {1, 7});
-  EXPECT_EQ(run(t, {}), std::vector<uint32_t>{1});
-  EXPECT_EQ(run(t.to(gpu_device()), {}), std::vector<uint32_t>{1});
-  // top_k = 1 keeps only the argmax, so any temperature and seed draws it.
-  for (uint64_t step = 0; step < 5; ++step) {
-    SampleOptions o{2.0f, 1, 1.0f, 9, step};
-    EXPECT_EQ(run(t, o), std::vector<uint32_t>{1});
-    EXPECT_EQ(run(t.to(gpu_device()), o), std::vector<uint32_t>{1});
+  // Greedy rows take a CPU driver's one-invocation scan or a GPU's workgroup scans.
+  for (const bool cpu_driver : {false, true}) {
+    ForcedCpuDriver forced(cpu_driver);
+    SCOPED_TRACE(cpu_driver ? "as a CPU driver" : "as a GPU driver");
+    std::vector<float> v = {0.5f, 2.0f, -1.0f, 2.0f, 1.9f, -INFINITY, 2.0f};
+    Tensor t = Tensor::from_vector(v, {1, 7});
+    EXPECT_EQ(run(t, {}), std::vector<uint32_t>{1});
+    EXPECT_EQ(run(t.to(gpu_device()), {}), std::vector<uint32_t>{1});
+    // top_k = 1 keeps only the argmax, so any temperature and seed draws it.
+    for (uint64_t step = 0; step < 5; ++step) {
+      SampleOptions o{2.0f, 1, 1.0f, 9, step};
+      EXPECT_EQ(run(t, o), std::vector<uint32_t>{1});
+      EXPECT_EQ(run(t.to(gpu_device()), o), std::vector<uint32_t>{1});
+    }
+    // Negative logits only, rank 1.
+    Tensor n = Tensor::from_vector(std::vector<float>{-3.0f, -0.5f, -0.25f, -7.0f}, {4});
+    EXPECT_EQ(run(n, {}), std::vector<uint32_t>{2});
+    EXPECT_EQ(run(n.to(gpu_device()), {}), std::vector<uint32_t>{2});
   }
-  // Negative logits only, rank 1.
-  Tensor n = Tensor::from_vector(std::vector<float>{-3.0f, -0.5f, -0.25f, -7.0f}, {4});
-  EXPECT_EQ(run(n, {}), std::vector<uint32_t>{2});
-  EXPECT_EQ(run(n.to(gpu_device()), {}), std::vector<uint32_t>{2});
 }
 
 // Greedy over a vocabulary that each lane of the WebGPU scan reads in several
@@ -67,22 +72,27 @@ TEST(SampleParity, GreedyIsArgmaxLowestIndexOnTies) {
 // in one lane's different streams and rounds, and in different lanes, still
 // give the smallest index on both backends.
 TEST(SampleParity, GreedyTiesAcrossTheScanStreams) {
-  const int64_t V = 2100;
-  auto argmax_with = [&](const std::vector<int64_t>& at) {
-    std::vector<float> v(size_t(V), -1.0f);
-    for (int64_t i : at) v[size_t(i)] = 3.0f;
-    Tensor t = Tensor::from_vector(v, {1, V});
-    const std::vector<uint32_t> cpu = run(t, {}), gpu = run(t.to(gpu_device()), {});
-    EXPECT_EQ(cpu, gpu);
-    return cpu.at(0);
-  };
-  // Lane 44: streams 3, 1, then stream 0 of the second round.
-  EXPECT_EQ(argmax_with({812, 300, 1068}), 300u);
-  EXPECT_EQ(argmax_with({1068, 812}), 812u);
-  // Lanes 45 and 44: the smaller index wins whatever lane holds it.
-  EXPECT_EQ(argmax_with({301, 1324, 812}), 301u);
-  // Only the last element, in the last round's last stream.
-  EXPECT_EQ(argmax_with({V - 1}), uint32_t(V - 1));
+  // Greedy rows take a CPU driver's one-invocation scan or a GPU's workgroup scans.
+  for (const bool cpu_driver : {false, true}) {
+    ForcedCpuDriver forced(cpu_driver);
+    SCOPED_TRACE(cpu_driver ? "as a CPU driver" : "as a GPU driver");
+    const int64_t V = 2100;
+    auto argmax_with = [&](const std::vector<int64_t>& at) {
+      std::vector<float> v(size_t(V), -1.0f);
+      for (int64_t i : at) v[size_t(i)] = 3.0f;
+      Tensor t = Tensor::from_vector(v, {1, V});
+      const std::vector<uint32_t> cpu = run(t, {}), gpu = run(t.to(gpu_device()), {});
+      EXPECT_EQ(cpu, gpu);
+      return cpu.at(0);
+    };
+    // Lane 44: streams 3, 1, then stream 0 of the second round.
+    EXPECT_EQ(argmax_with({812, 300, 1068}), 300u);
+    EXPECT_EQ(argmax_with({1068, 812}), 812u);
+    // Lanes 45 and 44: the smaller index wins whatever lane holds it.
+    EXPECT_EQ(argmax_with({301, 1324, 812}), 301u);
+    // Only the last element, in the last round's last stream.
+    EXPECT_EQ(argmax_with({V - 1}), uint32_t(V - 1));
+  }
 }
 
 // Greedy over a vocabulary the WebGPU kernel cuts into chunks of 2048
@@ -90,20 +100,25 @@ TEST(SampleParity, GreedyTiesAcrossTheScanStreams) {
 // maxima on both sides of a chunk boundary and chunks apart, in several
 // rows at once, give the smallest index of each row on both backends.
 TEST(SampleParity, GreedyTiesAcrossChunksAndRows) {
-  const int64_t V = 3 * 2048 + 5, rows = 4;
-  const std::vector<std::vector<int64_t>> maxima = {{2048, 2047}, {6148, 4100, 4101}, {V - 1}, {0, 6000}};
-  std::vector<float> v(size_t(rows * V), -INFINITY);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t i = 0; i < V; ++i) v[size_t(r * V + i)] = -1.0f - float(i % 7);
-    for (int64_t i : maxima[size_t(r)]) v[size_t(r * V + i)] = 5.0f + float(r);
+  // Greedy rows take a CPU driver's one-invocation scan or a GPU's workgroup scans.
+  for (const bool cpu_driver : {false, true}) {
+    ForcedCpuDriver forced(cpu_driver);
+    SCOPED_TRACE(cpu_driver ? "as a CPU driver" : "as a GPU driver");
+    const int64_t V = 3 * 2048 + 5, rows = 4;
+    const std::vector<std::vector<int64_t>> maxima = {{2048, 2047}, {6148, 4100, 4101}, {V - 1}, {0, 6000}};
+    std::vector<float> v(size_t(rows * V), -INFINITY);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < V; ++i) v[size_t(r * V + i)] = -1.0f - float(i % 7);
+      for (int64_t i : maxima[size_t(r)]) v[size_t(r * V + i)] = 5.0f + float(r);
+    }
+    const Tensor t = Tensor::from_vector(v, {rows, V});
+    const std::vector<uint32_t> want = {2047, 4100, uint32_t(V - 1), 0};
+    EXPECT_EQ(run(t, {}), want);
+    EXPECT_EQ(run(t.to(gpu_device()), {}), want);
+    // One row alone (a decode step), its maximum in the last, short chunk.
+    const Tensor last = Tensor::from_vector(std::vector<float>(v.begin() + 2 * V, v.begin() + 3 * V), {1, V});
+    EXPECT_EQ(run(last.to(gpu_device()), {}), std::vector<uint32_t>{uint32_t(V - 1)});
   }
-  const Tensor t = Tensor::from_vector(v, {rows, V});
-  const std::vector<uint32_t> want = {2047, 4100, uint32_t(V - 1), 0};
-  EXPECT_EQ(run(t, {}), want);
-  EXPECT_EQ(run(t.to(gpu_device()), {}), want);
-  // One row alone (a decode step), its maximum in the last, short chunk.
-  const Tensor last = Tensor::from_vector(std::vector<float>(v.begin() + 2 * V, v.begin() + 3 * V), {1, V});
-  EXPECT_EQ(run(last.to(gpu_device()), {}), std::vector<uint32_t>{uint32_t(V - 1)});
 }
 
 // A row with a NaN (of either sign) or +inf has no token on either backend,
@@ -111,23 +126,28 @@ TEST(SampleParity, GreedyTiesAcrossChunksAndRows) {
 // other rows of the call keep their ids. V = 5000 takes the chunked greedy
 // kernel on WebGPU, V = 40 the one-workgroup one.
 TEST(SampleParity, NonFiniteRowsHaveNoToken) {
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (int64_t V : {40, 5000}) {
-    for (float bad : {nan, -nan, INFINITY}) {
-      for (int64_t at : {int64_t(0), V / 2, V - 1}) {
-        std::vector<float> v(size_t(3 * V));
-        for (int64_t i = 0; i < 3 * V; ++i) v[size_t(i)] = float((i * 37) % 101) / 10.0f - 5.0f;
-        v[size_t(V + at)] = bad;                  // row 1
-        v[size_t(2 * V + (at + 1) % V)] = -INFINITY;  // row 2: masked, still finite enough
-        const Tensor t = Tensor::from_vector(v, {3, V});
-        for (const SampleOptions& o : {SampleOptions{}, SampleOptions{1.0f, 0, 1.0f, 5, 3},
-                                       SampleOptions{0.8f, 7, 0.9f, 5, 3}}) {
-          const std::vector<uint32_t> cpu = run(t, o), gpu = run(t.to(gpu_device()), o);
-          EXPECT_EQ(cpu, gpu) << "V " << V << " bad " << bad << " at " << at << " t " << o.temperature;
-          ASSERT_EQ(cpu.size(), 3u);
-          EXPECT_EQ(cpu[1], kSampleNoToken) << "V " << V << " bad " << bad << " at " << at;
-          EXPECT_LT(cpu[0], uint32_t(V));
-          EXPECT_LT(cpu[2], uint32_t(V));
+  // Greedy rows take a CPU driver's one-invocation scan or a GPU's workgroup scans.
+  for (const bool cpu_driver : {false, true}) {
+    ForcedCpuDriver forced(cpu_driver);
+    SCOPED_TRACE(cpu_driver ? "as a CPU driver" : "as a GPU driver");
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (int64_t V : {40, 5000}) {
+      for (float bad : {nan, -nan, INFINITY}) {
+        for (int64_t at : {int64_t(0), V / 2, V - 1}) {
+          std::vector<float> v(size_t(3 * V));
+          for (int64_t i = 0; i < 3 * V; ++i) v[size_t(i)] = float((i * 37) % 101) / 10.0f - 5.0f;
+          v[size_t(V + at)] = bad;                  // row 1
+          v[size_t(2 * V + (at + 1) % V)] = -INFINITY;  // row 2: masked, still finite enough
+          const Tensor t = Tensor::from_vector(v, {3, V});
+          for (const SampleOptions& o : {SampleOptions{}, SampleOptions{1.0f, 0, 1.0f, 5, 3},
+                                         SampleOptions{0.8f, 7, 0.9f, 5, 3}}) {
+            const std::vector<uint32_t> cpu = run(t, o), gpu = run(t.to(gpu_device()), o);
+            EXPECT_EQ(cpu, gpu) << "V " << V << " bad " << bad << " at " << at << " t " << o.temperature;
+            ASSERT_EQ(cpu.size(), 3u);
+            EXPECT_EQ(cpu[1], kSampleNoToken) << "V " << V << " bad " << bad << " at " << at;
+            EXPECT_LT(cpu[0], uint32_t(V));
+            EXPECT_LT(cpu[2], uint32_t(V));
+          }
         }
       }
     }

@@ -4,6 +4,8 @@
 // a CHUNK of a row (grid: chunks x rows) and writes its (key, first index);
 // `finish` reduces a row's chunks (chunks are in index order, so the first
 // index of the largest key is the same as a single scan's) into ids.
+// `serial` is a CPU driver's (gpu::Runtime::cpu_driver): one invocation scans
+// a whole row, with none of the workgroup's barrier rounds.
 struct Params {
   rows: u32,
   vocab: u32,
@@ -53,4 +55,24 @@ fn finish(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid
   if (lid == 0u) {
     ids[p.row_base + row] = select(best.y, NO_TOKEN, best.x >= KEY_POS_INF);
   }
+}
+
+// One invocation a row (grid: ceil(rows / 64)); part is not used.
+@compute @workgroup_size(64)
+fn serial(@builtin(global_invocation_id) gid: vec3u) {
+  let row = gid.x;
+  if (row >= p.rows) {
+    return;
+  }
+  z_base = row * p.vocab;
+  var key = 0u;
+  var index = 0xffffffffu;
+  for (var i = 0u; i < p.vocab; i++) {
+    let k = order_key(z_at(i));
+    if (index == 0xffffffffu || k > key) {
+      key = k;
+      index = i;
+    }
+  }
+  ids[p.row_base + row] = select(index, NO_TOKEN, key >= KEY_POS_INF);
 }
