@@ -39,3 +39,31 @@ fn keep_factor(b: u32, h: u32, i: u32, j: u32) -> f32 {
   let hi = mulhi(row, p.seq_k) + select(0u, 1u, lo < lo0);
   return select(0.0, p.drop_scale, philox_word0(lo, hi, p.k0, p.k1) >= p.threshold);
 }
+
+// One query row's online softmax over its keys in order (flash_fwd,
+// flash_decode_serial): the running max m and the sum l of exp(s - m).
+struct OnlineRow {
+  m: f32,
+  l: f32,
+}
+
+// Takes key j's score s into the row: a masked score changes nothing; a new
+// maximum rescales l and acc (the row's weighted sum of V, HEAD_DIM values).
+// Returns the weight of key j's value row, 0 when masked or dropped.
+fn online_take(row: ptr<function, OnlineRow>, acc: ptr<function, array<f32, MAX_D>>, s: f32,
+               b: u32, h: u32, i: u32, j: u32) -> f32 {
+  if (s <= MASKED) {
+    return 0.0;
+  }
+  if (s > (*row).m) {
+    let c = exp((*row).m - s);
+    (*row).l *= c;
+    for (var d = 0u; d < HEAD_DIM; d++) {
+      (*acc)[d] *= c;
+    }
+    (*row).m = s;
+  }
+  let e = exp(s - (*row).m);
+  (*row).l += e;
+  return e * keep_factor(b, h, i, j);
+}

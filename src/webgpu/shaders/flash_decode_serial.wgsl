@@ -35,8 +35,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   let kv_stride = p.kv_heads * dim;
   let kv_base = b * p.seq_k * kv_stride + g * dim;
-  var m = NEG;
-  var l = 0.0;
+  var row = OnlineRow(NEG, 0.0);
   let hi = key_hi(i);
   for (var j = key_lo(i); j < hi; j++) {
     let kb = kv_base + j * kv_stride;
@@ -44,30 +43,16 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     for (var d = 0u; d < dim; d++) {
       dot += qr[d] * k[kb + d];
     }
-    let s = dot + mask_at(b, h, i, j);
-    if (s <= MASKED) {
-      continue;
-    }
-    if (s > m) {
-      let c = exp(m - s);
-      l *= c;
-      for (var d = 0u; d < dim; d++) {
-        acc[d] *= c;
-      }
-      m = s;
-    }
-    let e = exp(s - m);
-    l += e;
-    let wt = e * keep_factor(b, h, i, j);
+    let wt = online_take(&row, &acc, dot + mask_at(b, h, i, j), b, h, i, j);
     if (wt != 0.0) {
       for (var d = 0u; d < dim; d++) {
         acc[d] += wt * v[kb + d];
       }
     }
   }
-  let inv = select(0.0, 1.0 / l, l > 0.0);
+  let inv = select(0.0, 1.0 / row.l, row.l > 0.0);
   for (var d = 0u; d < dim; d++) {
     out[r * dim + d] = acc[d] * inv;
   }
-  lse[(b * p.heads + h) * p.seq_q + i] = select(p.neg_inf, m + log(l), l > 0.0);
+  lse[(b * p.heads + h) * p.seq_q + i] = select(p.neg_inf, row.m + log(row.l), row.l > 0.0);
 }

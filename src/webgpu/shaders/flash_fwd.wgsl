@@ -36,8 +36,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     qr[d] = q[qbase + d] * p.scale;
     acc[d] = 0.0;
   }
-  var m = NEG;
-  var l = 0.0;
+  var row = OnlineRow(NEG, 0.0);
   let my_lo = key_lo(iq);
   let my_hi = key_hi(iq);
 
@@ -53,21 +52,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         for (var d = 0u; d < dim; d++) {
           dot += qr[d] * ks[off + d];
         }
-        let s = dot + mask_at(b, h, i, j);
-        if (s <= MASKED) {
-          continue;
-        }
-        if (s > m) {
-          let c = exp(m - s);
-          l *= c;
-          for (var d = 0u; d < dim; d++) {
-            acc[d] *= c;
-          }
-          m = s;
-        }
-        let e = exp(s - m);
-        l += e;
-        let wt = e * keep_factor(b, h, i, j);
+        let wt = online_take(&row, &acc, dot + mask_at(b, h, i, j), b, h, i, j);
         if (wt != 0.0) {
           for (var d = 0u; d < dim; d++) {
             acc[d] += wt * vs[off + d];
@@ -80,10 +65,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 
   if (live) {
     let obase = ((b * p.seq_q + i) * p.heads + h) * dim;
-    let inv = select(0.0, 1.0 / l, l > 0.0);
+    let inv = select(0.0, 1.0 / row.l, row.l > 0.0);
     for (var d = 0u; d < dim; d++) {
       out[obase + d] = acc[d] * inv;
     }
-    lse[bh * p.seq_q + i] = select(p.neg_inf, m + log(l), l > 0.0);
+    lse[bh * p.seq_q + i] = select(p.neg_inf, row.m + log(row.l), row.l > 0.0);
   }
 }
