@@ -52,10 +52,10 @@ void sample(const Tensor& logits, const SamplePlan& plan, Tensor& out) {
   const Device& dev = out.device();
   const uint32_t max_groups = dev.runtime().limits().max_workgroups_per_dim;
   const int64_t chunks = (plan.vocab + kGreedyChunk - 1) / kGreedyChunk;
+  const uint64_t row_bytes = uint64_t(plan.vocab) * 4;
   if (plan.greedy && dev.runtime().cpu_driver() && plan.rows <= kSerialRows * int64_t(max_groups)) {
     // A CPU driver pays for each barrier round of the workgroup scans (1.9 ms
     // a row of 1,000 logits on SwiftShader): there an invocation scans a row.
-    const uint64_t row_bytes = uint64_t(plan.vocab) * 4;
     const Tensor unused = Tensor::empty({1, 2}, DType::U32, dev);  // the module's `part` binding
     for_each_row_chunk(dev.runtime(), "sample", plan.rows, row_bytes, [&](int64_t first, int64_t count) {
       GreedyParams p{uint32_t(count), uint32_t(plan.vocab), 1u, uint32_t(first)};
@@ -66,7 +66,6 @@ void sample(const Tensor& logits, const SamplePlan& plan, Tensor& out) {
     return;
   }
   if (plan.greedy && chunks > 1 && plan.rows <= int64_t(max_groups) && chunks <= int64_t(max_groups)) {
-    const uint64_t row_bytes = uint64_t(plan.vocab) * 4;
     for_each_row_chunk(dev.runtime(), "sample", plan.rows, row_bytes, [&](int64_t first, int64_t count) {
       GreedyParams p{uint32_t(count), uint32_t(plan.vocab), uint32_t(chunks), uint32_t(first)};
       const Tensor part = Tensor::empty({count, chunks, 2}, DType::U32, dev);  // (key, index) a chunk
@@ -77,7 +76,6 @@ void sample(const Tensor& logits, const SamplePlan& plan, Tensor& out) {
     return;
   }
   Tensor weights = Tensor::empty({plan.rows, plan.vocab}, DType::F32, dev);
-  const uint64_t row_bytes = uint64_t(plan.vocab) * 4;
   for_each_row_chunk(dev.runtime(), "sample", plan.rows, row_bytes, [&](int64_t first, int64_t count) {
     SampleParams p{uint32_t(count), uint32_t(plan.vocab), plan.greedy ? 1u : 0u, plan.top_k,
                    plan.inv_temp,   plan.top_p,           plan.k0,           plan.k1,

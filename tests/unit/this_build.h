@@ -1,8 +1,9 @@
 // What differs between the builds of this suite (presets default, asan,
 // cpu-only) and between checkouts: where the test data and the forge CLI are,
-// whether forge has its WebGPU backend and the CLI its bench commands. Only this_build.cpp sees the
-// macros that say so; every other test file preprocesses to the same text in
-// every build and every clone, so ccache compiles it once for all of them.
+// whether forge has its WebGPU backend and the CLI its bench commands. Only
+// this_build.cpp sees the macros that say so; every other test file
+// preprocesses to the same text in every build and every clone, so ccache
+// compiles it once for all of them.
 #pragma once
 #include "forge/device.h"
 

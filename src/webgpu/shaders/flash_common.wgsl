@@ -40,6 +40,20 @@ fn keep_factor(b: u32, h: u32, i: u32, j: u32) -> f32 {
   return select(0.0, p.drop_scale, philox_word0(lo, hi, p.k0, p.k1) >= p.threshold);
 }
 
+// Query row r = (b * Sq + i) * H + h of q [B, Sq, H, D] (the decode
+// kernels' rows), and g, the kv head its head reads.
+struct QueryRow {
+  b: u32,
+  i: u32,
+  h: u32,
+  g: u32,
+}
+
+fn query_row(r: u32) -> QueryRow {
+  let h = r % p.heads;
+  return QueryRow(r / (p.heads * p.seq_q), (r / p.heads) % p.seq_q, h, h / (p.heads / p.kv_heads));
+}
+
 // One query row's online softmax over its keys in order (flash_fwd,
 // flash_decode_serial): the running max m and the sum l of exp(s - m).
 struct OnlineRow {

@@ -22,10 +22,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (r >= p.batch * p.seq_q * p.heads) {
     return;
   }
-  let h = r % p.heads;
-  let i = (r / p.heads) % p.seq_q;
-  let b = r / (p.heads * p.seq_q);
-  let g = h / (p.heads / p.kv_heads);
+  let row_of = query_row(r);
+  let b = row_of.b;
+  let i = row_of.i;
+  let h = row_of.h;
+  let g = row_of.g;
   let dim = HEAD_DIM;
   var qr: array<f32, MAX_D>;   // q * scale
   var acc: array<f32, MAX_D>;  // sum of weight * v, rescaled as m grows
