@@ -49,10 +49,10 @@ FORGE_ISA_CLONES void softmax_bwd_rows(const float* py, const float* pdy, const 
 // Rows [lo, hi) of cross_entropy_in_place: softmax_rows' steps in place,
 // then ce_bwd's, so the gradient is theirs bit for bit; the loss is
 // logsumexp - x[id] in double, from the same max and sum.
-FORGE_ISA_CLONES void cross_entropy_rows(float* px, const uint32_t* id, int64_t cols, float scale, float* loss,
-                                         int64_t lo, int64_t hi) {
+FORGE_ISA_CLONES void cross_entropy_rows(float* px, const uint32_t* id, int64_t cols, int64_t pitch, float scale,
+                                         float* loss, int64_t lo, int64_t hi) {
   for (int64_t r = lo; r < hi; ++r) {
-    float* xr = px + r * cols;
+    float* xr = px + r * pitch;
     const int64_t t = int64_t(id[r]);
     const float mx = lane_max(xr, cols);
     const float xt = xr[t];
@@ -73,7 +73,8 @@ void cross_entropy_in_place(Tensor& logits, const Tensor& ids, float scale, cons
   float* px = logits.data<float>();
   const auto* id = static_cast<const uint32_t*>(ids.raw_data());
   float* pl = loss.data<float>();
-  parallel_for(p.rows, 16 * p.cols, [&](int64_t lo, int64_t hi) { cross_entropy_rows(px, id, p.cols, scale, pl, lo, hi); });
+  parallel_for(p.rows, 16 * p.cols,
+               [&](int64_t lo, int64_t hi) { cross_entropy_rows(px, id, p.cols, p.pitch, scale, pl, lo, hi); });
 }
 
 void softmax(const Tensor& x, const SoftmaxPlan& p, Tensor& out) {

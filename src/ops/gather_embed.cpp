@@ -126,6 +126,9 @@ int64_t rows_per_binding(int64_t rows, uint64_t row_bytes, const Device& device)
 
 namespace {
 
+// n rounded up to whole vec4s: pad_rows' row width.
+int64_t vec4_width(int64_t n) { return (n + 3) / 4 * 4; }
+
 // Checks a [.., k] against chunks [n_i >= 1, k]; returns sum n_i.
 int64_t check_chunked_transb(const char* op, const Tensor& a, const std::vector<Tensor>& chunks) {
   check::same_device(op, {&a});
@@ -158,8 +161,11 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
   const int64_t k = a.dim(-1), m = k ? a.numel() / k : numel(gather::leading_shape(a));
   Shape want = gather::leading_shape(a);
   want.push_back(n_total);
-  if (dout.shape() != want)
+  Shape padded = want;  // pad_rows' rows, their padding ignored
+  padded.back() = vec4_width(n_total);
+  if (dout.shape() != want && dout.shape() != padded)
     throw ShapeError("[matmul_chunked_transb_backward] dout " + dout.describe() + " must be " + shape_str(want) +
+                     (padded != want ? " (or " + shape_str(padded) + ", rows padded to whole vec4s)" : "") +
                      " for a " + shape_str(a.shape()));
   if (dchunks_into && dchunks_into->size() != chunks.size())
     throw ShapeError("[matmul_chunked_transb_backward] " + S(int64_t(dchunks_into->size())) + " tensors to write " +
@@ -170,7 +176,7 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
     for (const Tensor& w : chunks) g.dchunks.push_back(Tensor::zeros(w.shape(), DType::F32, w.device()));
     return g;
   }
-  const Tensor a2 = a.reshape({m, k}), dout2 = dout.reshape({m, n_total});
+  const Tensor a2 = a.reshape({m, k}), dout2 = dout.reshape({m, dout.dim(-1)});
   Tensor da2 = g.da.reshape({m, k});
   int64_t col = 0;
   for (size_t c = 0; c < chunks.size(); ++c) {
@@ -181,7 +187,7 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
     pw.m = n, pw.n = k, pw.k = m;
     pw.trans_a = true;
     pw.alpha = alpha;
-    pw.lda = n_total, pw.ldb = k, pw.a_offset = col;
+    pw.lda = dout.dim(-1), pw.ldb = k, pw.a_offset = col;
     const Tensor* into = dchunks_into && (*dchunks_into)[c].defined() ? &(*dchunks_into)[c] : nullptr;
     if (into) check::output(op, *into, w.shape(), {&dout, &a, &w});
     Tensor dw = into ? *into : Tensor::empty(w.shape(), DType::F32, w.device());
@@ -192,7 +198,7 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
     MatmulPlan pa;
     pa.m = m, pa.n = k, pa.k = n;
     pa.alpha = alpha;
-    pa.lda = n_total, pa.ldb = k, pa.a_offset = col;
+    pa.lda = dout.dim(-1), pa.ldb = k, pa.a_offset = col;
     pa.accumulate = col != 0;
     run_matmul_plan(dout2, w, nullptr, pa, da2);
     col += n;
@@ -200,16 +206,18 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
   return g;
 }
 
-Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, float alpha, const RowNorm* norm) {
+Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, float alpha, const RowNorm* norm,
+                             bool pad_rows) {
   const char* op = "matmul_chunked_transb";
   const int64_t n_total = check_chunked_transb(op, a, chunks);
   if (norm) check::row_norm(op, a, *norm);
+  const int64_t width = pad_rows ? vec4_width(n_total) : n_total;
   const int64_t k = a.dim(-1);
   const int64_t m = k ? a.numel() / k : numel(gather::leading_shape(a));
   Shape out_shape = gather::leading_shape(a);
-  out_shape.push_back(n_total);
+  out_shape.push_back(width);
   Tensor out = Tensor::empty(out_shape, DType::F32, a.device());
-  Tensor a2 = a.reshape({m, k}), out2 = out.reshape({m, n_total});
+  Tensor a2 = a.reshape({m, k}), out2 = out.reshape({m, width});
   MatmulPlan base;
   base.m = m;
   base.k = k;
@@ -228,14 +236,23 @@ Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks,
       p.n = w.dim(0);
       fused = fused && webgpu::matvec_fusable(p, f, a.device().runtime().cpu_driver());
     }
-    if (!fused) return matmul_chunked_transb(row_norm(a, *norm), chunks, alpha);
+    if (!fused) return matmul_chunked_transb(row_norm(a, *norm), chunks, alpha, nullptr, pad_rows);
+  }
+  if (width > n_total) {
+    // The padding: zeros [m, width - n_total] after each row's n_total columns.
+    CopyPlan z;
+    z.dims[2] = m, z.dims[3] = width - n_total;
+    z.dst_stride[2] = width, z.dst_offset = n_total;
+    const Tensor zeros = Tensor::zeros({width - n_total}, DType::F32, a.device());
+    if (a.device().is_cpu()) cpu::strided_copy(zeros, z, out2);
+    else webgpu::strided_copy(op, zeros, z, out2);
   }
   if (a.device().is_cpu()) {
     int64_t col = 0;
     for (const Tensor& w : chunks) {
       MatmulPlan p = base;
       p.n = w.dim(0);
-      p.ldc = n_total;
+      p.ldc = width;
       p.c_offset = col;
       cpu::matmul(a2, w, nullptr, p, out2);
       col += p.n;

@@ -25,6 +25,7 @@ struct RowsPlan {
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t vocab = 0;
+  int64_t pitch = 0;  // elements from one row to the next: cols, or more for padded rows (cross_entropy_in_place)
 };
 
 // The source rows of a scatter grouped by destination row, built on the

@@ -25,6 +25,7 @@ RowsPlan check_probs_ids(const char* op, const Tensor& probs, const Tensor& ids,
   p.cols = probs.dim(-1);
   p.rows = ids.numel();
   p.vocab = p.cols;
+  p.pitch = p.cols;
   return p;
 }
 
@@ -78,9 +79,13 @@ Tensor ce_bwd(const Tensor& probs, const Tensor& ids, float scale) {
   return out;
 }
 
-Tensor cross_entropy_in_place(Tensor& logits, const Tensor& ids, float scale) {
+Tensor cross_entropy_in_place(Tensor& logits, const Tensor& ids, float scale, int64_t cols) {
   const char* op = "cross_entropy_in_place";
   RowsPlan p = check_probs_ids(op, logits, ids, "logits");
+  if (cols < 0 || cols > p.cols)
+    throw ShapeError("[cross_entropy_in_place] cols " + std::to_string(cols) + " is outside the logits' rows of " +
+                     std::to_string(p.cols));
+  if (cols > 0) p.cols = p.vocab = cols;
   Tensor dev_ids = gather::ids_for(op, ids, p.vocab, logits.device());
   if (!ids.device().is_cpu() && &ids.buffer() == &logits.buffer())
     throw DeviceError("[cross_entropy_in_place] ids " + ids.describe() + " share their storage with the logits");

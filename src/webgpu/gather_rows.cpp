@@ -34,6 +34,14 @@ struct CeBwdParams {
 };
 static_assert(sizeof(CeBwdParams) == 16);
 
+// cross_entropy.wgsl's: CeBwdParams' and the row pitch.
+struct CrossEntropyParams {
+  CeBwdParams rows;
+  uint32_t pitch;
+  uint32_t pad[3];
+};
+static_assert(sizeof(CrossEntropyParams) == 32);
+
 struct ScatterAddParams {
   uint32_t rows, cols, id_first, n_ids, groups, r_base;
   uint32_t pad[2];
@@ -120,10 +128,10 @@ gpu::Constant ce_workgroup(int64_t cols, const gpu::Limits& lim) {
 
 void cross_entropy_in_place(Tensor& logits, const Tensor& ids, float scale, const RowsPlan& p, Tensor& loss) {
   const Device& dev = logits.device();
-  const uint64_t row_bytes = uint64_t(p.cols) * 4;
+  const uint64_t row_bytes = uint64_t(p.pitch) * 4;
   const std::array<gpu::Constant, 1> wg{ce_workgroup(p.cols, dev.runtime().limits())};
   for_each_row_chunk(dev.runtime(), "cross_entropy_in_place", p.rows, row_bytes, [&](int64_t first, int64_t count) {
-    CeBwdParams q{uint32_t(count), uint32_t(p.cols), uint32_t(first), scale};
+    const CrossEntropyParams q{{uint32_t(count), uint32_t(p.cols), uint32_t(first), scale}, uint32_t(p.pitch), {}};
     const uint64_t off = uint64_t(first) * row_bytes, bytes = uint64_t(count) * row_bytes;
     const std::array<gpu::Arg, 3> args{arg(logits, off, bytes), arg(ids), arg(loss)};
     launch(dev, "cross_entropy_in_place", kCrossEntropy.kernel(), q, args, grid_1d(uint64_t(count), dev.runtime().limits()),

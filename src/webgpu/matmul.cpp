@@ -161,6 +161,16 @@ bool b_aligned(const MatmulPlan& p) {
   return four(p.trans_b ? p.k : p.n) && four(p.ldb) && four(p.b_batch_stride) && four(p.b_head_stride);
 }
 bool vec4_aligned(const MatmulPlan& p) { return a_aligned(p) && b_aligned(p); }
+// The tiles' vec4 loader of A (matmul_a_vec4.wgsl) also takes an A whose
+// contiguous dim alone is no multiple of 4, where its row stride leaves room
+// for the last vec4 of a row within the row (A_TAIL): the LM head's logit
+// gradient, its rows padded to whole vec4s.
+bool a_tail(const MatmulPlan& p) {
+  const int64_t dim = p.trans_a ? p.m : p.k;
+  return !four(dim) && p.lda > 0 && four(p.lda) && four(p.a_batch_stride) && four(p.a_offset) &&
+         p.a_offset % p.lda + (dim + 3) / 4 * 4 <= p.lda;
+}
+bool a_vec4_tiles(const MatmulPlan& p) { return a_aligned(p) || a_tail(p); }
 
 // The tiled kernels alone take a triangle of A or of C.
 bool triangles(const MatmulPlan& plan) {
@@ -743,7 +753,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     return;
   }
   const TileKernels& tk = bf16 ? kTilesBf16 : kTilesF32;
-  const gpu::Kernel& tiles = a_aligned(plan) ? tk.vec4_a.kernel() : tk.scalar_a.kernel();
+  const bool a_vec4 = a_vec4_tiles(plan);
+  const gpu::Kernel& tiles = a_vec4 ? tk.vec4_a.kernel() : tk.scalar_a.kernel();
   const Tiles vt = vec4_tiles(plan, tile);
   // The epilogues (tile_fusable): in the tiles' store, or in the split-K
   // reduction's.
@@ -761,13 +772,18 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     // 64 invocations stage a slice of 16 in 4 vec4s each, past the kernel's
     // MAX_LOADS of 2: slices of 8.
     const int64_t bk = wgd == 8 ? 8 : slice_depth_bk(rows, cols, k);
-    return std::array<gpu::Constant, 13>{
+    // A_TAIL last: the scalar loader of A has no such constant.
+    return std::array<gpu::Constant, 14>{
         trans_a, trans_b, gpu::Constant{"T", double(rows / wgd)}, gpu::Constant{"TN", double(cols / wgd)}, tri,
         tri_c, gpu::Constant{"BK", double(bk)}, gpu::Constant{"K_WHOLE", k % bk == 0 ? 1.0 : 0.0},
         gpu::Constant{"GELU", epilogues && gelu ? 1.0 : 0.0},
         gpu::Constant{"RESIDUAL", epilogues && residual ? 1.0 : 0.0},
         gpu::Constant{"ACCUMULATE", epilogues && plan.accumulate ? 1.0 : 0.0},
-        gpu::Constant{"GROUP_ROWS", double(group_rows)}, gpu::Constant{"WGD", double(wgd)}};
+        gpu::Constant{"GROUP_ROWS", double(group_rows)}, gpu::Constant{"WGD", double(wgd)},
+        gpu::Constant{"A_TAIL", !four(plan.trans_a ? plan.m : k) ? 1.0 : 0.0}};
+  };
+  auto for_a = [&](const std::array<gpu::Constant, 14>& c) {
+    return std::span<const gpu::Constant>(c.data(), a_vec4 ? c.size() : c.size() - 1);
   };
   // The split-K slices and batch items order their tiles alike.
   const int64_t group_rows = tile_group_rows(plan, vt.rows, vt.cols);
@@ -785,8 +801,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     Tensor part = Tensor::empty({pieces.split * pieces.pieces, 128 * 128}, DType::F32, out.device());
     const std::array<gpu::Arg, 6> piece_args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out), residual_arg,
                                              arg(part)};
-    launch(out.device(), "matmul", a_aligned(plan) ? tk.pieces_a.kernel() : tk.pieces_sa.kernel(), pp, piece_args,
-           grid_1d(uint64_t(pieces.split_from + pieces.split * pieces.pieces), limits), constants);
+    launch(out.device(), "matmul", a_vec4 ? tk.pieces_a.kernel() : tk.pieces_sa.kernel(), pp, piece_args,
+           grid_1d(uint64_t(pieces.split_from + pieces.split * pieces.pieces), limits), for_a(constants));
     const PartialsParams fp{uint32_t(plan.m), uint32_t(plan.n), uint32_t(pieces.pieces), bias ? 1u : 0u,
                             uint32_t(ldc), uint32_t(plan.c_offset), uint32_t(pieces.split_from), 0};
     launch(out.device(), "matmul", kPiecesFixup.kernel(), fp,
@@ -800,7 +816,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   if (slicing.splits == 1) {
     const std::array<gpu::Arg, 5> whole_args{arg(a), arg(b), bias ? arg(*bias) : arg(a), arg(out), residual_arg};
     launch(out.device(), "matmul", tiles, p, whole_args, {tiles_grid[0], tiles_grid[1], uint32_t(plan.batch)},
-           tile_constants(plan.k, true));
+           for_a(tile_constants(plan.k, true)));
     return;
   }
   // Split-K: the slices of k but the last, shorter one (when k is no
@@ -822,7 +838,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   if (full > 0) {
     const std::array<gpu::Arg, 5> slice_args{arg(a), arg(b), arg(a), arg(part), arg(filler)};
     launch(out.device(), "matmul", tiles, ps, slice_args, {tiles_grid[0], tiles_grid[1], uint32_t(full)},
-           tile_constants(kc, false));
+           for_a(tile_constants(kc, false)));
   }
   if (tail > 0) {
     MatmulParams pt = ps;
@@ -833,7 +849,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     const uint64_t b_skip = tail_b_offset(plan, slicing, dtype_size(b.dtype()));
     const std::array<gpu::Arg, 5> tail_args{arg(a), arg(b, b_skip, b.nbytes() - b_skip), arg(a), arg(part),
                                             arg(filler)};
-    launch(out.device(), "matmul", tiles, pt, tail_args, tiles_grid, tile_constants(tail, false));
+    launch(out.device(), "matmul", tiles, pt, tail_args, tiles_grid, for_a(tile_constants(tail, false)));
   }
   PartialsParams r{uint32_t(plan.m), uint32_t(plan.n), uint32_t(slices), bias ? 1u : 0u, uint32_t(ldc),
                  uint32_t(plan.c_offset), 0, 0};

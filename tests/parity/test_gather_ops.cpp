@@ -315,6 +315,63 @@ TEST(Parity, GatherLmHeadBackward) {
   EXPECT_TRUE(throws_named<DTypeError>([&] { matmul_chunked_transb_backward(Tensor::zeros({2, 4}, DType::U32), a, {Tensor::zeros({4, 3})}); }, op));
 }
 
+// Rows padded to whole vec4s (a training step's LM head, `pad_rows`): the
+// forward writes zeros past the vocabulary, and the backward reads a padded
+// gradient as the unpadded one, its padding ignored (NaN here, so that any
+// read of it into a stored output shows). The chunks are placed so that the
+// backward's products meet each way of reading A: the vec4 tiles over a
+// whole vec4 dim, over a row's last part vec4 (A_TAIL: 7 rows at column 64,
+// a single chunk of 133), and the scalar reads (a chunk at column 71).
+TEST(Parity, GatherLmHeadPaddedRows) {
+  struct Case {
+    Shape a;
+    std::vector<int64_t> rows;
+  };
+  const std::vector<Case> cases = {{{70, 32}, {64, 7, 62}}, {{70, 32}, {133}}, {{2, 9, 16}, {5, 6}}, {{3, 8}, {3}}};
+  uint32_t seed = 1340;
+  for (const auto& c : cases) {
+    const int64_t k = c.a.back(), m = numel(c.a) / k;
+    int64_t n = 0;
+    for (int64_t r : c.rows) n += r;
+    const int64_t pitch = (n + 3) / 4 * 4;
+    Tensor a = random_tensor(c.a, seed++);
+    auto chunks = random_chunks(c.rows, k, seed += 10);
+    const double atol = 2e-6 * std::sqrt(double(std::max({n, m, k})) + 1);
+    for (const Device& d : {Device::cpu(), gpu_device()}) {
+      std::vector<Tensor> on_d;
+      for (const Tensor& w : chunks) on_d.push_back(w.to(d));
+      const Tensor want = matmul_chunked_transb(a, chunks, 0.5f).reshape({m, n});
+      const Tensor got = matmul_chunked_transb(a.to(d), on_d, 0.5f, nullptr, true);
+      Shape padded = c.a;
+      padded.back() = pitch;
+      ASSERT_EQ(got.shape(), padded) << d.name();
+      const std::vector<float> g = got.to(Device::cpu()).to_vector<float>();
+      const std::vector<float> w = want.to_vector<float>();
+      std::vector<float> kept;
+      for (int64_t r = 0; r < m; ++r) {
+        kept.insert(kept.end(), g.begin() + r * pitch, g.begin() + r * pitch + n);
+        for (int64_t j = n; j < pitch; ++j) EXPECT_EQ(g[size_t(r * pitch + j)], 0.0f) << d.name() << " row " << r;
+      }
+      EXPECT_TRUE(all_close(kept, w, atol, 1e-5)) << shape_str(c.a) << " " << d.name();
+
+      // The backward: a padded dout against its first n columns.
+      Tensor dout = random_tensor({m, n}, seed + 7);
+      std::vector<float> dp(size_t(m * pitch), std::numeric_limits<float>::quiet_NaN());
+      const std::vector<float> dv = dout.to_vector<float>();
+      for (int64_t r = 0; r < m; ++r) std::copy_n(dv.begin() + r * n, n, dp.begin() + r * pitch);
+      Shape dshape = c.a;
+      dshape.back() = n;
+      const Tensor dpad = Tensor::from_vector(dp, padded, d);
+      const ChunkedTransbGrads ref = matmul_chunked_transb_backward(dout.reshape(dshape), a, chunks, 0.5f);
+      const ChunkedTransbGrads gp = matmul_chunked_transb_backward(dpad, a.to(d), on_d, 0.5f);
+      EXPECT_TRUE(all_close(gp.da.to(Device::cpu()), ref.da, atol, 1e-5)) << shape_str(c.a) << " " << d.name();
+      for (size_t i = 0; i < chunks.size(); ++i)
+        EXPECT_TRUE(all_close(gp.dchunks[i].to(Device::cpu()), ref.dchunks[i], atol, 1e-5))
+            << shape_str(c.a) << " " << d.name() << " chunk " << i;
+    }
+  }
+}
+
 TEST(Validation, GatherLmHead) {
   const std::string op = "matmul_chunked_transb";
   Tensor a = Tensor::zeros({2, 3});
@@ -323,6 +380,12 @@ TEST(Validation, GatherLmHead) {
   EXPECT_TRUE(throws_named<ShapeError>([&] { matmul_chunked_transb(a, {Tensor::zeros({12})}); }, op));
   EXPECT_TRUE(throws_named<DTypeError>([&] { matmul_chunked_transb(a, {Tensor::zeros({4, 3}, DType::U32)}); }, op));
   EXPECT_TRUE(throws_named<DeviceError>([&] { matmul_chunked_transb(a, {Tensor::zeros({4, 3}).to(gpu_device())}); }, op));
+  // The backward's dout: padded wider than whole vec4s, or padded with its leading dims wrong.
+  const std::string bop = "matmul_chunked_transb_backward";
+  const std::vector<Tensor> five{Tensor::zeros({5, 3})};
+  EXPECT_NO_THROW(matmul_chunked_transb_backward(Tensor::zeros({2, 8}), a, five));
+  EXPECT_TRUE(throws_named<ShapeError>([&] { matmul_chunked_transb_backward(Tensor::zeros({2, 9}), a, five); }, bop));
+  EXPECT_TRUE(throws_named<ShapeError>([&] { matmul_chunked_transb_backward(Tensor::zeros({3, 8}), a, five); }, bop));
 }
 
 TEST(Chunked, LmHeadUnderLoweredBindingLimit) {
@@ -452,6 +515,37 @@ TEST(Parity, CrossEntropyInPlace) {
   }
 }
 
+// Padded rows (cols < the row width): each row's first cols entries are
+// its logits, the loss and gradient those of the unpadded rows, and the
+// padding is left as it was.
+TEST(Parity, CrossEntropyInPlacePaddedRows) {
+  uint32_t seed = 1470;
+  for (const Shape& s : std::vector<Shape>{{3, 17}, {5, 1031}, {2, 2, 4093}}) {
+    const int64_t V = s.back(), pitch = (V + 3) / 4 * 4 + 4, R = numel(s) / V;
+    Shape rows(s.begin(), s.end() - 1);
+    Tensor logits = random_tensor(s, seed++, -8.0f, 8.0f);
+    Tensor ids = random_ids(rows, V, seed++);
+    const std::vector<float> x = logits.to_vector<float>();
+    std::vector<float> xp(size_t(R * pitch), 7.5f);
+    for (int64_t r = 0; r < R; ++r) std::copy_n(x.begin() + r * V, V, xp.begin() + r * pitch);
+    Shape padded = s;
+    padded.back() = pitch;
+    for (const Device& d : {Device::cpu(), gpu_device()}) {
+      const CeInPlace want = ce_in_place(logits, ids, 0.37f, d);
+      Tensor xpd = Tensor::from_vector(xp, padded, d);
+      const std::vector<float> loss = cross_entropy_in_place(xpd, ids, 0.37f, V).to_vector<float>();
+      const std::vector<float> g = xpd.to_vector<float>();
+      EXPECT_EQ(loss, want.loss) << shape_str(s) << " " << d.name();
+      std::vector<float> kept;
+      for (int64_t r = 0; r < R; ++r) {
+        kept.insert(kept.end(), g.begin() + r * pitch, g.begin() + r * pitch + V);
+        for (int64_t j = V; j < pitch; ++j) EXPECT_EQ(g[size_t(r * pitch + j)], 7.5f) << d.name();
+      }
+      EXPECT_EQ(kept, want.grad) << shape_str(s) << " " << d.name();
+    }
+  }
+}
+
 TEST(Values, CrossEntropyInPlaceLargeMargin) {
   // The target's probability underflows f32 (a margin of 200): gather_nll
   // of the softmax gives +inf, the fused loss stays the margin.
@@ -478,6 +572,11 @@ TEST(Validation, CrossEntropyInPlace) {
   EXPECT_TRUE(throws_named<DTypeError>([&] { run(Tensor::zeros({3, 4}, DType::I32), ids_tensor({0, 0, 0}, {3})); }, op));
   EXPECT_TRUE(throws_named<ValueError>([&] { run(logits.to(gpu_device()), ids_tensor({0, 4, 1}, {3})); }, op));
   EXPECT_TRUE(throws_named<DeviceError>([&] { run(logits, ids_tensor({0, 0, 0}, {3}, gpu_device())); }, op));
+  // cols past the row width or negative; an id past cols (within the row).
+  auto run_cols = [](Tensor x, const Tensor& i, int64_t cols) { cross_entropy_in_place(x, i, 1.0f, cols); };
+  EXPECT_TRUE(throws_named<ShapeError>([&] { run_cols(logits, ids_tensor({0, 0, 0}, {3}), 5); }, op));
+  EXPECT_TRUE(throws_named<ShapeError>([&] { run_cols(logits, ids_tensor({0, 0, 0}, {3}), -1); }, op));
+  EXPECT_TRUE(throws_named<ValueError>([&] { run_cols(logits, ids_tensor({0, 3, 0}, {3}), 3); }, op));
   // A rejected call leaves the logits as they were.
   Tensor kept = Tensor::from_vector<float>({1, 2, 3, 4}, {1, 4});
   EXPECT_THROW(cross_entropy_in_place(kept, ids_tensor({7}, {1}), 1.0f), ValueError);

@@ -58,9 +58,12 @@ std::vector<Tensor> split_rows_for_binding(const Tensor& table, const Device& de
 // -> [m, sum n_i] (or [.., sum n_i]) = alpha * a @ concat(chunks)^T. On WebGPU
 // the output is written in row blocks so no binding exceeds the limit. With
 // `norm` a's rows are normed first (row_norm), in the same dispatches on
-// WebGPU for few rows (a model's final norm before its LM head).
+// WebGPU for few rows (a model's final norm before its LM head). With
+// pad_rows each row is padded with zeros to whole vec4s: the result is [m,
+// P] (or [.., P]), P = sum n_i rounded up to a multiple of 4 (a training
+// step's logits, whose gradient the backward's products then read as vec4s).
 Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, float alpha = 1.0f,
-                             const RowNorm* norm = nullptr);
+                             const RowNorm* norm = nullptr, bool pad_rows = false);
 
 struct ChunkedTransbGrads {
   Tensor da;                     // shaped as a
@@ -68,7 +71,8 @@ struct ChunkedTransbGrads {
 };
 
 // The gradients of matmul_chunked_transb(a, chunks, alpha) for an output
-// gradient dout [m, sum n_i] (or [.., sum n_i]):
+// gradient dout [m, sum n_i] (or [.., sum n_i]; or rows padded as pad_rows
+// pads them, the padding ignored):
 //   da = alpha * dout @ concat(chunks),  dchunks[i] = alpha * dout[:, block i]^T @ a
 // where block i holds the columns of chunk i. On WebGPU dout and a are each
 // bound whole (the chunks one at a time), so the tied LM head of a model
@@ -99,8 +103,11 @@ Tensor ce_bwd(const Tensor& probs, const Tensor& ids, float scale);
 // scale * sum_r loss[r], (softmax(logits[r]) - onehot(ids[r])) * scale, and
 // loss [R] or [B, T] is returned: logsumexp(logits[r]) - logits[r, ids[r]]
 // of the logits as they were, finite for any margin (where gather_nll of the
-// f32 probability gives +inf). ids as gather_nll's.
-Tensor cross_entropy_in_place(Tensor& logits, const Tensor& ids, float scale);
+// f32 probability gives +inf). ids as gather_nll's. With cols > 0 (at most
+// V), only each row's first cols entries are its logits (rows padded as
+// matmul_chunked_transb's pad_rows pads them): ids index those, and the
+// entries past them are left as they are.
+Tensor cross_entropy_in_place(Tensor& logits, const Tensor& ids, float scale, int64_t cols = 0);
 
 // ---- Embedding gradient --------------------------------------------------------
 

@@ -12,14 +12,14 @@ namespace forge::models {
 
 namespace {
 
-// Rows per LM-head block: the [rows, V] logits stay within one binding on
-// WebGPU and 256 MiB on the CPU; blocks other than the whole set are a
+// Rows per LM-head block: the [rows, width] logits stay within one binding
+// on WebGPU and 256 MiB on the CPU; blocks other than the whole set are a
 // multiple of 64 rows so their offsets meet WebGPU's alignment.
-int64_t head_block_rows(const Device& dev, int64_t rows, int64_t V, int64_t asked) {
+int64_t head_block_rows(const Device& dev, int64_t rows, int64_t width, int64_t asked) {
   if (asked > 0) return asked >= rows ? rows : (asked + 63) / 64 * 64;
   uint64_t limit = uint64_t(256) << 20;
   if (dev.is_webgpu()) limit = std::min<uint64_t>(limit, dev.runtime().binding_limit());
-  const int64_t fit = int64_t(limit / (uint64_t(V) * 4));
+  const int64_t fit = int64_t(limit / (uint64_t(width) * 4));
   if (fit >= rows) return rows;
   return std::max<int64_t>(64, fit / 64 * 64);
 }
@@ -50,7 +50,11 @@ Tensor lm_head_nll(const std::vector<Tensor>& table, int64_t V, const Tensor& x_
   Tensor row_ids = Tensor::from_vector(rows, {R});
   Tensor sel = all ? x_all : embedding(row_ids, x_all);  // [R, C]
 
-  const int64_t blk = std::min(R, head_block_rows(dev, R, V, head_rows));
+  // The logits' rows padded to whole vec4s (pad_rows): the backward's
+  // products then read their gradient as vec4s, where a row stride of an odd
+  // vocabulary (GPT-2's 50,257) would leave them reading scalars.
+  const int64_t pitch = (V + 3) / 4 * 4;
+  const int64_t blk = std::min(R, head_block_rows(dev, R, pitch, head_rows));
   Tensor loss, dsel;
   if (dx_out && blk < R) dsel = Tensor::zeros({R, C}, DType::F32, dev);
   if (dx_out && dtable) dtable->resize(table.size());
@@ -59,8 +63,8 @@ Tensor lm_head_nll(const std::vector<Tensor>& table, int64_t V, const Tensor& x_
     Tensor x = blk < R ? sel.slice_rows(r0, r1) : sel;  // [n, C]
     Tensor t = Tensor::from_vector(std::vector<int32_t>(tgt.begin() + r0, tgt.begin() + r1), {n});
     // The logits become their gradient in place, beside the block's losses.
-    Tensor dlogits = matmul_chunked_transb(x, table);                          // [n, V]
-    Tensor s = sum_rows(cross_entropy_in_place(dlogits, t, grad_scale).reshape({n, 1}));  // [1]
+    Tensor dlogits = matmul_chunked_transb(x, table, 1.0f, nullptr, true);          // [n, pitch]
+    Tensor s = sum_rows(cross_entropy_in_place(dlogits, t, grad_scale, V).reshape({n, 1}));  // [1]
     loss = loss.defined() ? add(loss, s) : s;
     if (!dx_out) continue;
     // The table's gradient straight into its slots: added into them once

@@ -12,10 +12,11 @@ struct Params {
   cols: u32,      // V
   row_base: u32,  // global index of the first row
   scale: f32,
+  pitch: u32,     // elements from one row to the next: V, or more for padded rows (left as they are past V)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> x: array<f32>;     // [rows, V]: logits in, gradient out
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;     // [rows, pitch]: logits in, gradient out
 @group(0) @binding(2) var<storage, read> ids: array<u32>;         // [R], all rows
 @group(0) @binding(3) var<storage, read_write> loss: array<f32>;  // [R], all rows
 
@@ -49,7 +50,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (row >= p.rows) {
     return;
   }
-  let base = row * p.cols;
+  let base = row * p.pitch;
   let id = ids[p.row_base + row];
   // Read before the barriers below, so before any invocation overwrites it.
   let xt = x[base + min(id, p.cols - 1u)];
