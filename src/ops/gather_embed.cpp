@@ -124,10 +124,9 @@ int64_t rows_per_binding(int64_t rows, uint64_t row_bytes, const Device& device)
   return per;
 }
 
-namespace {
+int64_t padded_row_width(int64_t n) { return (n + 3) / 4 * 4; }
 
-// n rounded up to whole vec4s: pad_rows' row width.
-int64_t vec4_width(int64_t n) { return (n + 3) / 4 * 4; }
+namespace {
 
 // Checks a [.., k] against chunks [n_i >= 1, k]; returns sum n_i.
 int64_t check_chunked_transb(const char* op, const Tensor& a, const std::vector<Tensor>& chunks) {
@@ -162,7 +161,7 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
   Shape want = gather::leading_shape(a);
   want.push_back(n_total);
   Shape padded = want;  // pad_rows' rows, their padding ignored
-  padded.back() = vec4_width(n_total);
+  padded.back() = padded_row_width(n_total);
   if (dout.shape() != want && dout.shape() != padded)
     throw ShapeError("[matmul_chunked_transb_backward] dout " + dout.describe() + " must be " + shape_str(want) +
                      (padded != want ? " (or " + shape_str(padded) + ", rows padded to whole vec4s)" : "") +
@@ -176,7 +175,8 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
     for (const Tensor& w : chunks) g.dchunks.push_back(Tensor::zeros(w.shape(), DType::F32, w.device()));
     return g;
   }
-  const Tensor a2 = a.reshape({m, k}), dout2 = dout.reshape({m, dout.dim(-1)});
+  const int64_t ld = dout.dim(-1);  // n_total, or padded
+  const Tensor a2 = a.reshape({m, k}), dout2 = dout.reshape({m, ld});
   Tensor da2 = g.da.reshape({m, k});
   int64_t col = 0;
   for (size_t c = 0; c < chunks.size(); ++c) {
@@ -187,7 +187,7 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
     pw.m = n, pw.n = k, pw.k = m;
     pw.trans_a = true;
     pw.alpha = alpha;
-    pw.lda = dout.dim(-1), pw.ldb = k, pw.a_offset = col;
+    pw.lda = ld, pw.ldb = k, pw.a_offset = col;
     const Tensor* into = dchunks_into && (*dchunks_into)[c].defined() ? &(*dchunks_into)[c] : nullptr;
     if (into) check::output(op, *into, w.shape(), {&dout, &a, &w});
     Tensor dw = into ? *into : Tensor::empty(w.shape(), DType::F32, w.device());
@@ -198,7 +198,7 @@ ChunkedTransbGrads matmul_chunked_transb_backward(const Tensor& dout, const Tens
     MatmulPlan pa;
     pa.m = m, pa.n = k, pa.k = n;
     pa.alpha = alpha;
-    pa.lda = dout.dim(-1), pa.ldb = k, pa.a_offset = col;
+    pa.lda = ld, pa.ldb = k, pa.a_offset = col;
     pa.accumulate = col != 0;
     run_matmul_plan(dout2, w, nullptr, pa, da2);
     col += n;
@@ -211,7 +211,7 @@ Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks,
   const char* op = "matmul_chunked_transb";
   const int64_t n_total = check_chunked_transb(op, a, chunks);
   if (norm) check::row_norm(op, a, *norm);
-  const int64_t width = pad_rows ? vec4_width(n_total) : n_total;
+  const int64_t width = pad_rows ? padded_row_width(n_total) : n_total;
   const int64_t k = a.dim(-1);
   const int64_t m = k ? a.numel() / k : numel(gather::leading_shape(a));
   Shape out_shape = gather::leading_shape(a);

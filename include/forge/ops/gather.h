@@ -64,6 +64,9 @@ std::vector<Tensor> split_rows_for_binding(const Tensor& table, const Device& de
 // step's logits, whose gradient the backward's products then read as vec4s).
 Tensor matmul_chunked_transb(const Tensor& a, const std::vector<Tensor>& chunks, float alpha = 1.0f,
                              const RowNorm* norm = nullptr, bool pad_rows = false);
+// The width of a row of n entries as pad_rows pads it: n rounded up to a
+// multiple of 4.
+int64_t padded_row_width(int64_t n);
 
 struct ChunkedTransbGrads {
   Tensor da;                     // shaped as a

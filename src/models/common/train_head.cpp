@@ -53,7 +53,7 @@ Tensor lm_head_nll(const std::vector<Tensor>& table, int64_t V, const Tensor& x_
   // The logits' rows padded to whole vec4s (pad_rows): the backward's
   // products then read their gradient as vec4s, where a row stride of an odd
   // vocabulary (GPT-2's 50,257) would leave them reading scalars.
-  const int64_t pitch = (V + 3) / 4 * 4;
+  const int64_t pitch = padded_row_width(V);
   const int64_t blk = std::min(R, head_block_rows(dev, R, pitch, head_rows));
   Tensor loss, dsel;
   if (dx_out && blk < R) dsel = Tensor::zeros({R, C}, DType::F32, dev);
