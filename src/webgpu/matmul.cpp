@@ -11,6 +11,7 @@
 // ones (unaligned shapes) take a widened copy.
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 
 #include "forge_shaders.h"
 #include "webgpu/kernels.h"
@@ -203,15 +204,31 @@ bool parts_fit(const MatmulPlan& p, int64_t splits, uint64_t binding_limit) {
 // [V, C]), as many slices as fill one wave of two tiles a core, whatever k's
 // factors (slice_depth leaves a short last slice): 1280x50257x768 nn 4.03 ms
 // in 64x64 tiles over 4 slices (the last a dispatch of its own) -> 2.52 in
-// 4 slices of 128x128, SmolLM2's 1344x49152x960 6.24 -> 3.13.
+// 4 slices of 128x128, SmolLM2's 1344x49152x960 6.24 -> 3.13. From a wave
+// of one tile a core on (every row of a training batch in one LM-head
+// block), 2 or 4 slices, whichever takes the fewest waves for the work
+// (whole tiles over an odd k count as the slower slices of 16: see
+// slice_depth_bk): on an H100 8192x50257x768 nn in whole tiles with the
+// last wave in pieces took 21.3 ms.
 constexpr int64_t kMaxSplits = 16;
 constexpr int64_t kVocabDeepK = 16384;
+int64_t vocab_deep_splits(int64_t groups, int64_t k, const std::function<bool(int64_t)>& fits) {
+  const int64_t slots = kTileSlots * device_cores();
+  int64_t best = 1;
+  double best_cost = double(ceil_div(groups, slots)) * (k % 8 != 0 ? 1.35 : 1.0);
+  for (int64_t s : {2, 4}) {
+    const double cost = double(ceil_div(groups * s, slots)) / double(s);
+    if (cost < best_cost && fits(s)) best = s, best_cost = cost;
+  }
+  return best;
+}
 int64_t wave_splits(const MatmulPlan& p, uint64_t binding_limit) {
   const int64_t groups = ceil_div(p.m, 128) * ceil_div(p.n, 128), cores = device_cores();
   auto fits = [&](int64_t s) { return parts_fit(p, s, binding_limit); };
   if (p.batch != 1) return 1;
   const int64_t fill = std::min(kMaxSplits, 2 * cores / groups);
   if (p.k >= kVocabDeepK && fill >= 2 && groups * fill * 8 >= 2 * cores * 7 && fits(fill)) return fill;
+  if (p.k >= kVocabDeepK && groups >= cores) return vocab_deep_splits(groups, p.k, fits);
   const bool half_wave = groups * 2 <= cores && groups * 2 * 16 >= cores * 15;
   if (half_wave && fits(2) && p.k / 2 >= 256 && p.k % 16 == 0) return 2;
   const bool deep = p.k >= 4096 && p.k % 512 == 0;

@@ -142,6 +142,14 @@ TEST(Parity, Matmul) {
   for (const auto& c : cases) check_matmul(c, seed += 3);
 }
 
+// The plan of A [m, k] @ B [k, n] with A or B stored transposed, dense.
+MatmulPlan plan(int64_t m, int64_t k, int64_t n, bool ta, bool tb) {
+  MatmulPlan p;
+  p.m = m, p.k = k, p.n = n, p.trans_a = ta, p.trans_b = tb;
+  p.lda = ta ? m : k, p.ldb = tb ? k : n;
+  return p;
+}
+
 // Split-K: a small output over a deep k is computed as slices of k whose
 // partial products one pass sums (in order, deterministic), in every layout,
 // with A aligned and not, and with the bias added once. A k that the slices
@@ -184,6 +192,11 @@ TEST(Parity, MatmulSplitK) {
     ScopedEnv cores("FORGE_MATMUL_CORES", "2");
     check_matmul({{70, 16387}, {16387, 24}, false, false, true, -1}, seed += 3);
     check_matmul({{70, 16387}, {24, 16387}, false, true, false, -1}, seed += 3);
+    // Past a wave of one tile a core (2 tiles on 1 core): 2 slices of 8192
+    // and a last of 3, where whole tiles would take one wave over an odd k.
+    ScopedEnv one("FORGE_MATMUL_CORES", "1");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(200, 16387, 70, false, false), gpu_device()), "128x128 in 2 slices");
+    check_matmul({{200, 16387}, {16387, 70}, false, false, true, -1}, seed += 3);
   }
   {
     // Two over k = 2048 where the tiles fill one to two waves of two a
@@ -193,14 +206,6 @@ TEST(Parity, MatmulSplitK) {
   }
   LoweredBindingLimit limit(192 * 512 * 4);
   check_matmul(square, seed += 3);
-}
-
-// The plan of A [m, k] @ B [k, n] with A or B stored transposed, dense.
-MatmulPlan plan(int64_t m, int64_t k, int64_t n, bool ta, bool tb) {
-  MatmulPlan p;
-  p.m = m, p.k = k, p.n = n, p.trans_a = ta, p.trans_b = tb;
-  p.lda = ta ? m : k, p.ldb = tb ? k : n;
-  return p;
 }
 
 // 64x64 tiles in 8x8 invocations of 8x8 outputs (FORGE_MATMUL_THREADS=8):
@@ -248,6 +253,12 @@ TEST(Parity, MatmulNarrowTiles) {
     EXPECT_EQ(webgpu::matmul_tiling(plan(768, 8192, 768, true, false), gpu), "128x64 in 8 slices");
     EXPECT_EQ(webgpu::matmul_tiling(plan(3072, 8192, 768, false, false), gpu), "128x128 in 4 slices");
     EXPECT_EQ(webgpu::matmul_tiling(plan(1024, 960, 960, false, true), gpu), "128x128 in 2 slices");   // half a wave
+    // The LM head's input gradient over GPT-2's vocabulary: 60 tiles fill a
+    // wave of two a core in 4 slices; 192 (one a core) and 384 take 4 and 2
+    // slices, where whole tiles would run a last wave in pieces over an odd k.
+    EXPECT_EQ(webgpu::matmul_tiling(plan(1280, 50257, 768, false, false), gpu), "128x128 in 4 slices");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(4096, 50257, 768, false, false), gpu), "128x128 in 4 slices");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(8192, 50257, 768, false, false), gpu), "128x128 in 2 slices");
   }
   ScopedEnv cores("FORGE_MATMUL_CORES", "2");
   uint32_t seed = 1300;
