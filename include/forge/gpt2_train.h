@@ -43,7 +43,7 @@ struct Gpt2Dropout {
 struct Gpt2BlockActs {
   Tensor x_in;    // [B, T, C] block input (residual stream)
   Tensor ln1;     // [N, C] ln_1(x_in)
-  Tensor q, k, v; // [B, T, nh, hd] each (token-major, as flash attention reads them)
+  Tensor qkv;     // [B, T, 3C] c_attn's output: each token's q, k and v heads side by side
   Tensor lse;     // [B, nh, T] the attention's log-sum-exp (its backward recomputes the probabilities)
   Tensor y;       // [N, C] the attention's output (heads side by side), the input of attn.c_proj
   Tensor x1;      // [B, T, C] residual after attention

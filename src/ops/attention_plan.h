@@ -22,6 +22,14 @@ struct AttentionPlan {
   // + j*mask_sj (a stride of 0 broadcasts a size-1 dim).
   bool has_mask = false;
   int64_t mask_sb = 0, mask_sh = 0, mask_si = 0, mask_sj = 0;
+  // Elements between consecutive tokens of q and of k / v, and of their
+  // gradients: 0 = dense (heads * head_dim, kv_heads * head_dim). Wider where
+  // q, k and v are column blocks of one joined projection
+  // (flash_attention_v2_packed_lse); only the kernels named by
+  // webgpu::attention_*_strided take that, and out / grad_out stay dense.
+  int64_t q_row = 0, kv_row = 0;
+  int64_t q_stride() const { return q_row ? q_row : heads * head_dim; }
+  int64_t kv_stride() const { return kv_row ? kv_row : kv_heads * head_dim; }
 
   int64_t group() const { return heads / kv_heads; }
   // Keys [key_lo(i), key_hi(i)) are visible to query i by position (before

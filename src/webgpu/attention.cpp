@@ -59,8 +59,9 @@ struct FlashParams {
   float scale, drop_scale;
   uint32_t tile, splits, split_len;
   float neg_inf;
+  uint32_t q_row, kv_row, pad0, pad1;
 };
-static_assert(sizeof(FlashParams) == 96);
+static_assert(sizeof(FlashParams) == 112);
 
 constexpr uint32_t kBlock = 64;           // queries (or keys) per workgroup
 constexpr uint32_t kStatsRows = 16;       // rows per workgroup of flash_bwd_stats (its ROWS)
@@ -87,6 +88,7 @@ FlashParams params(const AttentionPlan& p) {
   f.tile = std::min<uint32_t>(128, kTileFloats / u32(p.head_dim));
   f.splits = 1, f.split_len = 64;
   f.neg_inf = -INFINITY;
+  f.q_row = u32(p.q_stride()), f.kv_row = u32(p.kv_stride());
   return f;
 }
 
@@ -218,38 +220,50 @@ void backward_by_products(const Device& dev, const char* op, const FlashParams& 
          {{"HEAD_DIM", double(D)}, {"T", double(t.t)}, {"DC", double(t.dc)}, {"STRIDE", double(t.stride)},
           {"SM_VEC4", double(t.vec4s)}, {"WARP_4X8", scores_warp_4x8(t.t) ? 1.0 : 0.0}});
 
+  // q, k, v and their gradients at their token strides (q_row, kv_row);
+  // dO dense.
+  const int64_t qs = p.q_stride(), kvs = p.kv_stride();
   MatmulPlan mq;  // grad_q per head [Sq, D] = scale dS [Sq, Sk] @ K [Sk, D]
   mq.batch = B * H, mq.m = Sq, mq.n = D, mq.k = Sk, mq.alpha = p.scale;
   mq.a_triangle = p.causal ? Triangle::Lower : Triangle::Full;
   mq.lda = Sk, mq.a_batch_stride = Sq * Sk;
-  mq.heads = H, mq.b_group = H / Hkv, mq.ldb = Hkv * D, mq.b_batch_stride = Sk * Hkv * D, mq.b_head_stride = D;
-  mq.ldc = H * D, mq.c_batch_stride = Sq * H * D, mq.c_head_stride = D;
+  mq.heads = H, mq.b_group = H / Hkv, mq.ldb = kvs, mq.b_batch_stride = Sk * kvs, mq.b_head_stride = D;
+  mq.ldc = qs, mq.c_batch_stride = Sq * qs, mq.c_head_stride = D;
   matmul(ds, k, nullptr, mq, grad_q);
 
   MatmulPlan mk;  // grad_k per head [Sk, D] = scale dS^T [Sk, Sq] @ Q [Sq, D]; grad_v likewise from P z and dO
   mk.batch = B * H, mk.m = Sk, mk.n = D, mk.k = Sq, mk.trans_a = true, mk.alpha = p.scale;
   mk.a_triangle = p.causal ? Triangle::Upper : Triangle::Full;
   mk.lda = Sk, mk.a_batch_stride = Sq * Sk;
-  mk.heads = H, mk.ldb = H * D, mk.b_batch_stride = Sq * H * D, mk.b_head_stride = D;
+  mk.heads = H, mk.ldb = qs, mk.b_batch_stride = Sq * qs, mk.b_head_stride = D;
+  MatmulPlan mv = mk;  // dO [Sq, D] per head, dense
+  mv.alpha = 1.0f, mv.ldb = H * D, mv.b_batch_stride = Sq * H * D;
   if (H == Hkv) {
     // A head a group (GPT-2): nothing to add up, each head's gradients go
     // token-major into grad_k and grad_v.
-    mk.ldc = H * D, mk.c_batch_stride = Sk * H * D, mk.c_head_stride = D;
+    mk.ldc = kvs, mk.c_batch_stride = Sk * kvs, mk.c_head_stride = D;
+    mv.ldc = kvs, mv.c_batch_stride = Sk * kvs, mv.c_head_stride = D;
     matmul(ds, q, nullptr, mk, grad_k);
-    mk.alpha = 1.0f;
-    matmul(probs, grad_out, nullptr, mk, grad_v);
+    matmul(probs, grad_out, nullptr, mv, grad_v);
     return;
   }
   Tensor dkh = Tensor::empty({B * H, Sk, D}, DType::F32, dev), dvh = Tensor::empty({B * H, Sk, D}, DType::F32, dev);
   matmul(ds, q, nullptr, mk, dkh);
-  mk.alpha = 1.0f;
-  matmul(probs, grad_out, nullptr, mk, dvh);
+  matmul(probs, grad_out, nullptr, mv, dvh);
   const uint64_t vec4s = uint64_t(grad_k.numel()) / 4;
   launch(dev, op, kBwdSum.kernel(), f, {arg(dkh), arg(dvh), arg(grad_k), arg(grad_v)}, grid_1d(ceil_div(vec4s, 64), lim),
          {{"HEAD_DIM", double(D)}, {"HEAD_MAJOR", 1.0}});
 }
 
 }  // namespace
+
+bool attention_forward_strided(const AttentionPlan& plan, const Device& dev) {
+  return plan.seq_q > kDecodeMaxQueries && prefill_tiling(plan.head_dim, dev.runtime()).has_value();
+}
+
+bool attention_backward_strided(const AttentionPlan& plan, const Device& dev) {
+  return plan.heads == plan.kv_heads && grads_by_products(dev, plan).has_value();
+}
 
 std::string attention_backward_kernel(const AttentionPlan& plan, const Device& dev) {
   if (const std::optional<FlashScoresTiling> s = grads_by_products(dev, plan))

@@ -26,6 +26,14 @@ std::string attention_forward_kernel(int64_t seq_q, int64_t head_dim, const gpu:
 // (keys per workgroup x queries per tile) or "flash_bwd_dkv".
 std::string attention_backward_kernel(const AttentionPlan& plan, const Device& dev);
 
+// Whether the kernels that attention_forward / attention_backward run for
+// `plan` on `dev` read q, k and v (and write their gradients) at the token
+// strides plan.q_row / kv_row: the tiled prefill kernel forward, and the
+// scores' gradients in tiles with their products backward where each query
+// head is its own KV head. Other kernels take them dense.
+bool attention_forward_strided(const AttentionPlan& plan, const Device& dev);
+bool attention_backward_strided(const AttentionPlan& plan, const Device& dev);
+
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
                         const Tensor& grad_out, const Tensor& lse, const AttentionPlan& plan, Tensor& grad_q,
                         Tensor& grad_k, Tensor& grad_v);

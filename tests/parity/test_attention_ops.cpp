@@ -365,6 +365,90 @@ TEST(AttentionParity, BackwardGqaWithoutSplitHeads) {
   expect_backward_parity(make("gqa2 d32 dropout window", 1, 100, 150, 4, 2, 32, opts(true, 50, 30, 0.2f, 5)));
 }
 
+// q, k and v as column blocks of one joined projection qkv [B, T, (H + 2
+// Hkv) D]: the packed ops against the split tensors through the dense ops,
+// on both backends. Where WebGPU's kernels read them in place (the tiled
+// forward; the scores' gradients and products backward, a KV head a query
+// head) the results must be the same floats as the dense kernels' on the
+// same device; elsewhere (GQA's backward, k's columns at an offset the
+// device cannot bind, a decode-sized forward) the op splits qkv itself.
+TEST(AttentionParity, PackedQkv) {
+  struct Packed {
+    std::string name;
+    int64_t batch, seq, heads, kv_heads, dim;
+    AttentionOptions o;
+    bool fwd_in_place, bwd_in_place;
+  };
+  const std::vector<Packed> packed = {
+      {"mha causal dropout", 2, 80, 4, 4, 16, opts(true, 0, 0, 0.2f, 9), true, true},
+      {"mha non-causal d32", 1, 70, 2, 2, 32, opts(false), true, true},
+      {"gqa2 causal", 1, 70, 4, 2, 32, opts(true), true, false},
+      {"k at an unbindable offset", 1, 40, 2, 2, 12, opts(true), false, false},
+      {"decode-sized", 2, 5, 2, 2, 32, opts(true), false, true},
+  };
+  const Device gpu = gpu_device();
+  for (const Packed& c : packed) {
+    SCOPED_TRACE(c.name);
+    AttentionPlan plan;
+    plan.batch = c.batch, plan.seq_q = plan.seq_k = c.seq, plan.heads = c.heads, plan.kv_heads = c.kv_heads;
+    plan.head_dim = c.dim, plan.causal = c.o.causal;
+    const bool aligned = c.heads * c.dim * 4 % gpu.runtime().limits().storage_offset_alignment == 0;
+    EXPECT_EQ(aligned && webgpu::attention_forward_strided(plan, gpu), c.fwd_in_place);
+    EXPECT_EQ(aligned && webgpu::attention_backward_strided(plan, gpu), c.bwd_in_place);
+    const int64_t hd = c.heads * c.dim, kvd = c.kv_heads * c.dim;
+    const Tensor qkv_cpu = random_tensor({c.batch, c.seq, hd + 2 * kvd}, 21);
+    const Tensor g_cpu = random_tensor({c.batch, c.seq, c.heads, c.dim}, 22);
+    Tensor want_cpu;
+    for (const Device& dev : {Device::cpu(), gpu}) {
+      const Tensor qkv = qkv_cpu.to(dev), g = g_cpu.to(dev);
+      const std::vector<Tensor> parts = split_columns(qkv, {hd, kvd, kvd});
+      const Tensor q = parts[0].reshape({c.batch, c.seq, c.heads, c.dim});
+      const Tensor k = parts[1].reshape({c.batch, c.seq, c.kv_heads, c.dim});
+      const Tensor v = parts[2].reshape({c.batch, c.seq, c.kv_heads, c.dim});
+      const AttentionForward want = flash_attention_v2_lse(q, k, v, c.o);
+      const AttentionGrads wg = flash_attention_v2_backward(q, k, v, want.out, g, c.o, nullptr, &want.lse);
+      const Tensor want_grad = concat_columns({wg.grad_q.reshape({c.batch, c.seq, hd}),
+                                               wg.grad_k.reshape({c.batch, c.seq, kvd}),
+                                               wg.grad_v.reshape({c.batch, c.seq, kvd})});
+      const AttentionForward got = flash_attention_v2_packed_lse(qkv, c.heads, c.kv_heads, c.o);
+      EXPECT_EQ(got.out.shape(), want.out.shape());
+      EXPECT_TRUE(all_close(got.out, want.out, 0, 0)) << dev.name() << " out";
+      EXPECT_TRUE(all_close(got.lse, want.lse, 0, 0)) << dev.name() << " lse";
+      const Tensor grad = flash_attention_v2_packed_backward(qkv, c.heads, c.kv_heads, got.out, g, c.o, nullptr,
+                                                             &got.lse);
+      EXPECT_EQ(grad.shape(), qkv.shape());
+      EXPECT_TRUE(all_close(grad, want_grad, 0, 0)) << dev.name() << " grad";
+      // Without the saved lse, recomputed by the packed forward.
+      EXPECT_TRUE(all_close(flash_attention_v2_packed_backward(qkv, c.heads, c.kv_heads, got.out, g, c.o), want_grad,
+                            0, 0)) << dev.name() << " grad, lse recomputed";
+      if (dev.is_cpu()) want_cpu = want_grad;
+      else EXPECT_TRUE(all_close(grad, want_cpu, 5e-4, 5e-3)) << "WebGPU against the CPU";
+    }
+  }
+}
+
+// The packed ops' operands: a width that is not (H + 2 Hkv) head_dims, H
+// not a multiple of Hkv, qkv not [B, T, W], out or lse of the wrong shape.
+TEST(AttentionValidation, PackedQkvShapes) {
+  const Tensor qkv = random_tensor({1, 4, 48}, 1);  // 2 heads of 8 and 1 KV head: (2 + 2) * 12 = 48 too
+  EXPECT_THROW(flash_attention_v2_packed_lse(qkv, 3, 2), ShapeError);  // 3 not a multiple of 2
+  EXPECT_THROW(flash_attention_v2_packed_lse(qkv, 5, 1), ShapeError);  // 48 % 7 != 0
+  EXPECT_THROW(flash_attention_v2_packed_lse(qkv, 0, 1), ShapeError);
+  EXPECT_THROW(flash_attention_v2_packed_lse(qkv.reshape({1, 4, 2, 24}), 2, 1), ShapeError);
+  EXPECT_THROW(flash_attention_v2_packed_lse(Tensor::zeros({1, 4, 48}, DType::I32), 2, 1), DTypeError);
+  const AttentionForward f = flash_attention_v2_packed_lse(qkv, 2, 1);
+  EXPECT_EQ(f.out.shape(), (Shape{1, 4, 2, 12}));
+  const Tensor g = random_tensor({1, 4, 2, 12}, 2);
+  EXPECT_THROW(flash_attention_v2_packed_backward(qkv, 2, 1, f.out.reshape({1, 4, 24}), g), ShapeError);
+  const Tensor bad_lse = Tensor::zeros({1, 4, 2});
+  EXPECT_THROW(flash_attention_v2_packed_backward(qkv, 2, 1, f.out, g, {}, nullptr, &bad_lse), ShapeError);
+  try {
+    flash_attention_v2_packed_lse(qkv, 5, 1);
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("num_heads 5"), std::string::npos) << e.what();
+  }
+}
+
 // A long sequence on one small head: 1000 queries, causal, forward and
 // backward (kept small: SwiftShader is slow).
 TEST(AttentionParity, Sequence1000) {

@@ -73,4 +73,22 @@ AttentionGrads flash_attention_v2_backward(const Tensor& q, const Tensor& k, con
                                            const Tensor& grad_out, const AttentionOptions& options = {},
                                            const Tensor* mask = nullptr, const Tensor* lse = nullptr);
 
+// Self-attention over the columns of one joined projection:
+//   qkv [batch, seq, (num_heads + 2 num_kv_heads) * head_dim], each token's
+//       row q's heads, then k's, then v's (a fused q/k/v linear's output)
+// -> as flash_attention_v2_lse(q, k, v) on those column blocks, out [batch,
+// seq, num_heads, head_dim]. Where the device's kernels read q, k and v in
+// place (WebGPU's prefill and training kernels, with k's and v's columns at
+// byte offsets the device can bind), no copies are made; elsewhere qkv is
+// split first. The results are the same either way.
+AttentionForward flash_attention_v2_packed_lse(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,
+                                               const AttentionOptions& options = {}, const Tensor* mask = nullptr);
+// Its backward: the gradient of qkv [batch, seq, (num_heads + 2
+// num_kv_heads) * head_dim], q's, k's and v's gradients in qkv's column
+// blocks. out, grad_out and lse as for flash_attention_v2_backward.
+Tensor flash_attention_v2_packed_backward(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,
+                                          const Tensor& out, const Tensor& grad_out,
+                                          const AttentionOptions& options = {}, const Tensor* mask = nullptr,
+                                          const Tensor* lse = nullptr);
+
 }  // namespace forge

@@ -78,9 +78,9 @@ Tensor block_backward(const Gpt2Config& c, const Gpt2Block& b, const Gpt2BlockAc
   Tensor dproj = maybe_dropout(dx1.reshape({N, C}), p.resid, s.seed_resid1);                 // [N, C]
   Tensor dy = models::linear_backward(b.attn_proj, s.y, dproj, g.attn_proj, lora_only);       // [N, C]
   const Shape hs{B, T, nh, hd};
-  const AttentionGrads ag = flash_attention_v2_backward(s.q, s.k, s.v, s.y.reshape(hs), dy.reshape(hs),
-                                                        gpt2::train_attention(p, s), nullptr, &s.lse);
-  Tensor dqkv = concat_columns({ag.grad_q.reshape({N, C}), ag.grad_k.reshape({N, C}), ag.grad_v.reshape({N, C})});
+  Tensor dqkv = flash_attention_v2_packed_backward(s.qkv, nh, nh, s.y.reshape(hs), dy.reshape(hs),
+                                                   gpt2::train_attention(p, s), nullptr, &s.lse)
+                    .reshape({N, 3 * C});  // q's, k's and v's gradients side by side
   Tensor dln1 = models::linear_backward(b.c_attn, s.ln1, dqkv, g.c_attn, lora_only);  // [N, C]
   LayerNormGrads l1 = layernorm_bwd(s.x_in, b.ln_1_w, dln1.reshape({B, T, C}), eps, &dx1);
   ln_acc(g.ln_1_w, l1.dgamma);

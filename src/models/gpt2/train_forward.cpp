@@ -52,7 +52,7 @@ Gpt2Activations gpt2_forward_train(const Gpt2& model, const Tensor& ids_in, cons
   a.B = a.ids.dim(0);
   a.T = a.ids.dim(1);
   a.dropout = dropout;
-  const int64_t B = a.B, T = a.T, C = c.n_embd, nh = c.n_head, hd = C / nh, N = B * T;
+  const int64_t B = a.B, T = a.T, C = c.n_embd, nh = c.n_head, N = B * T;
   if (T < 1 || T > c.n_positions)
     throw ValueError("[gpt2_train] sequence length " + std::to_string(T) + " must lie in 1.." +
                      std::to_string(c.n_positions) + " (n_positions)");
@@ -69,11 +69,10 @@ Gpt2Activations gpt2_forward_train(const Gpt2& model, const Tensor& ids_in, cons
     s.seed_resid2 = derive_key(seed, kResid2, uint64_t(l));
     s.x_in = x;
     s.ln1 = layernorm(x, b.ln_1_w, b.ln_1_b, eps).reshape({N, C});
-    const std::vector<Tensor> qkv = split_columns(b.c_attn(s.ln1), {C, C, C});  // [N, C] each
-    s.q = qkv[0].reshape({B, T, nh, hd});
-    s.k = qkv[1].reshape({B, T, nh, hd});
-    s.v = qkv[2].reshape({B, T, nh, hd});
-    const AttentionForward f = flash_attention_v2_lse(s.q, s.k, s.v, gpt2::train_attention(dropout, s));
+    // Attention reads q, k and v inside the joined product (no split copies
+    // where the kernels take them in place).
+    s.qkv = b.c_attn(s.ln1).reshape({B, T, 3 * C});
+    const AttentionForward f = flash_attention_v2_packed_lse(s.qkv, nh, nh, gpt2::train_attention(dropout, s));
     s.lse = f.lse;
     s.y = f.out.reshape({N, C});
     // The residual adds stay ops of their own: in the tiles' store

@@ -75,8 +75,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     tx = (warp % wx) * 8u + lane % 8u;
     ty = (warp / wx) * 4u + lane / 8u;
   }
-  let q_stride = p.heads * d4;
-  let kv_stride = p.kv_heads * d4;
+  let q_stride = p.q_row / 4u;
+  let o_stride = p.heads * d4;  // dO dense
+  let kv_stride = p.kv_row / 4u;
 
   // s_r[c], dp_r[c]: query ty + tn r against key tx + tn c. Written out per
   // r, as vec4 products with a matrix of four keys' columns, so that no
@@ -102,9 +103,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       var vx = vec4f(0.0);
       if (c0 + col < d4) {
         if (i0 + row < p.seq_q) {
-          let at = (b * p.seq_q + i0 + row) * q_stride + h * d4 + c0 + col;
-          qx = q[at];
-          ox = dout[at];
+          let t = b * p.seq_q + i0 + row;
+          qx = q[t * q_stride + h * d4 + c0 + col];
+          ox = dout[t * o_stride + h * d4 + c0 + col];
         }
         if (j0 + row < p.seq_k) {
           let at = (b * p.seq_k + j0 + row) * kv_stride + g * d4 + c0 + col;

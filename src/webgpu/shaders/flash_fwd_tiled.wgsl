@@ -52,7 +52,7 @@ fn kv_element(is_v: bool, kv_base: u32, t0: u32, n: u32, e: u32) -> vec4f {
   if (row >= n) {
     return vec4f(0.0);
   }
-  let at = kv_base + (t0 + row) * p.kv_heads * d4 + e % d4;
+  let at = kv_base + (t0 + row) * (p.kv_row / 4u) + e % d4;
   if (is_v) {
     return v[at];
   }
@@ -94,7 +94,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let i = i0 + e / d4;
     var x = vec4f(0.0);
     if (i < p.seq_q) {
-      x = q[((b * p.seq_q + i) * p.heads + h) * d4 + e % d4] * p.scale;
+      x = q[(b * p.seq_q + i) * (p.q_row / 4u) + h * d4 + e % d4] * p.scale;
     }
     sm[e] = x;
   }
@@ -119,7 +119,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // tiles outside are invisible to the whole block and skipped.
   let wg_lo = key_lo(i0);
   let wg_hi = key_hi(min(i0 + BQ, p.seq_q) - 1u);
-  let kv_base = b * p.seq_k * p.kv_heads * d4 + g * d4;
+  let kv_base = b * p.seq_k * (p.kv_row / 4u) + g * d4;
   let v_shares_k = V_OFF == k_off;
   let q_row = ty * 4u * d4;
   // Whether this invocation owns output vec4 columns tx and tx + 16.

@@ -1,7 +1,9 @@
 // Shared snippet (no entry point): the parameter block of every flash
 // attention kernel (mirrored by FlashParams in webgpu/attention.cpp) and the
 // constants they share. Layouts: q, out, grad_out [B, Sq, H, D]; k, v
-// [B, Sk, Hkv, D]; lse [B, H, Sq].
+// [B, Sk, Hkv, D]; lse [B, H, Sq]. flash_fwd_tiled and flash_bwd_scores read
+// q, k and v at the token strides q_row / kv_row (columns of a joined
+// projection); the other kernels are given them dense.
 struct Params {
   batch: u32,
   seq_q: u32,
@@ -27,6 +29,10 @@ struct Params {
   splits: u32,      // decode: key splits per query row
   split_len: u32,   // decode: keys per split
   neg_inf: f32,     // -inf, passed in (WGSL has no infinite literal)
+  q_row: u32,       // elements between tokens of q / grad_q (heads * D when dense)
+  kv_row: u32,      // of k, v and their gradients (kv_heads * D when dense)
+  pad0: u32,
+  pad1: u32,
 }
 
 // head_dim (= Params.head_dim) as a pipeline constant, so that the loops
