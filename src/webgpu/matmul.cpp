@@ -198,8 +198,12 @@ bool parts_fit(const MatmulPlan& p, int64_t splits, uint64_t binding_limit) {
 // 8192 rows, 768x8192x3072 and 3072x8192x768 tn (144 tiles), took 1.018 ms
 // against 1.403 in 64x64 tiles over 4 slices and 1.213 in 128x128 over 2;
 // 768x8192x2304 tn (108) 0.806 against 0.889 whole. Two over k of 2048 or
-// more where they fill one to two waves of two a core: 8192x3072x768 nn
-// (384 tiles) 0.99 ms against 1.22-1.26 whole (nt: 0.98 against 0.97-1.00).
+// more where they fill one to two waves of two a core, with B stored
+// [n, k]: 8192x3072x768 nn (384 tiles) 0.99 ms against 1.22-1.26 whole (nt:
+// 0.98 against 0.97-1.00) before the last wave ran in pieces
+// (tile_pieces); with them, on an H100, nn 0.89 whole against 0.96 in two,
+// 8192x2304x768 nn 0.68 against 0.75, so B stored [k, n] takes the pieces
+// (nt, which takes no pieces there: 0.94 and 0.71-0.72 either way).
 // Over a vocabulary-deep k (the LM head's input gradient, [rows, V] x
 // [V, C]), as many slices as fill one wave of two tiles a core, whatever k's
 // factors (slice_depth leaves a short last slice): 1280x50257x768 nn 4.03 ms
@@ -233,7 +237,7 @@ int64_t wave_splits(const MatmulPlan& p, uint64_t binding_limit) {
   if (half_wave && fits(2) && p.k / 2 >= 256 && p.k % 16 == 0) return 2;
   const bool deep = p.k >= 4096 && p.k % 512 == 0;
   if (deep && groups * 4 >= cores * 3 && groups < 2 * cores && fits(4)) return 4;
-  if (p.k >= 2048 && p.k % 256 == 0 && groups >= 2 * cores && groups < 4 * cores && fits(2)) return 2;
+  if (p.trans_b && p.k >= 2048 && p.k % 256 == 0 && groups >= 2 * cores && groups < 4 * cores && fits(2)) return 2;
   return 1;
 }
 

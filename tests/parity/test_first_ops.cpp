@@ -200,9 +200,10 @@ TEST(Parity, MatmulSplitK) {
   }
   {
     // Two over k = 2048 where the tiles fill one to two waves of two a
-    // core (a GPU of 1 core, 3 tiles).
+    // core (a GPU of 1 core, 3 tiles), with B stored [n, k].
     ScopedEnv cores("FORGE_MATMUL_CORES", "1");
-    check_matmul({{128, 2048}, {2048, 384}, false, false, true, -1}, seed += 3);
+    EXPECT_EQ(webgpu::matmul_tiling(plan(128, 2048, 384, false, true), gpu_device()), "128x128 in 2 slices");
+    check_matmul({{128, 2048}, {384, 2048}, false, true, true, -1}, seed += 3);
   }
   LoweredBindingLimit limit(192 * 512 * 4);
   check_matmul(square, seed += 3);
@@ -259,6 +260,10 @@ TEST(Parity, MatmulNarrowTiles) {
     EXPECT_EQ(webgpu::matmul_tiling(plan(1280, 50257, 768, false, false), gpu), "128x128 in 4 slices");
     EXPECT_EQ(webgpu::matmul_tiling(plan(4096, 50257, 768, false, false), gpu), "128x128 in 4 slices");
     EXPECT_EQ(webgpu::matmul_tiling(plan(8192, 50257, 768, false, false), gpu), "128x128 in 2 slices");
+    // 384 tiles over k = 3072: B stored [n, k] in two slices; B stored
+    // [k, n] whole, the last wave in pieces.
+    EXPECT_EQ(webgpu::matmul_tiling(plan(8192, 3072, 768, false, true), gpu), "128x128 in 2 slices");
+    EXPECT_EQ(webgpu::matmul_tiling(plan(8192, 3072, 768, false, false), gpu), "128x128, 120 tiles in 2 pieces");
   }
   ScopedEnv cores("FORGE_MATMUL_CORES", "2");
   uint32_t seed = 1300;
