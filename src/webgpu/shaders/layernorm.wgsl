@@ -16,7 +16,17 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // Rows past the last store nothing.
   let cols_out = select(0u, p.cols, at.live);
   let s = mean_rstd(base, lid);
-  for (var j = at.lane; j < cols_out; j += ROW_STRIDE) {
+  // Four columns an iteration, loaded before any is stored (row_norm.wgsl).
+  var j = at.lane;
+  for (; j + 3u * ROW_STRIDE < cols_out; j += 4u * ROW_STRIDE) {
+    let g = vec4f(gamma[j], gamma[j + ROW_STRIDE], gamma[j + 2u * ROW_STRIDE], gamma[j + 3u * ROW_STRIDE]);
+    let b = vec4f(beta[j], beta[j + ROW_STRIDE], beta[j + 2u * ROW_STRIDE], beta[j + 3u * ROW_STRIDE]);
+    let v = (x4(base, j) - s.x) * s.y * g + b;
+    for (var c = 0u; c < 4u; c++) {
+      y[base + j + c * ROW_STRIDE] = v[c];
+    }
+  }
+  for (; j < cols_out; j += ROW_STRIDE) {
     y[base + j] = (x[base + j] - s.x) * s.y * gamma[j] + beta[j];
   }
 }

@@ -24,15 +24,40 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let mean = s.x;
   let rstd = s.y;
 
+  // Four columns an iteration, loaded before any is used (row_norm.wgsl).
   var acc = vec2f(0.0);
-  for (var j = at.lane; j < p.cols; j += ROW_STRIDE) {
+  var j = at.lane;
+  for (; j + 3u * ROW_STRIDE < p.cols; j += 4u * ROW_STRIDE) {
+    let xhat = (x4(base, j) - mean) * rstd;
+    let g = dy4(base, j) * gamma4(j);
+    acc += vec2f(g.x, g.x * xhat.x);
+    acc += vec2f(g.y, g.y * xhat.y);
+    acc += vec2f(g.z, g.z * xhat.z);
+    acc += vec2f(g.w, g.w * xhat.w);
+  }
+  for (; j < p.cols; j += ROW_STRIDE) {
     let xhat = (x[base + j] - mean) * rstd;
     let g = dy[base + j] * gamma[j];
     acc += vec2f(g, g * xhat);
   }
   let m = row_sum2(acc, lid) / f32(p.cols);
 
-  for (var j = at.lane; j < cols_out; j += ROW_STRIDE) {
+  j = at.lane;
+  for (; j + 3u * ROW_STRIDE < cols_out; j += 4u * ROW_STRIDE) {
+    let xhat = (x4(base, j) - mean) * rstd;
+    let d = dy4(base, j);
+    var v = rstd * (d * gamma4(j) - m.x - xhat * m.y);
+    if (ADD) {
+      v += vec4f(dx_add[base + j], dx_add[base + j + ROW_STRIDE], dx_add[base + j + 2u * ROW_STRIDE],
+                 dx_add[base + j + 3u * ROW_STRIDE]);
+    }
+    let dxh = d * xhat;
+    for (var c = 0u; c < 4u; c++) {
+      dx[base + j + c * ROW_STRIDE] = v[c];
+      dy_xhat[base + j + c * ROW_STRIDE] = dxh[c];
+    }
+  }
+  for (; j < cols_out; j += ROW_STRIDE) {
     let xhat = (x[base + j] - mean) * rstd;
     let d = dy[base + j];
     let v = rstd * (d * gamma[j] - m.x - xhat * m.y);
@@ -43,4 +68,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     dy_xhat[base + j] = d * xhat;
   }
+}
+
+fn dy4(base: u32, j: u32) -> vec4f {
+  return vec4f(dy[base + j], dy[base + j + ROW_STRIDE], dy[base + j + 2u * ROW_STRIDE], dy[base + j + 3u * ROW_STRIDE]);
+}
+
+fn gamma4(j: u32) -> vec4f {
+  return vec4f(gamma[j], gamma[j + ROW_STRIDE], gamma[j + 2u * ROW_STRIDE], gamma[j + 3u * ROW_STRIDE]);
 }

@@ -24,17 +24,43 @@ fn row_at(wg: vec3u, nwg: vec3u, lid: u32) -> RowAt {
   return RowAt(row < p.rows, min(row, p.rows - 1u) * p.cols, row_lane(lid));
 }
 
+// The loops over an invocation's columns (j, j + ROW_STRIDE, ...) take four
+// an iteration, all four loaded before any is used, then the rest one at a
+// time: one load in flight an invocation left a subgroup to a row waiting on
+// memory. The sums add in the one-at-a-time order.
+
+// x at columns j, j + ROW_STRIDE, j + 2 ROW_STRIDE, j + 3 ROW_STRIDE of the row at base.
+fn x4(base: u32, j: u32) -> vec4f {
+  return vec4f(x[base + j], x[base + j + ROW_STRIDE], x[base + j + 2u * ROW_STRIDE], x[base + j + 3u * ROW_STRIDE]);
+}
+
 // (mean, 1 / sqrt(variance + eps)) of x[base .. base + cols): biased
 // variance, in two passes over the row.
 fn mean_rstd(base: u32, lid: u32) -> vec2f {
   let n = f32(p.cols);
   var sum = 0.0;
-  for (var j = row_lane(lid); j < p.cols; j += ROW_STRIDE) {
+  var j = row_lane(lid);
+  for (; j + 3u * ROW_STRIDE < p.cols; j += 4u * ROW_STRIDE) {
+    let v = x4(base, j);
+    sum += v.x;
+    sum += v.y;
+    sum += v.z;
+    sum += v.w;
+  }
+  for (; j < p.cols; j += ROW_STRIDE) {
     sum += x[base + j];
   }
   let mean = row_sum(sum, lid) / n;
   var sq = 0.0;
-  for (var j = row_lane(lid); j < p.cols; j += ROW_STRIDE) {
+  j = row_lane(lid);
+  for (; j + 3u * ROW_STRIDE < p.cols; j += 4u * ROW_STRIDE) {
+    let d = x4(base, j) - mean;
+    sq += d.x * d.x;
+    sq += d.y * d.y;
+    sq += d.z * d.z;
+    sq += d.w * d.w;
+  }
+  for (; j < p.cols; j += ROW_STRIDE) {
     let d = x[base + j] - mean;
     sq += d * d;
   }
@@ -44,7 +70,15 @@ fn mean_rstd(base: u32, lid: u32) -> vec2f {
 // 1 / sqrt(mean(x^2) + eps) over x[base .. base + cols).
 fn rms_rstd(base: u32, lid: u32) -> f32 {
   var sq = 0.0;
-  for (var j = row_lane(lid); j < p.cols; j += ROW_STRIDE) {
+  var j = row_lane(lid);
+  for (; j + 3u * ROW_STRIDE < p.cols; j += 4u * ROW_STRIDE) {
+    let v = x4(base, j);
+    sq += v.x * v.x;
+    sq += v.y * v.y;
+    sq += v.z * v.z;
+    sq += v.w * v.w;
+  }
+  for (; j < p.cols; j += ROW_STRIDE) {
     let v = x[base + j];
     sq += v * v;
   }
