@@ -261,7 +261,8 @@ const bool registered = register_bench(
            ->capture_default_str();
        check_at_least(sub.add_option("--head-rows", head_rows,
                                      "Positions per LM-head block, rounded up to a multiple of 64 (default: as many "
-                                     "as 256 MiB of logits hold): fewer take less memory"),
+                                     "as 2 GiB of logits hold on a GPU, 256 MiB on the CPU): fewer take less "
+                                     "memory"),
                       1);
        add_device_option(sub, device, true);
        add_profile_flag(sub);
