@@ -11,7 +11,6 @@
 // ones (unaligned shapes) take a widened copy.
 #include <algorithm>
 #include <cstdlib>
-#include <functional>
 
 #include "forge_shaders.h"
 #include "webgpu/kernels.h"
@@ -216,13 +215,13 @@ bool parts_fit(const MatmulPlan& p, int64_t splits, uint64_t binding_limit) {
 // last wave in pieces took 21.3 ms.
 constexpr int64_t kMaxSplits = 16;
 constexpr int64_t kVocabDeepK = 16384;
-int64_t vocab_deep_splits(int64_t groups, int64_t k, const std::function<bool(int64_t)>& fits) {
+int64_t vocab_deep_splits(const MatmulPlan& p, int64_t groups, uint64_t binding_limit) {
   const int64_t slots = kTileSlots * device_cores();
   int64_t best = 1;
-  double best_cost = double(ceil_div(groups, slots)) * (k % 8 != 0 ? 1.35 : 1.0);
+  double best_cost = double(ceil_div(groups, slots)) * (p.k % 8 != 0 ? 1.35 : 1.0);
   for (int64_t s : {2, 4}) {
     const double cost = double(ceil_div(groups * s, slots)) / double(s);
-    if (cost < best_cost && fits(s)) best = s, best_cost = cost;
+    if (cost < best_cost && parts_fit(p, s, binding_limit)) best = s, best_cost = cost;
   }
   return best;
 }
@@ -232,7 +231,7 @@ int64_t wave_splits(const MatmulPlan& p, uint64_t binding_limit) {
   if (p.batch != 1) return 1;
   const int64_t fill = std::min(kMaxSplits, 2 * cores / groups);
   if (p.k >= kVocabDeepK && fill >= 2 && groups * fill * 8 >= 2 * cores * 7 && fits(fill)) return fill;
-  if (p.k >= kVocabDeepK && groups >= cores) return vocab_deep_splits(groups, p.k, fits);
+  if (p.k >= kVocabDeepK && groups >= cores) return vocab_deep_splits(p, groups, binding_limit);
   const bool half_wave = groups * 2 <= cores && groups * 2 * 16 >= cores * 15;
   if (half_wave && fits(2) && p.k / 2 >= 256 && p.k % 16 == 0) return 2;
   const bool deep = p.k >= 4096 && p.k % 512 == 0;
