@@ -125,14 +125,16 @@ Packed packed_operands(const char* op, const Tensor& qkv, int64_t heads, int64_t
   if (mask) check::same_device(op, {&qkv, mask});
   check::dtype(op, "qkv", qkv, DType::F32);
   check::rank(op, "qkv", qkv, 3, 3);
-  const int64_t parts = heads + 2 * kv_heads;
-  if (heads < 1 || kv_heads < 1 || heads % kv_heads != 0 || qkv.dim(2) % parts != 0 || qkv.dim(2) == 0)
+  const int64_t width = qkv.dim(2);
+  // Counts past the width are refused before their sum is formed.
+  const bool counts = heads >= 1 && kv_heads >= 1 && heads <= width && kv_heads <= width;
+  if (!counts || heads % kv_heads != 0 || width % (heads + 2 * kv_heads) != 0)
     throw ShapeError(std::string("[") + op + "] qkv " + qkv.describe() +
                      " must be [batch, seq, (num_heads + 2 num_kv_heads) * head_dim] with num_heads a multiple of "
                      "num_kv_heads; got num_heads " + std::to_string(heads) + ", num_kv_heads " +
                      std::to_string(kv_heads));
   Packed k;
-  k.heads = heads, k.kv_heads = kv_heads, k.head_dim = qkv.dim(2) / parts;
+  k.heads = heads, k.kv_heads = kv_heads, k.head_dim = width / (heads + 2 * kv_heads);
   k.q = {qkv.dim(0), qkv.dim(1), heads, k.head_dim};
   k.kv = {qkv.dim(0), qkv.dim(1), kv_heads, k.head_dim};
   return k;

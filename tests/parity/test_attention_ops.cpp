@@ -434,6 +434,9 @@ TEST(AttentionValidation, PackedQkvShapes) {
   EXPECT_THROW(flash_attention_v2_packed_lse(qkv, 3, 2), ShapeError);  // 3 not a multiple of 2
   EXPECT_THROW(flash_attention_v2_packed_lse(qkv, 5, 1), ShapeError);  // 48 % 7 != 0
   EXPECT_THROW(flash_attention_v2_packed_lse(qkv, 0, 1), ShapeError);
+  EXPECT_THROW(flash_attention_v2_packed_lse(qkv, 2, -1), ShapeError);
+  EXPECT_THROW(flash_attention_v2_packed_lse(qkv, int64_t(1) << 62, int64_t(1) << 62), ShapeError);  // no overflow
+  EXPECT_THROW(flash_attention_v2_packed_lse(Tensor::zeros({1, 4, 0}), 1, 1), ShapeError);
   EXPECT_THROW(flash_attention_v2_packed_lse(qkv.reshape({1, 4, 2, 24}), 2, 1), ShapeError);
   EXPECT_THROW(flash_attention_v2_packed_lse(Tensor::zeros({1, 4, 48}, DType::I32), 2, 1), DTypeError);
   const AttentionForward f = flash_attention_v2_packed_lse(qkv, 2, 1);
