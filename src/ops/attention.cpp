@@ -118,6 +118,8 @@ struct Packed {
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
   Shape q, kv;  // [B, T, H, D], [B, T, Hkv, D]
   int64_t width() const { return (heads + 2 * kv_heads) * head_dim; }
+  int64_t k_col() const { return heads * head_dim; }                // k's first column
+  int64_t v_col() const { return (heads + kv_heads) * head_dim; }    // v's
   std::vector<int64_t> widths() const { return {heads * head_dim, kv_heads * head_dim, kv_heads * head_dim}; }
 };
 
@@ -158,16 +160,17 @@ bool reads_packed(const Tensor& qkv, const Packed& k, const AttentionPlan& p, bo
   const Device& dev = qkv.device();
   if (!dev.is_webgpu() || empty(p)) return false;
   const uint64_t align = dev.runtime().limits().storage_offset_alignment;
-  for (int64_t col : {int64_t(0), k.heads * k.head_dim, (k.heads + k.kv_heads) * k.head_dim})
+  for (int64_t col : {int64_t(0), k.k_col(), k.v_col()})
     if ((qkv.byte_offset() + uint64_t(col) * 4) % align != 0) return false;
   return backward ? webgpu::attention_backward_strided(p, dev) : webgpu::attention_forward_strided(p, dev);
 }
 
-// x [B, T, W] from column `col` of its first token on, as one flat view that
-// the kernels index at the token stride W.
-Tensor columns_from(const Tensor& x, int64_t col) {
+// x [B, T, W] (qkv, or its gradient) as q's, k's and v's column blocks:
+// flat views from each block's first column on, which the kernels index at
+// the token stride W.
+std::vector<Tensor> packed_views(const Tensor& x, const Packed& k) {
   const Tensor flat = x.reshape({x.numel()});
-  return flat.slice_rows(col, flat.numel());
+  return {flat, flat.slice_rows(k.k_col(), flat.numel()), flat.slice_rows(k.v_col(), flat.numel())};
 }
 
 }  // namespace
@@ -248,8 +251,8 @@ AttentionForward flash_attention_v2_packed_lse(const Tensor& qkv, int64_t num_he
   AttentionForward r;
   r.out = Tensor::empty(k.q, DType::F32, qkv.device());
   r.lse = Tensor::empty({p.batch, p.heads, p.seq_q}, DType::F32, qkv.device());
-  webgpu::attention_forward(columns_from(qkv, 0), columns_from(qkv, k.heads * k.head_dim),
-                            columns_from(qkv, (k.heads + k.kv_heads) * k.head_dim), mask, p, r.out, r.lse);
+  const std::vector<Tensor> in = packed_views(qkv, k);
+  webgpu::attention_forward(in[0], in[1], in[2], mask, p, r.out, r.lse);
   return r;
 }
 
@@ -275,11 +278,9 @@ Tensor flash_attention_v2_packed_backward(const Tensor& qkv, int64_t num_heads, 
   p.q_row = p.kv_row = k.width();
   // Every column of every token is written: q's gradient, then k's and v's.
   Tensor grad = Tensor::empty(qkv.shape(), DType::F32, qkv.device());
-  Tensor gq = columns_from(grad, 0), gk = columns_from(grad, k.heads * k.head_dim),
-         gv = columns_from(grad, (k.heads + k.kv_heads) * k.head_dim);
-  webgpu::attention_backward(columns_from(qkv, 0), columns_from(qkv, k.heads * k.head_dim),
-                             columns_from(qkv, (k.heads + k.kv_heads) * k.head_dim), mask, out, grad_out, *lse, p, gq,
-                             gk, gv);
+  const std::vector<Tensor> in = packed_views(qkv, k);
+  std::vector<Tensor> g = packed_views(grad, k);
+  webgpu::attention_backward(in[0], in[1], in[2], mask, out, grad_out, *lse, p, g[0], g[1], g[2]);
   return grad;
 }
 
