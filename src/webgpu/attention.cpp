@@ -59,7 +59,7 @@ struct FlashParams {
   float scale, drop_scale;
   uint32_t tile, splits, split_len;
   float neg_inf;
-  uint32_t q_row, kv_row, pad0, pad1;
+  uint32_t q_row, kv_row, p_row, pad1;
 };
 static_assert(sizeof(FlashParams) == 112);
 
@@ -180,10 +180,14 @@ void backward_dkv_tiled(const Device& dev, const char* op, const FlashParams& f,
 // the triangle only), and tiles that fit the workgroup storage.
 constexpr uint64_t kScoresMaxBytes = uint64_t(512) << 20;
 
+// Elements between rows of P z and dS: Sk made a whole number of vec4s
+// (the scores kernel stores vec4s; the products read k < Sk).
+int64_t scores_row(const AttentionPlan& p) { return (p.seq_k + 3) / 4 * 4; }
+
 std::optional<FlashScoresTiling> grads_by_products(const Device& dev, const AttentionPlan& p) {
   if (p.window != 0 || (p.causal && (p.kv_offset != 0 || p.seq_q != p.seq_k))) return std::nullopt;
   const uint64_t bh = uint64_t(p.batch * p.heads), d = uint64_t(p.head_dim);
-  const uint64_t scores = bh * uint64_t(p.seq_q) * uint64_t(p.seq_k) * 4;
+  const uint64_t scores = bh * uint64_t(p.seq_q) * uint64_t(scores_row(p)) * 4;
   if (scores > kScoresMaxBytes || !fits(dev, scores) || !fits(dev, bh * uint64_t(p.seq_k) * d * 4) ||
       !fits(dev, bh * uint64_t(p.seq_q) * d * 4))
     return std::nullopt;
@@ -191,17 +195,10 @@ std::optional<FlashScoresTiling> grads_by_products(const Device& dev, const Atte
   return flash_scores_tiling(p.head_dim, rt.workgroup_storage(), workgroup_invocations(rt));
 }
 
-// Whether flash_bwd_scores lays each 32 invocations out as 4 x 8 of its grid
-// (WARP_4X8): FORGE_FLASH_SCORES_WARP=4x8 (measurement), where the grid's
-// side t / 4 is a multiple of 8.
-bool scores_warp_4x8(uint32_t t) {
-  const char* e = std::getenv("FORGE_FLASH_SCORES_WARP");
-  return e && std::string(e) == "4x8" && t % 32 == 0;
-}
-
-// The backward from P z and dS [B * H, Sq, Sk] (flash_bwd_scores): per query
-// head, grad_q [Sq, D] = scale dS K, grad_k [Sk, D] = scale dS^T Q and grad_v
-// = (P z)^T dO, over dS's lower triangle when causal. The products read K, Q
+// The backward from P z and dS [B * H, Sq, Sk] (flash_bwd_scores; rows
+// padded to scores_row): per query head, grad_q [Sq, D] = scale dS K,
+// grad_k [Sk, D] = scale dS^T Q and grad_v = (P z)^T dO, over dS's lower
+// triangle when causal. The products read K, Q
 // and dO token-major, [B, S, heads, D], as batch items (b, head)
 // (MatmulPlan::heads; a GQA group's query heads read their KV head), and
 // write grad_q token-major; grad_k and grad_v come out head-major per query
@@ -212,13 +209,15 @@ void backward_by_products(const Device& dev, const char* op, const FlashParams& 
                           const Tensor& grad_out, const Tensor& stats, Tensor& grad_q, Tensor& grad_k,
                           Tensor& grad_v) {
   const int64_t B = p.batch, H = p.heads, Hkv = p.kv_heads, Sq = p.seq_q, Sk = p.seq_k, D = p.head_dim;
+  const int64_t row = scores_row(p);
   const gpu::Limits& lim = dev.runtime().limits();
-  Tensor probs = Tensor::empty({B * H, Sq, Sk}, DType::F32, dev), ds = Tensor::empty({B * H, Sq, Sk}, DType::F32, dev);
+  Tensor probs = Tensor::empty({B * H, Sq, row}, DType::F32, dev), ds = Tensor::empty({B * H, Sq, row}, DType::F32, dev);
   const uint64_t tiles = uint64_t(B * H) * ceil_div(uint64_t(Sq), t.t) * ceil_div(uint64_t(Sk), t.t);
-  launch(dev, op, kBwdScores.kernel(), f,
+  FlashParams fs = f;
+  fs.p_row = u32(row);
+  launch(dev, op, kBwdScores.kernel(), fs,
          {arg(q), arg(k), arg(v), arg(m), arg(grad_out), arg(stats), arg(probs), arg(ds)}, grid_1d(tiles, lim),
-         {{"HEAD_DIM", double(D)}, {"T", double(t.t)}, {"DC", double(t.dc)}, {"STRIDE", double(t.stride)},
-          {"SM_VEC4", double(t.vec4s)}, {"WARP_4X8", scores_warp_4x8(t.t) ? 1.0 : 0.0}});
+         {{"HEAD_DIM", double(D)}, {"T", double(t.t)}, {"DC4", double(t.dc4)}});
 
   // q, k, v and their gradients at their token strides (q_row, kv_row);
   // dO dense.
@@ -226,7 +225,7 @@ void backward_by_products(const Device& dev, const char* op, const FlashParams& 
   MatmulPlan mq;  // grad_q per head [Sq, D] = scale dS [Sq, Sk] @ K [Sk, D]
   mq.batch = B * H, mq.m = Sq, mq.n = D, mq.k = Sk, mq.alpha = p.scale;
   mq.a_triangle = p.causal ? Triangle::Lower : Triangle::Full;
-  mq.lda = Sk, mq.a_batch_stride = Sq * Sk;
+  mq.lda = row, mq.a_batch_stride = Sq * row;
   mq.heads = H, mq.b_group = H / Hkv, mq.ldb = kvs, mq.b_batch_stride = Sk * kvs, mq.b_head_stride = D;
   mq.ldc = qs, mq.c_batch_stride = Sq * qs, mq.c_head_stride = D;
   matmul(ds, k, nullptr, mq, grad_q);
@@ -234,7 +233,7 @@ void backward_by_products(const Device& dev, const char* op, const FlashParams& 
   MatmulPlan mk;  // grad_k per head [Sk, D] = scale dS^T [Sk, Sq] @ Q [Sq, D]; grad_v likewise from P z and dO
   mk.batch = B * H, mk.m = Sk, mk.n = D, mk.k = Sq, mk.trans_a = true, mk.alpha = p.scale;
   mk.a_triangle = p.causal ? Triangle::Upper : Triangle::Full;
-  mk.lda = Sk, mk.a_batch_stride = Sq * Sk;
+  mk.lda = row, mk.a_batch_stride = Sq * row;
   mk.heads = H, mk.ldb = qs, mk.b_batch_stride = Sq * qs, mk.b_head_stride = D;
   MatmulPlan mv = mk;  // dO [Sq, D] per head, dense
   mv.alpha = 1.0f, mv.ldb = H * D, mv.b_batch_stride = Sq * H * D;

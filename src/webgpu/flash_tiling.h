@@ -44,21 +44,22 @@ struct FlashBwdTiling {
 // runs the one-key-per-invocation kernel).
 std::optional<FlashBwdTiling> flash_bwd_tiling(int64_t head_dim, uint64_t storage_bytes, uint32_t max_invocations);
 
-// The scores kernel's layout: chunks of Q, grad_out, K and V, each [t,
-// stride], over tiles of t queries by t keys.
+// The scores kernel's layout: chunks of Q, grad_out, K and V, each
+// [4 dc4, t] floats (depth-major), over tiles of t queries by t keys; an
+// invocation owns 4 queries by 4 keys and stages one vec4 of each operand
+// a chunk.
 struct FlashScoresTiling {
-  uint32_t t = 0;       // tile edge (t * t / 16 invocations)
-  uint32_t dc = 0;      // vec4 columns of the head staged at a time
-  uint32_t stride = 0;  // vec4s per staged row: dc made odd against bank conflicts
-  uint32_t vec4s = 0;   // the whole layout
+  uint32_t t = 0;      // tile edge
+  uint32_t dc4 = 0;    // vec4 columns of the head staged at a time: t / 16, or the head's if fewer
+  uint32_t vec4s = 0;  // the whole layout: 4 operands x 4 dc4 depths x t / 4
 
   uint32_t invocations() const { return t * t / 16; }
   uint64_t bytes() const { return uint64_t(vec4s) * 16; }
 };
 
-// The largest scores tiling that fits; none when head_dim is not a multiple
-// of 4 or above 128, or when nothing fits (the caller then takes the other
-// backward).
+// The largest scores tiling that fits; none when head_dim is not a
+// multiple of 4 or above 128, or when nothing fits (the caller then takes
+// the other backward).
 std::optional<FlashScoresTiling> flash_scores_tiling(int64_t head_dim, uint64_t storage_bytes,
                                                      uint32_t max_invocations);
 

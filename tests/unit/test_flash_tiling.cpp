@@ -112,24 +112,25 @@ TEST(FlashScoresTiling, ChoicesAtCommonLimits) {
   auto d64 = flash_scores_tiling(64, 49152, 256);
   ASSERT_TRUE(d64);
   EXPECT_EQ(d64->t, 64u);
-  EXPECT_EQ(d64->dc, 4u);
-  EXPECT_EQ(d64->stride, 5u);
-  EXPECT_EQ(d64->bytes(), 20480u);  // Q, dO, K, V chunks [64, 5] vec4s
+  EXPECT_EQ(d64->dc4, 4u) << "one vec4 of each operand an invocation";
+  EXPECT_EQ(d64->bytes(), 16384u);  // Q, dO, K, V chunks [16, 64] floats
   EXPECT_EQ(d64->invocations(), 256u);
-  auto small = flash_scores_tiling(64, 16384, 256);
+  auto small = flash_scores_tiling(64, 8192, 256);
   ASSERT_TRUE(small);
-  EXPECT_EQ(small->t, 32u) << "64 x 64 tiles need 20 KiB";
-  EXPECT_EQ(small->bytes(), 10240u);
+  EXPECT_EQ(small->t, 32u) << "64 x 64 tiles need 16 KiB";
+  EXPECT_EQ(small->dc4, 2u);
+  EXPECT_EQ(small->bytes(), 4096u);
+  EXPECT_EQ(small->invocations(), 64u);
   auto few = flash_scores_tiling(64, 49152, 128);
   ASSERT_TRUE(few);
   EXPECT_EQ(few->invocations(), 64u);
   auto head8 = flash_scores_tiling(8, 49152, 256);
   ASSERT_TRUE(head8);
-  EXPECT_EQ(head8->dc, 2u) << "a chunk is never wider than the head";
-  EXPECT_EQ(head8->stride, 3u);
+  EXPECT_EQ(head8->dc4, 2u) << "a chunk is never wider than the head";
+  EXPECT_EQ(head8->bytes(), 4u * 8 * 16 * 16);  // 8 depths of 16 vec4s an operand
   EXPECT_FALSE(flash_scores_tiling(6, 49152, 256)) << "not a multiple of 4";
   EXPECT_FALSE(flash_scores_tiling(132, 65536, 256));
-  EXPECT_FALSE(flash_scores_tiling(64, 8192, 256)) << "nothing fits 8 KiB";
+  EXPECT_FALSE(flash_scores_tiling(64, 2048, 256)) << "nothing fits 2 KiB";
 }
 
 }  // namespace

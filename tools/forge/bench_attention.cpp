@@ -1,9 +1,9 @@
 // forge bench attention: flash attention forward and backward at GPT-2 124M
 // (12 heads, head_dim 64) and SmolLM2-360M (15 query heads, 5 KV heads,
 // head_dim 64) shapes: a causal 1024-token prefill and a one-token decode
-// over a 1024-entry KV cache; and the attention of a fine-tuning step at
-// B4 x T512 (causal) for SmolLM2-135M (9 query heads, 3 KV heads) and
-// SmolLM2-360M. Reports ms and TFLOP/s counting 4 * D flops
+// over a 1024-entry KV cache; the attention of GPT-2's B8 x T1024 training
+// step; and that of a fine-tuning step at B4 x T512 (causal) for
+// SmolLM2-135M (9 query heads, 3 KV heads) and SmolLM2-360M. Reports ms and TFLOP/s counting 4 * D flops
 // per visible (query, key) pair forward and 10 * D backward (the two and five
 // matmul-equivalents; the backward's recomputation of P is not counted).
 // Names the forward and grad_k / grad_v kernels each shape ran (fwd_kernel,
@@ -49,9 +49,10 @@ Tensor random(const Shape& s, std::mt19937& rng, const Device& d) {
 
 void run(const std::string& device, int64_t seq, bool json) {
   const Model gpt2{"gpt2-124m", 12, 12, 64}, smol135{"smollm2-135m", 9, 3, 64}, smol360{"smollm2-360m", 15, 5, 64};
-  const Shape4 prefill{"prefill", 1, seq, seq, 0}, decode{"decode", 1, 1, seq + 1, seq}, train{"train", 4, 512, 512, 0};
+  const Shape4 prefill{"prefill", 1, seq, seq, 0}, decode{"decode", 1, 1, seq + 1, seq}, train{"train", 4, 512, 512, 0},
+               train_gpt2{"train", 8, 1024, 1024, 0};
   const Case cases[] = {{gpt2, prefill},   {gpt2, decode},    {smol360, prefill},
-                        {smol360, decode}, {smol135, train}, {smol360, train}};
+                        {smol360, decode}, {gpt2, train_gpt2}, {smol135, train}, {smol360, train}};
   nlohmann::json results = nlohmann::json::array();
   std::mt19937 rng(7);
   for (const Device& d : resolve_devices(device)) {

@@ -31,7 +31,7 @@ struct Params {
   neg_inf: f32,     // -inf, passed in (WGSL has no infinite literal)
   q_row: u32,       // elements between tokens of q / grad_q (heads * D when dense)
   kv_row: u32,      // of k, v and their gradients (kv_heads * D when dense)
-  pad0: u32,
+  p_row: u32,      // flash_bwd_scores: elements between rows of P and dS (Sk made a multiple of 4)
   pad1: u32,
 }
 
