@@ -166,10 +166,11 @@ void backward_dkv_tiled(const Device& dev, const char* op, const FlashParams& f,
 
 // The scores kernel's tiles where the backward takes its gradients as
 // products, none where it does not: flash_bwd_scores writes P z and dS
-// [B * H, Sq, Sk] tile by tile, and the tiled matmul takes grad_q = scale dS
-// K, grad_k = scale dS^T Q and grad_v = (P z)^T dO per query head. The
-// scores and their gradient are computed once, in tiles that fill the
-// device, and the three products run at the matmul's rate. On the H200, ms
+// [B * H, Sq, Sk] (rows padded to scores_row) tile by tile, and the tiled
+// matmul takes grad_q = scale dS K, grad_k = scale dS^T Q and grad_v =
+// (P z)^T dO per query head. The scores and their gradient are computed
+// once, in tiles that fill the device, and the three products run at the
+// matmul's rate. On the H200, ms
 // a layer at GPT-2's 1024-token prefill / SmolLM2-360M's / its B4 x T512
 // training: 0.693 / 0.790 / 0.807 through flash_bwd_dkv_tiled (which wrote
 // dS for grad_q's product), 0.454 / 0.475 / 0.440 so; SmolLM2-360M's
