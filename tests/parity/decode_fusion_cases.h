@@ -25,7 +25,10 @@ inline Tensor weight_as(const Tensor& w, DType dt) {
 // Rows m (1, 3: the 4-row kernels; 8, 17: the 8-row ones past k 256, or the
 // serial one; 40: composed) x k (serial up to 256, 32 lanes past it; 30 is
 // not a multiple of 4: composed); n a multiple of 4 past k 256 with at most
-// 4 rows: the [k, n] kernel's 4-column groups (36: a partial workgroup).
+// 4 rows: the [k, n] kernel's 4-column groups (36: a partial workgroup);
+// k 1040 takes the 32-lane kernels past their first round of loads in
+// flight (1,024 values of a column in matvec_vec4.wgsl, 512 rows in the
+// [k, n] kernel).
 // w [n, k] -> [k, n] (a Conv1D weight), on the host.
 inline Tensor transposed(const Tensor& w) {
   const int64_t n = w.dim(0), k = w.dim(1);
@@ -41,6 +44,6 @@ struct DecodeFusionCase {
 };
 inline const std::vector<DecodeFusionCase> kDecodeFusionCases = {
     {1, 64, 40}, {3, 260, 17}, {1, 516, 9}, {8, 516, 33}, {17, 64, 5},
-    {40, 132, 7}, {2, 30, 7},  {4, 8, 1},   {1, 516, 64}, {3, 300, 36}};
+    {40, 132, 7}, {2, 30, 7},  {4, 8, 1},   {1, 516, 64}, {3, 300, 36}, {2, 1040, 12}};
 
 }  // namespace forge::testing
