@@ -58,18 +58,25 @@ const ComposedKernel kPiecesFixup{"matmul_pieces_fixup",
 // the snippets they come from, as matvec_vec4.wgsl does: GPT-2's Conv1D
 // weights [k, n] take these kernels.
 const ReducingKernel kMatvec{"matvec",
-                             {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_store, shaders::matvec}};
+                             {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load, shaders::matvec_kn_store, shaders::matvec}};
 const ReducingKernel kMatvec8{"matvec",
-                              {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_store, shaders::matvec}};
+                              {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load, shaders::matvec_kn_store, shaders::matvec}};
 const ReducingKernel kMatvecKn{"matvec_kn",
-                               {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_store, shaders::matvec},
+                               {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load, shaders::matvec_kn_store, shaders::matvec},
                                "main_kn"};
 // main_kn storing a packed q/k/v row's k and v into their cache slots.
 const ReducingKernel kMatvecKnAppend{"matvec_kn_append",
-                                     {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_append, shaders::matvec},
+                                     {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load, shaders::matvec_kn_append, shaders::matvec},
                                      "main_kn"};
+// The same two reading B as vec4s (b_aligned plans).
+const ReducingKernel kMatvecKn4{"matvec_kn4",
+                                {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load4, shaders::matvec_kn_store, shaders::matvec},
+                                "main_kn"};
+const ReducingKernel kMatvecKnAppend4{"matvec_kn_append4",
+                                      {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load4, shaders::matvec_kn_append, shaders::matvec},
+                                      "main_kn"};
 const ReducingKernel kMatvecSerial{"matvec_serial",
-                                   {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_store, shaders::matvec},
+                                   {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load, shaders::matvec_kn_store, shaders::matvec},
                                    "main_serial"};
 
 // matvec_vec4.wgsl for one weight dtype (its weights snippet): f32, or bf16
@@ -747,11 +754,19 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   }
   if (kn) {
     // Up to 4 rows against B [k, n] (GPT-2's Conv1D weights): 4 adjacent
-    // columns an invocation, 8 a workgroup, k split 128 ways.
-    const int64_t cols = 8;  // main_kn's KN_CG x 4
-    launch(out.device(), "matmul", (kv_slots ? kMatvecKnAppend : kMatvecKn).kernel(rt), p,
+    // columns an invocation, 8 a workgroup with k split 128 ways, or 4 split
+    // 256 ways where 8 would leave the grid under a wave of the cores
+    // (FORGE_MATMUL_KN_COLS=4|8 forces one). B read as vec4s where its
+    // strides allow (FORGE_MATMUL_SCALAR: as scalars).
+    const bool under_wave = ceil_div(plan.n, 8) * plan.batch < device_cores();
+    const int64_t cols = env_int("FORGE_MATMUL_KN_COLS", under_wave ? 4 : 8) == 4 ? 4 : 8;
+    const bool b4 = b_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR");
+    const ReducingKernel& kernel = kv_slots ? (b4 ? kMatvecKnAppend4 : kMatvecKnAppend) : (b4 ? kMatvecKn4 : kMatvecKn);
+    const std::array<gpu::Constant, 6> kn_constants{
+        {fusion[0], fusion[1], fusion[2], fusion[3], fusion[4], {"KN_CG", double(cols / 4)}}};
+    launch(out.device(), "matmul", kernel.kernel(rt), p,
            kv_slots ? std::span<const gpu::Arg>(matvec_args) : vec4_args,
-           {uint32_t(ceil_div(plan.n, cols)), 1u, uint32_t(plan.batch)}, fusion);
+           {uint32_t(ceil_div(plan.n, cols)), 1u, uint32_t(plan.batch)}, kn_constants);
     return;
   }
   if (matvec) {

@@ -1,8 +1,10 @@
 // GPT-2's decode-step fusions: a LayerNorm (with or without its bias) as
 // the norm of a product's input rows (RowNorm::layer / bias), the gelu
 // epilogue (MatmulOptions::gelu) and the residual, against B [n, k] (f32 or
-// bf16, the vec4 kernels) and against a Conv1D B [k, n] (the scalar
-// kernels): on every device they equal the plain ops on the CPU (layernorm,
+// bf16, the vec4 kernels) and against a Conv1D B [k, n] (matvec.wgsl,
+// whose main_kn reads B as vec4s, or as scalars under FORGE_MATMUL_SCALAR,
+// 4 or 8 columns a workgroup):
+// on every device they equal the plain ops on the CPU (layernorm,
 // then the product, then gelu, then add). Odd sizes; rows and k as the
 // kernels split them (1 and 3: the 4-row kernels; 17: the serial one below
 // k 256, 8 past it; 40: composed; k 30, not a multiple of 4: composed).
@@ -15,12 +17,21 @@
 namespace forge::testing {
 namespace {
 
-// One layout of B: stored [n, k] (transpose_b, f32 or bf16) or [k, n] (f32).
+// One layout of B: stored [n, k] (transpose_b, f32 or bf16) or [k, n] (f32),
+// the latter read as vec4s or, under FORGE_MATMUL_SCALAR, as scalars, in
+// main_kn's workgroups of 4 columns (its choice for these small grids) or
+// 8 (forced).
 struct Layout {
   bool transpose_b;
   DType dtype;
+  bool scalar_loads = false;
+  const char* kn_cols = nullptr;
 };
-const std::vector<Layout> kLayouts = {{true, DType::F32}, {true, DType::BF16}, {false, DType::F32}};
+const std::vector<Layout> kLayouts = {{true, DType::F32},
+                                      {true, DType::BF16},
+                                      {false, DType::F32},
+                                      {false, DType::F32, false, "8"},
+                                      {false, DType::F32, true, "8"}};
 
 // The GPU's choice of kernels on every adapter, for the test's life.
 struct GpuKernels {
@@ -36,9 +47,12 @@ TEST(DecodeLayerNormParity, LayerNormGeluResidualAndBiasEqualThePlainOps) {
     GpuKernels gpu_kernels;
     uint32_t seed = 900;
     for (const Layout& lay : kLayouts) {
+      ScopedEnv loads("FORGE_MATMUL_SCALAR", lay.scalar_loads ? "1" : nullptr);
+      ScopedEnv cols("FORGE_MATMUL_KN_COLS", lay.kn_cols);
       for (const Device& dev : test_devices()) {
         for (const DecodeFusionCase& c : kDecodeFusionCases) {
-          SCOPED_TRACE(dev.name() + " " + dtype_name(lay.dtype) + (lay.transpose_b ? " [n, k]" : " [k, n]") + " m " +
+          SCOPED_TRACE(dev.name() + " " + dtype_name(lay.dtype) + (lay.transpose_b ? " [n, k]" : " [k, n]") +
+                       (lay.scalar_loads ? " scalar loads" : "") + (lay.kn_cols ? " 8 columns" : "") + " m " +
                        std::to_string(c.m) + " k " + std::to_string(c.k) + " n " + std::to_string(c.n));
           // Rows off centre, so that the mean matters.
           const Tensor x = random_tensor({c.m, c.k}, seed++, -1.0f, 3.0f);

@@ -48,9 +48,13 @@ std::vector<WgslBinding> wgsl_bindings(std::string_view source, std::string_view
     else if (space == "storage" || space == "storage,read") kind = WgslBinding::Kind::ReadOnlyStorage;
     else if (space == "storage,read_write") kind = WgslBinding::Kind::Storage;
     else throw fail("unsupported address space var<" + space + "> at @binding(" + std::to_string(binding) + ")");
-    for (const auto& b : out)
-      if (b.binding == binding) throw fail("@binding(" + std::to_string(binding) + ") declared twice");
-    out.push_back({binding, kind});
+    // A binding may name two variables (one buffer read as f32s by one entry
+    // point and as vec4s by another) only with the same address space: the
+    // layout has one entry per binding.
+    auto same = std::find_if(out.begin(), out.end(), [&](const WgslBinding& b) { return b.binding == binding; });
+    if (same == out.end()) out.push_back({binding, kind});
+    else if (same->kind != kind)
+      throw fail("@binding(" + std::to_string(binding) + ") declared twice with different address spaces");
   }
   return out;
 }

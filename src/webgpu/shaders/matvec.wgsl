@@ -12,8 +12,9 @@
 // The decode-step fusions of matvec_vec4.wgsl (A's rows normed as they are
 // read, GELU, RESIDUAL) for the B it does not take (GPT-2's Conv1D weights
 // [k, n]): preceded by norm_prologue.wgsl, gelu.wgsl, matvec_fusions.wgsl
-// and main_kn's store (matvec_kn_store.wgsl or matvec_kn_append.wgsl), k a
-// multiple of 4 under NORM.
+// and main_kn's load and store (matvec_kn_load.wgsl or matvec_kn_load4.wgsl;
+// matvec_kn_store.wgsl or matvec_kn_append.wgsl), k a multiple of 4 under
+// NORM.
 override TRANS_B: bool = false;
 
 const WG: u32 = 256u;
@@ -191,12 +192,16 @@ fn main_serial(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
 // (the host picks it; GPT-2's Conv1D weights in a decode step): invocation
 // lid owns 4 adjacent output columns (column group lid % KN_CG) over k-slice
 // lid / KN_CG, each keeping KN_UNROLL rows' loads in flight; the slices' sums
-// are added in a fixed order (strided_sum4). 8 columns a workgroup: on the H200, GPT-2 124M
-// decoded at 745 / 970 / 1,050 / 868 tokens/s with 32 / 16 / 8 / 4 (the
-// more workgroups, the more loads in flight, up to the serial sum's cost;
-// measured when one invocation added the slices serially).
-const KN_CG: u32 = 2u;
-const KN_KS: u32 = WG / KN_CG;
+// are added in a fixed order (strided_sum4). 8 columns a workgroup (KN_CG
+// 2) or 4 (KN_CG 1, the host's choice where 8 leave the grid under a wave,
+// as GPT-2's c_proj and second MLP product: 96 workgroups): on an H100,
+// GPT-2 124M decoded at 1,407-1,424 tokens/s so, 1,366-1,370 with 8
+// columns everywhere, 1,327-1,335 with 4 everywhere (three calls each, one
+// command). Earlier, when one invocation added the slices serially, 8
+// columns had been best on the H200: 745 / 970 / 1,050 / 868 tokens/s with
+// 32 / 16 / 8 / 4.
+override KN_CG: u32 = 2u;
+override KN_KS: u32 = WG / KN_CG;
 const KN_UNROLL: u32 = 4u;
 
 @compute @workgroup_size(256)
@@ -218,8 +223,7 @@ fn main_kn(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li
       for (var u = 0u; u < KN_UNROLL; u++) {
         let kk = k0 + u * KN_KS;
         if (kk < p.k) {
-          let bi = b_base + kk * p.ldb + col;
-          bv[u] = vec4f(B[bi], B[bi + 1u], B[bi + 2u], B[bi + 3u]);
+          bv[u] = kn_load(b_base + kk * p.ldb + col);
         }
       }
       for (var u = 0u; u < KN_UNROLL; u++) {
