@@ -33,7 +33,10 @@ const ComposedKernel kForward{"flash_fwd", {shaders::flash_params, shaders::phil
 const ComposedKernel kForwardTiled{"flash_fwd_tiled", {shaders::flash_params, shaders::philox,
                                                         shaders::flash_common, shaders::flash_fwd_tiled}};
 const ReducingKernel kDecode{"flash_decode", {shaders::flash_params, shaders::philox, shaders::flash_common,
-                                              shaders::flash_decode}};
+                                              shaders::flash_decode_k, shaders::flash_decode}};
+// The same reading keys as vec4s (head sizes a multiple of 4).
+const ReducingKernel kDecode4{"flash_decode4", {shaders::flash_params, shaders::philox, shaders::flash_common,
+                                                shaders::flash_decode_k4, shaders::flash_decode}};
 const ComposedKernel kDecodeSerial{"flash_decode_serial", {shaders::flash_params, shaders::philox,
                                                            shaders::flash_common, shaders::flash_decode_serial}};
 constexpr uint64_t kSerialRows = 64;  // flash_decode_serial's ROWS
@@ -323,14 +326,15 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
   uint64_t split_len = ceil_div(key_tiles, splits) * 64;
   splits = std::max<uint64_t>(1, ceil_div(keys, split_len));
   f.splits = uint32_t(splits), f.split_len = uint32_t(split_len);
+  const gpu::Kernel& decode = (plan.head_dim % 4 == 0 ? kDecode4 : kDecode).kernel(dev.runtime());
   if (splits == 1) {
-    launch(dev, op, kDecode.kernel(dev.runtime()), f, {arg(q), arg(k), arg(v), arg(m), arg(out), arg(lse)}, grid_1d(rows, lim),
+    launch(dev, op, decode, f, {arg(q), arg(k), arg(v), arg(m), arg(out), arg(lse)}, grid_1d(rows, lim),
            {{"HEAD_DIM", dim}});
     return;
   }
   Tensor part = Tensor::empty({int64_t(rows * splits), plan.head_dim + 2}, DType::F32, dev);
   check_fits(op, dev, {&part});
-  launch(dev, op, kDecode.kernel(dev.runtime()), f, {arg(q), arg(k), arg(v), arg(m), arg(part), arg(lse)},
+  launch(dev, op, decode, f, {arg(q), arg(k), arg(v), arg(m), arg(part), arg(lse)},
          grid_1d(rows * splits, lim), {{"HEAD_DIM", dim}});
   launch(dev, op, kCombine.kernel(), f, {arg(part), arg(out), arg(lse)}, grid_1d(rows, lim), {{"HEAD_DIM", dim}});
 }

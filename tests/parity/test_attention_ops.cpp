@@ -80,8 +80,10 @@ std::vector<Case> cases() {
       // Every 5th query sees nothing (a k-broadcast mask row of -inf).
       make("tiled d64 fully masked rows", 1, 40, 50, 2, 2, 64, {}, {1, 2, 40, 1}),
       make("tiled d128 dropout mask non-causal", 1, 20, 70, 2, 1, 128, opts(false, 0, 0, 0.3f, 11), {1, 1, 20, 70}),
-      // Not a multiple of 4: the one-query-per-invocation kernel.
+      // Not a multiple of 4: the one-query-per-invocation kernel; in decode,
+      // keys read as scalars.
       make("prefill d6 fallback", 1, 20, 20, 2, 1, 6, opts(true, 0, 5)),
+      make("decode d6 gqa2", 1, 1, 70, 4, 2, 6, opts(true, 69)),
   };
 }
 

@@ -9,7 +9,8 @@
 // for flash_combine.wgsl; with one split (splits == 1) it writes the row's
 // output to part (then the output tensor [rows, D]) and its lse as
 // flash_combine.wgsl would, and no combine runs. Preceded by flash_params,
-// philox and flash_common.
+// philox, flash_common and the key's dot (flash_decode_k.wgsl, or
+// flash_decode_k4.wgsl reading vec4s).
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;
@@ -63,23 +64,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let j = t0 + lid;
     var s = NEG;
     if (j < hi) {
-      // Four partial dots: independent loads in flight.
-      let kb = kv_base + j * kv_stride;
-      var d0 = 0.0;
-      var d1 = 0.0;
-      var d2 = 0.0;
-      var d3 = 0.0;
-      var d = 0u;
-      for (; d + 4u <= dim; d += 4u) {
-        d0 += qs[d] * k[kb + d];
-        d1 += qs[d + 1u] * k[kb + d + 1u];
-        d2 += qs[d + 2u] * k[kb + d + 2u];
-        d3 += qs[d + 3u] * k[kb + d + 3u];
-      }
-      for (; d < dim; d++) {
-        d0 += qs[d] * k[kb + d];
-      }
-      s = (d0 + d1) + (d2 + d3) + mask_at(b, h, i, j);
+      s = key_dot(kv_base + j * kv_stride) + mask_at(b, h, i, j);
       if (s <= MASKED) {
         s = NEG;
       }
