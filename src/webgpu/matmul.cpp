@@ -61,20 +61,23 @@ const ReducingKernel kMatvec{"matvec",
                              {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load, shaders::matvec_kn_store, shaders::matvec}};
 const ReducingKernel kMatvec8{"matvec",
                               {shaders::matmul_params, "const MAX_ROWS: u32 = 8u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load, shaders::matvec_kn_store, shaders::matvec}};
-const ReducingKernel kMatvecKn{"matvec_kn",
-                               {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load, shaders::matvec_kn_store, shaders::matvec},
-                               "main_kn"};
-// main_kn storing a packed q/k/v row's k and v into their cache slots.
-const ReducingKernel kMatvecKnAppend{"matvec_kn_append",
-                                     {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load, shaders::matvec_kn_append, shaders::matvec},
-                                     "main_kn"};
-// The same two reading B as vec4s (b_aligned plans).
-const ReducingKernel kMatvecKn4{"matvec_kn4",
-                                {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load4, shaders::matvec_kn_store, shaders::matvec},
-                                "main_kn"};
-const ReducingKernel kMatvecKnAppend4{"matvec_kn_append4",
-                                      {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load4, shaders::matvec_kn_append, shaders::matvec},
-                                      "main_kn"};
+// main_kn with one load of B (its snippet: four scalars, or one vec4 where
+// B's strides allow), storing C or, for a packed q/k/v row, q in C and k
+// and v straight into their cache slots.
+struct KnKernels {
+  ReducingKernel store, append;
+  KnKernels(std::string_view store_name, std::string_view append_name, std::string_view load)
+      : store{store_name,
+              {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu,
+               shaders::matvec_fusions, load, shaders::matvec_kn_store, shaders::matvec},
+              "main_kn"},
+        append{append_name,
+               {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu,
+                shaders::matvec_fusions, load, shaders::matvec_kn_append, shaders::matvec},
+               "main_kn"} {}
+};
+const KnKernels kKnScalar{"matvec_kn", "matvec_kn_append", shaders::matvec_kn_load};
+const KnKernels kKnVec4{"matvec_kn4", "matvec_kn_append4", shaders::matvec_kn_load4};
 const ReducingKernel kMatvecSerial{"matvec_serial",
                                    {shaders::matmul_params, "const MAX_ROWS: u32 = 4u;", shaders::norm_prologue, shaders::gelu, shaders::matvec_fusions, shaders::matvec_kn_load, shaders::matvec_kn_store, shaders::matvec},
                                    "main_serial"};
@@ -761,7 +764,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     const bool under_wave = ceil_div(plan.n, 8) * plan.batch < device_cores();
     const int64_t cols = env_int("FORGE_MATMUL_KN_COLS", under_wave ? 4 : 8) == 4 ? 4 : 8;
     const bool b4 = b_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR");
-    const ReducingKernel& kernel = kv_slots ? (b4 ? kMatvecKnAppend4 : kMatvecKnAppend) : (b4 ? kMatvecKn4 : kMatvecKn);
+    const KnKernels& kn_kernels = b4 ? kKnVec4 : kKnScalar;
+    const ReducingKernel& kernel = kv_slots ? kn_kernels.append : kn_kernels.store;
     const std::array<gpu::Constant, 6> kn_constants{
         {fusion[0], fusion[1], fusion[2], fusion[3], fusion[4], {"KN_CG", double(cols / 4)}}};
     launch(out.device(), "matmul", kernel.kernel(rt), p,
