@@ -3,9 +3,8 @@
 // epilogue (MatmulOptions::gelu) and the residual, against B [n, k] (f32 or
 // bf16, the vec4 kernels) and against a Conv1D B [k, n] (matvec.wgsl,
 // whose main_kn reads B as vec4s, or as scalars under FORGE_MATMUL_SCALAR,
-// 4 or 8 columns a workgroup):
-// on every device they equal the plain ops on the CPU (layernorm,
-// then the product, then gelu, then add). Odd sizes; rows and k as the
+// 4 or 8 columns a workgroup): on every device they equal the plain ops on
+// the CPU (layernorm, then the product, then gelu, then add). Odd sizes; rows and k as the
 // kernels split them (1 and 3: the 4-row kernels; 17: the serial one below
 // k 256, 8 past it; 40: composed; k 30, not a multiple of 4: composed).
 // A CPU driver composes a LayerNorm (gpu::Runtime::cpu_driver): the tests

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "forge/error.h"
 #include "webgpu/dawn/wgsl_bindings.h"
@@ -13,6 +15,16 @@ using forge::webgpu::WgslBinding;
 using forge::webgpu::wgsl_bindings;
 
 namespace {
+
+using Kind = WgslBinding::Kind;
+using Entries = std::vector<std::pair<uint32_t, Kind>>;
+
+// The (binding, kind) entries read from `source`, in their order.
+Entries entries_of(std::string_view source) {
+  Entries out;
+  for (const WgslBinding& b : wgsl_bindings(source, "probe")) out.emplace_back(b.binding, b.kind);
+  return out;
+}
 
 std::string error_of(std::string_view source) {
   try {
@@ -26,33 +38,22 @@ std::string error_of(std::string_view source) {
 }  // namespace
 
 TEST(WgslBindings, ReadsEachBindingsAddressSpace) {
-  const auto b = wgsl_bindings(R"(
+  EXPECT_EQ(entries_of(R"(
 @group(0) @binding(0) var<uniform> p: Params;
 // @group(0) @binding(7) var<storage, read> commented_out: array<f32>;
 @group(0) @binding(1) var<storage, read> A: array<f32>;
 @group(0) @binding(2) var<storage,read_write> C: array<f32>;
-)",
-                               "probe");
-  ASSERT_EQ(b.size(), 3u);
-  EXPECT_EQ(b[0].binding, 0u);
-  EXPECT_EQ(b[0].kind, WgslBinding::Kind::Uniform);
-  EXPECT_EQ(b[1].binding, 1u);
-  EXPECT_EQ(b[1].kind, WgslBinding::Kind::ReadOnlyStorage);
-  EXPECT_EQ(b[2].binding, 2u);
-  EXPECT_EQ(b[2].kind, WgslBinding::Kind::Storage);
+)"),
+            (Entries{{0, Kind::Uniform}, {1, Kind::ReadOnlyStorage}, {2, Kind::Storage}}));
 }
 
 TEST(WgslBindings, OneBufferReadAsTwoElementTypesIsOneEntry) {
-  const auto b = wgsl_bindings(R"(
+  EXPECT_EQ(entries_of(R"(
 @group(0) @binding(2) var<storage, read> B4: array<vec4f>;
 @group(0) @binding(1) var<storage, read> A: array<f32>;
 @group(0) @binding(2) var<storage, read> B: array<f32>;
-)",
-                               "probe");
-  ASSERT_EQ(b.size(), 2u);
-  EXPECT_EQ(b[0].binding, 2u);
-  EXPECT_EQ(b[0].kind, WgslBinding::Kind::ReadOnlyStorage);
-  EXPECT_EQ(b[1].binding, 1u);
+)"),
+            (Entries{{2, Kind::ReadOnlyStorage}, {1, Kind::ReadOnlyStorage}}));
 }
 
 TEST(WgslBindings, RejectsWhatItCannotRead) {
