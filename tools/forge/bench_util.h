@@ -27,13 +27,26 @@ void submit(const Device& d);
 // is submitted as soon as it is recorded, so that the device computes one
 // while the host records the next, and the host waits once every kTimedBatch
 // calls. Waiting after every call would add a read-back round trip to each
-// (on the H200 a 1024 square read 0.113 ms a call that way).
+// (on the H200 a 1024 square read 0.113 ms a call that way). The warm-up
+// lasts at least two calls and half of `min_seconds`: a GPU that idled while
+// the host made the operands (a second for two 8192 squares) runs at lower
+// clocks until it has been busy for a while.
 template <class Fn>
 double time_per_call(const Device& d, Fn fn, int min_iters, double min_seconds = 0.5) {
   constexpr int kTimedBatch = 10;
+  auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
   fn();
   fn();
   sync(d);
+  for (auto warm = std::chrono::steady_clock::now(); since(warm) < min_seconds / 2;) {
+    for (int i = 0; i < kTimedBatch; ++i) {
+      fn();
+      submit(d);
+    }
+    sync(d);
+  }
   int iters = 0;
   auto start = std::chrono::steady_clock::now();
   double elapsed = 0;
