@@ -748,11 +748,19 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   }
   if (matvec && vec4_rows) {
     // Few rows against B [n, k] (every Linear layer's decode step): each
-    // column's row of B read in vec4s by 32 lanes.
-    const int64_t cols = 8;  // matvec_vec4.wgsl's COLS
+    // column's row of B read in vec4s by 32 lanes, 8 columns a workgroup.
+    // FORGE_MATVEC_COLS=4 takes 64 lanes a column, 4 columns a workgroup,
+    // where 8 would leave the grid under a wave of the cores (the Llama
+    // family's o_proj and down product at hidden sizes under 1056), as
+    // main_kn does for GPT-2: a measurement switch, parity-tested, not yet
+    // timed on a GPU.
     const int64_t rows = plan.m <= kMatvecRows ? kMatvecRows : 8;
+    const bool under_wave = ceil_div(plan.n, 8) * ceil_div(plan.m, rows) * plan.batch < device_cores();
+    const int64_t cols = under_wave && env_int("FORGE_MATVEC_COLS", 8) == 4 ? 4 : 8;
+    const std::array<gpu::Constant, 6> vec4_constants{
+        {fusion[0], fusion[1], fusion[2], fusion[3], fusion[4], {"LANES", double(256 / cols)}}};
     launch(out.device(), "matmul", (rows == 4 ? vec4k.rows4 : vec4k.rows8).kernel(rt), p, vec4_args,
-           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)}, fusion);
+           {uint32_t(ceil_div(plan.n, cols)), uint32_t(ceil_div(plan.m, rows)), uint32_t(plan.batch)}, vec4_constants);
     return;
   }
   if (kn) {

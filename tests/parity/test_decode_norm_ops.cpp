@@ -24,10 +24,16 @@ TEST(DecodeNormParity, MatmulWithNormResidualAndBiasEqualsThePlainOps) {
     ReduceFormScope form_scope(form);
     SCOPED_TRACE(form.name);
     uint32_t seed = 700;
-    for (DType dt : {DType::F32, DType::BF16}) {
+    // Each weight dtype in both of matvec_vec4.wgsl's column counts a
+    // workgroup (4 of 64 lanes, 8 of 32), forced.
+    const std::vector<std::pair<DType, const char*>> settings{
+        {DType::F32, "4"}, {DType::BF16, "4"}, {DType::F32, "8"}, {DType::BF16, "8"}};
+    for (const auto& [dt, cols] : settings) {
+      ScopedEnv cols_env("FORGE_MATVEC_COLS", cols);
       for (const Device& dev : test_devices()) {
         for (const DecodeFusionCase& c : kDecodeFusionCases) {
-          SCOPED_TRACE(dev.name() + " " + dtype_name(dt) + " m " + std::to_string(c.m) + " k " + std::to_string(c.k));
+          SCOPED_TRACE(dev.name() + " " + dtype_name(dt) + " " + cols + " columns m " + std::to_string(c.m) +
+                       " k " + std::to_string(c.k));
           Tensor x = random_tensor({c.m, c.k}, seed++, -2.0f, 2.0f);
           Tensor w = weight_as(random_tensor({c.n, c.k}, seed++), dt);
           Tensor nw = random_tensor({c.k}, seed++, 0.5f, 1.5f), bias = random_tensor({c.n}, seed++);

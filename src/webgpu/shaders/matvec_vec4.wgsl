@@ -12,14 +12,16 @@
 // Workgroup row y takes rows y * MAX_ROWS onwards, so a batch of 32
 // sequences reads B four times (from cache) instead of leaving most of the
 // GPU idle in a few 64x64 tiles.
-// 32 lanes own an output column: they stride over its row of B in vec4s
-// (512 contiguous bytes a step), eight loads in flight each, and add their
-// partial sums in a fixed order (run_sum4); 8 columns to a workgroup. (matvec.wgsl, with
-// 8-byte strided scalar loads and a serial sum, read the H200's memory at a
-// twentieth of its bandwidth.)
+// LANES lanes own an output column: they stride over its row of B in vec4s
+// (512 contiguous bytes a step at 32), eight loads in flight each, and add
+// their partial sums in a fixed order (run_sum4); WG / LANES columns to a
+// workgroup. The host sets LANES: 32 (8 columns), or 64 (4 columns) where
+// 8 would leave the grid under a wave of the GPU's cores. (matvec.wgsl,
+// with 8-byte strided scalar loads and a serial sum, read the H200's memory
+// at a twentieth of its bandwidth.)
 const WG: u32 = 256u;
-const LANES: u32 = 32u;
-const COLS: u32 = 8u;
+override LANES: u32 = 32u;
+override COLS: u32 = WG / LANES;
 const UNROLL: u32 = 8u;  // B loads in flight a lane
 
 @group(0) @binding(0) var<uniform> p: Params;
