@@ -748,15 +748,16 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
   }
   if (matvec && vec4_rows) {
     // Few rows against B [n, k] (every Linear layer's decode step): each
-    // column's row of B read in vec4s by 32 lanes, 8 columns a workgroup.
-    // FORGE_MATVEC_COLS=4 takes 64 lanes a column, 4 columns a workgroup,
-    // where 8 would leave the grid under a wave of the cores (the Llama
-    // family's o_proj and down product at hidden sizes under 1056), as
-    // main_kn does for GPT-2: a measurement switch, parity-tested, not yet
-    // timed on a GPU.
+    // column's row of B read in vec4s by 32 lanes, 8 columns a workgroup;
+    // or by 64 lanes, 4 columns a workgroup, where 8 would leave the grid
+    // under a wave of the cores, as main_kn does for GPT-2
+    // (FORGE_MATVEC_COLS=4|8 forces one). That is the Llama family's o_proj
+    // and down product at hidden sizes under 1056: on an H100 SmolLM2-135M
+    // decoded at 839.4 / 839.7 tokens/s so against 801.9 / 802.3 in 8
+    // columns, SmolLM2-360M at 627.4 / 627.6 against 591.7 / 594.1.
     const int64_t rows = plan.m <= kMatvecRows ? kMatvecRows : 8;
     const bool under_wave = ceil_div(plan.n, 8) * ceil_div(plan.m, rows) * plan.batch < device_cores();
-    const int64_t cols = under_wave && env_int("FORGE_MATVEC_COLS", 8) == 4 ? 4 : 8;
+    const int64_t cols = env_int("FORGE_MATVEC_COLS", under_wave ? 4 : 8) == 4 ? 4 : 8;
     const std::array<gpu::Constant, 6> vec4_constants{
         {fusion[0], fusion[1], fusion[2], fusion[3], fusion[4], {"LANES", double(256 / cols)}}};
     launch(out.device(), "matmul", (rows == 4 ? vec4k.rows4 : vec4k.rows8).kernel(rt), p, vec4_args,
