@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # forge's GPU benchmarks beside the PyTorch anchors of this folder, in one
 # run on one machine (figures from different machines of one kind differ, so
-# a comparison is only made within a run): what the README's "Latest run"
+# a comparison is only made within a run): what the README's "last full run"
 # tables come from. Every command's whole output (forge's JSON, PyTorch's
 # JSON) goes to one log, each under a "=== name" line; nothing is filtered.
 #
