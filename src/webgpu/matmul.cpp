@@ -157,6 +157,13 @@ int64_t env_int(const char* name, int64_t fallback) {
 // Read at each call (a getenv beside a dispatch), so that a test can stand
 // in for a small GPU.
 int64_t device_cores() { return std::max<int64_t>(1, env_int("FORGE_MATMUL_CORES", 132)); }
+// Output columns a workgroup of the decode step's matrix-vector kernels
+// (main_kn, matvec_vec4): 4 where a grid of `groups` workgroups of 8 would
+// leave the cores under a wave, else 8; the environment variable `force`
+// (4 or 8) overrides.
+int64_t matvec_columns(int64_t groups, const char* force) {
+  return env_int(force, groups < device_cores() ? 4 : 8) == 4 ? 4 : 8;
+}
 constexpr int64_t kTileSlots = 2;  // 128x128 tiles a core holds
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -756,8 +763,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     // decoded at 839.4 / 839.7 tokens/s so against 801.9 / 802.3 in 8
     // columns, SmolLM2-360M at 627.4 / 627.6 against 591.7 / 594.1.
     const int64_t rows = plan.m <= kMatvecRows ? kMatvecRows : 8;
-    const bool under_wave = ceil_div(plan.n, 8) * ceil_div(plan.m, rows) * plan.batch < device_cores();
-    const int64_t cols = env_int("FORGE_MATVEC_COLS", under_wave ? 4 : 8) == 4 ? 4 : 8;
+    const int64_t cols = matvec_columns(ceil_div(plan.n, 8) * ceil_div(plan.m, rows) * plan.batch, "FORGE_MATVEC_COLS");
     const std::array<gpu::Constant, 6> vec4_constants{
         {fusion[0], fusion[1], fusion[2], fusion[3], fusion[4], {"LANES", double(256 / cols)}}};
     launch(out.device(), "matmul", (rows == 4 ? vec4k.rows4 : vec4k.rows8).kernel(rt), p, vec4_args,
@@ -770,8 +776,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor* bias, const MatmulPl
     // 256 ways where 8 would leave the grid under a wave of the cores
     // (FORGE_MATMUL_KN_COLS=4|8 forces one). B read as vec4s where its
     // strides allow (FORGE_MATMUL_SCALAR: as scalars).
-    const bool under_wave = ceil_div(plan.n, 8) * plan.batch < device_cores();
-    const int64_t cols = env_int("FORGE_MATMUL_KN_COLS", under_wave ? 4 : 8) == 4 ? 4 : 8;
+    const int64_t cols = matvec_columns(ceil_div(plan.n, 8) * plan.batch, "FORGE_MATMUL_KN_COLS");
     const bool b4 = b_aligned(plan) && !std::getenv("FORGE_MATMUL_SCALAR");
     const KnKernels& kn_kernels = b4 ? kKnVec4 : kKnScalar;
     const ReducingKernel& kernel = kv_slots ? kn_kernels.append : kn_kernels.store;

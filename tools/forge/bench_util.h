@@ -37,27 +37,24 @@ double time_per_call(const Device& d, Fn fn, int min_iters, double min_seconds =
   auto since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
-  fn();
-  fn();
-  sync(d);
-  for (auto warm = std::chrono::steady_clock::now(); since(warm) < min_seconds / 2;) {
+  auto batch = [&] {
     for (int i = 0; i < kTimedBatch; ++i) {
       fn();
       submit(d);
     }
     sync(d);
-  }
+  };
+  fn();
+  fn();
+  sync(d);
+  for (auto warm = std::chrono::steady_clock::now(); since(warm) < min_seconds / 2;) batch();
   int iters = 0;
   auto start = std::chrono::steady_clock::now();
   double elapsed = 0;
   while (iters < min_iters || elapsed < min_seconds) {
-    for (int i = 0; i < kTimedBatch; ++i) {
-      fn();
-      submit(d);
-    }
+    batch();
     iters += kTimedBatch;
-    sync(d);
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    elapsed = since(start);
   }
   return elapsed / iters;
 }
